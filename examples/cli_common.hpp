@@ -1,0 +1,69 @@
+// SPDX-License-Identifier: MIT
+// Shared by the example programs: strict number parsing for flags, and the exit-code contract
+// (0 ok, 1 does not fit the given budget, 2 bad input).
+#pragma once
+
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <exception>
+#include <string>
+
+#include <CLI/CLI.hpp>
+
+#include <headroom/error.hpp>
+
+namespace headroom::cli {
+
+inline constexpr int exit_ok = 0;
+inline constexpr int exit_does_not_fit = 1;
+inline constexpr int exit_bad_input = 2;
+
+/// A positive integer flag value; "-5", "0", "1.5", "abc" and absurd values are errors naming it.
+inline std::uint64_t parse_count(const std::string& flag, const std::string& text,
+                                 std::uint64_t limit = std::uint64_t{1} << 40) {
+  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
+    throw input_error(flag, "expected a positive integer, got '" + text + "'");
+  if (text.size() > 15) throw input_error(flag, "is absurdly large ('" + text + "')");
+  const std::uint64_t v = std::stoull(text);
+  if (v == 0) throw input_error(flag, "expected a positive integer, got '0'");
+  if (v > limit) throw input_error(flag, "is absurdly large ('" + text + "')");
+  return v;
+}
+
+/// A positive finite decimal flag value (NaN, infinity, negative and zero are errors).
+inline double parse_positive(const std::string& flag, const std::string& text) {
+  std::size_t used = 0;
+  double v = 0;
+  try {
+    v = std::stod(text, &used);
+  } catch (const std::exception&) {
+    used = 0;
+  }
+  if (used != text.size() || text.empty() || !std::isfinite(v) || v <= 0)
+    throw input_error(flag, "expected a positive number, got '" + text + "'");
+  return v;
+}
+
+/// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
+template <class Body>
+int run(CLI::App& app, int argc, char** argv, Body&& body) {
+  try {
+    app.parse(argc, argv);
+    return body();
+  } catch (const CLI::CallForHelp&) {
+    std::fputs(app.help().c_str(), stdout);
+    return exit_ok;
+  } catch (const CLI::ParseError& e) {
+    std::fprintf(stderr, "error: %s\nrun with --help for the options\n", e.what());
+    return exit_bad_input;
+  } catch (const input_error& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const std::exception& e) {
+    std::fprintf(stderr, "error: %s\n", e.what());
+    return exit_bad_input;
+  }
+}
+
+}  // namespace headroom::cli

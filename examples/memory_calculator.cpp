@@ -1,0 +1,211 @@
+// SPDX-License-Identifier: MIT
+// memory_calculator: the course lab's calculator (L3.1) in C++. Static training memory per
+// bucket for full fine-tuning, LoRA and QLoRA, from a preset or a Hugging Face config.json.
+#include <cmath>
+#include <cstdio>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include <fmt/format.h>
+
+#include <headroom/headroom.hpp>
+
+#include "cli_common.hpp"
+
+namespace {
+
+using namespace headroom;
+
+struct options {
+  std::string preset = "llama-3.1-8b-like";
+  std::string config;
+  std::string preset_dir;
+  std::string method = "full";
+  std::string rank = "16";
+  std::string targets = "all-linear";
+  std::string optimizer = "adamw_torch";
+  std::string precision = "bf16-mixed";
+  std::string block = "256";
+  std::string budget_gb;
+  bool exact_params = false;
+  bool grad_accum_buffer = false;
+  bool no_double_quant = false;
+  bool json = false;
+  bool gib = false;
+  bool smoke = false;
+  bool list_presets = false;
+};
+
+training_setup setup_from(const options& o) {
+  training_setup s;
+  s.method = parse_choice(method_names, o.method, "--method");
+  s.precision = parse_choice(precision_names, o.precision, "--precision");
+  s.optimizer = optimizer_by_name(o.optimizer);
+  s.optim.block_size = cli::parse_count("--optim-block-size", o.block, 1u << 20);
+  s.grad_accum_buffer = o.grad_accum_buffer;
+  s.lora.rank = cli::parse_count("--rank", o.rank, max_lora_rank);
+  s.lora.targets = parse_lora_targets(o.targets);
+  s.nf4.double_quant = !o.no_double_quant;
+  return s;
+}
+
+// ---- --smoke: the course's static numbers (worked-numbers.md), each rounded as the course prints it.
+struct smoke_run {
+  int failures = 0;
+  void check(const char* id, const std::string& what, double got, double want, int decimals) {
+    const double scale = std::pow(10.0, decimals);
+    const bool ok = std::fabs(std::round(got * scale) / scale - want) < 0.5 / scale;
+    if (!ok) ++failures;
+    fmt::print("{} {:<4} {:<52} got {:.{}f} want {:.{}f}\n", ok ? "ok  " : "FAIL", id, what, got, decimals,
+               want, decimals);
+  }
+};
+
+double gb(bytes b) { return in_gb(b); }
+
+int smoke(const std::vector<std::filesystem::path>& dirs) {
+  smoke_run r;
+  const loaded_model m8 = load_preset("llama-3.1-8b-like", dirs);
+  training_setup full;
+  auto with = [&](auto change) {
+    training_setup s = full;
+    change(s);
+    return s;
+  };
+  const auto est = [&](const model_spec& spec, const training_setup& s) { return estimate_static(spec, s); };
+  const double n8 = static_cast<double>(m8.spec.nominal_params);
+  r.check("W01", "route A bytes/param", gb(est(m8.spec, full).buckets.static_bytes()) * 1e9 / n8, 16, 0);
+  r.check("W02", "route B bytes/param",
+          gb(est(m8.spec, with([](training_setup& s) { s.precision = precision_route::fp32_autocast; }))
+                 .buckets.static_bytes()) *
+              1e9 / n8,
+          16, 0);
+  r.check(
+      "W03", "8B full + bf16 grad-accumulation buffer, GB",
+      gb(est(m8.spec, with([](training_setup& s) { s.grad_accum_buffer = true; })).buckets.static_bytes()),
+      144.0, 1);
+  r.check("W04", "8B full fine-tuning, GB", gb(est(m8.spec, full).buckets.static_bytes()), 128.0, 1);
+  r.check("W04", "8B exact (8.03B) full fine-tuning, GB",
+          gb(estimate_static(m8.spec, full, params_basis::exact).buckets.static_bytes()), 128.5, 1);
+  model_spec seven = m8.spec;
+  seven.nominal_params = 7'000'000'000;
+  r.check("W04", "7B full fine-tuning, GB", gb(est(seven, full).buckets.static_bytes()), 112.0, 1);
+  r.check("W05", "third route (pure bf16) bytes/param",
+          gb(est(m8.spec, with([](training_setup& s) { s.precision = precision_route::bf16_pure; }))
+                 .buckets.static_bytes()) *
+              1e9 / n8,
+          8, 0);
+  const auto adam8 = with([](training_setup& s) {
+    s.optimizer = optimizer_by_name("adamw_8bit");
+    s.optim.block_size = 2048;  // the course's bitsandbytes generation
+  });
+  r.check("W06", "8-bit AdamW state, 8B, block 2048, GB", gb(est(m8.spec, adam8).buckets.optimizer), 16.03,
+          2);
+  r.check("W06", "8B full FT with 8-bit AdamW, GB", gb(est(m8.spec, adam8).buckets.static_bytes()), 80.03, 2);
+  const auto lora = with([](training_setup& s) { s.method = training_method::lora; });
+  const auto qlora = with([](training_setup& s) { s.method = training_method::qlora; });
+  r.check("W07", "LoRA frozen base bytes/param", gb(est(m8.spec, lora).buckets.weights) * 1e9 / n8, 2, 0);
+  r.check("W08", "NF4 + double quant bits/param", nf4_bits_per_param(nf4_layout{}).value(), 4.127, 3);
+  const auto e_lora = est(m8.spec, lora);
+  r.check("W09", "adapters, Llama-3.1-8B r16 all-linear", static_cast<double>(e_lora.adapter_params.count()),
+          41'943'040, 0);
+  r.check("W10", "LoRA 8B weights, GB", gb(e_lora.buckets.weights), 16.0, 1);
+  r.check("W10", "LoRA 8B adapter state, GB", gb(e_lora.buckets.static_bytes() - e_lora.buckets.weights),
+          0.671, 3);
+  r.check("W10", "LoRA 8B total, GB", gb(e_lora.buckets.static_bytes()), 16.67, 2);
+  const auto e_q = est(m8.spec, qlora);
+  r.check("W11", "QLoRA 8B weights, GB", gb(e_q.buckets.weights), 4.127, 3);
+  r.check("W11", "QLoRA 8B total, GB", gb(e_q.buckets.static_bytes()), 4.798, 3);
+  r.check("W12", "LoRA 8B optimizer state, GB", gb(e_lora.buckets.optimizer), 0.34, 2);
+  const auto lora8bit = with([](training_setup& s) {
+    s.method = training_method::lora;
+    s.optimizer = optimizer_by_name("adamw_8bit");
+    s.optim.block_size = 2048;
+  });
+  r.check("W12", "what 8-bit saves on LoRA 8B, GB",
+          gb(e_lora.buckets.optimizer - est(m8.spec, lora8bit).buckets.optimizer), 0.2515, 4);
+  struct table_row {
+    const char* preset;
+    double adapters, full, lora, qlora;
+  };
+  for (const table_row& row : {table_row{"llama-3.2-1b-like", 11'272'192, 16.00, 2.18, 0.696},
+                               table_row{"llama-3.1-8b-like", 41'943'040, 128.00, 16.67, 4.798},
+                               table_row{"qwen3-32b-like", 134'217'728, 512.00, 66.15, 18.655},
+                               table_row{"llama-3.1-70b-like", 207'093'760, 1120.00, 143.31, 39.425}}) {
+    const model_spec spec = load_preset(row.preset, dirs).spec;
+    const std::string name = row.preset;
+    r.check("W13", name + " adapters r16", static_cast<double>(est(spec, lora).adapter_params.count()),
+            row.adapters, 0);
+    r.check("W14", name + " full, GB", gb(est(spec, full).buckets.static_bytes()), row.full, 2);
+    r.check("W14", name + " LoRA, GB", gb(est(spec, lora).buckets.static_bytes()), row.lora, 2);
+    r.check("W14", name + " QLoRA, GB", gb(est(spec, qlora).buckets.static_bytes()), row.qlora, 3);
+  }
+  const param_tensor mlp{module_name::up_proj, tensor_role::linear_weight, 14336, 4096, 1};
+  r.check("W24", "Adafactor state of a 4096x14336 matrix, bytes",
+          static_cast<double>(optimizer_state_bytes(optimizer_by_name("adafactor"), mlp, 4).count()), 73'728,
+          0);
+  const double adam = static_cast<double>(est(m8.spec, full).buckets.optimizer.count());
+  const double lion = static_cast<double>(
+      est(m8.spec, with([](training_setup& s) { s.optimizer = optimizer_by_name("lion_32bit"); }))
+          .buckets.optimizer.count());
+  r.check("W25", "Lion state / AdamW state", lion / adam, 0.5, 2);
+  fmt::print("{} of the course's static numbers missed\n", r.failures);
+  return r.failures == 0 ? cli::exit_ok : cli::exit_bad_input;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};
+  options o;
+  app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
+  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset");
+  app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets");
+  app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
+  app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
+  app.add_option("--targets", o.targets, "LoRA target_modules: all-linear or e.g. q_proj,v_proj")
+      ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "transformers optim string, e.g. adamw_torch, adamw_8bit")
+      ->capture_default_str();
+  app.add_option("--precision", o.precision,
+                 "bf16-mixed (route A) | fp32-autocast (route B) | bf16-pure (no master)")
+      ->capture_default_str();
+  app.add_option("--optim-block-size", o.block, "8-bit optimizer block (bnb >= 0.44: 256; course W06: 2048)")
+      ->capture_default_str();
+  app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
+  app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
+  app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
+  app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
+  app.add_flag("--json", o.json, "print one JSON object (docs/json-schema.md)");
+  app.add_flag("--gib", o.gib, "add a GiB (2^30 bytes) column");
+  app.add_flag("--smoke", o.smoke, "assert the course's static numbers; non-zero exit on a miss");
+  app.add_flag("--list-presets", o.list_presets, "print the preset names found and exit");
+
+  return cli::run(app, argc, argv, [&]() {
+    std::optional<std::filesystem::path> dir;
+    if (!o.preset_dir.empty()) dir = o.preset_dir;
+    const auto dirs = preset_search_path(dir);
+    if (o.list_presets) {
+      for (const auto& n : preset_names(dirs)) fmt::print("{}\n", n);
+      return cli::exit_ok;
+    }
+    if (o.smoke) return smoke(dirs);
+    const training_setup s = setup_from(o);
+    const loaded_model model = o.config.empty() ? load_preset(o.preset, dirs) : load_model_config(o.config);
+    const static_estimate e =
+        estimate_static(model.spec, s, o.exact_params ? params_basis::exact : params_basis::nominal);
+    if (o.json)
+      fmt::print("{}\n", static_estimate_json(model, s, e).dump(2));
+    else
+      fmt::print("{}", format_static_table(model, s, e, o.gib));
+    if (!o.budget_gb.empty()) {
+      const double budget = cli::parse_positive("--budget-gb", o.budget_gb);
+      const bool fits = in_gb(e.buckets.total_bytes()) <= budget;
+      std::fprintf(stderr, "%s: %.3f GB against a budget of %.3f GB\n", fits ? "fits" : "does not fit",
+                   in_gb(e.buckets.total_bytes()), budget);
+      return fits ? cli::exit_ok : cli::exit_does_not_fit;
+    }
+    return cli::exit_ok;
+  });
+}

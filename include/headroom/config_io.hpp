@@ -1,0 +1,235 @@
+// SPDX-License-Identifier: MIT
+// Reads model shapes from Hugging Face config.json files and headroom presets (one code path),
+// and finds presets by name. The only header of the library that uses nlohmann_json for input.
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "error.hpp"
+#include "memory.hpp"
+#include "model.hpp"
+
+namespace headroom {
+
+/// A loaded model: shapes, optional nominal size, and where it came from.
+struct loaded_model {
+  model_spec spec{};
+  std::string name;        ///< preset name, or the file name of a raw config.json
+  std::string model_type;  ///< config.json model_type
+  std::string source;      ///< provenance text from the preset's "_headroom" block
+  std::string origin;      ///< the file it was read from
+};
+
+/// Architecture rules per config.json model_type: defaults of the transformers config classes
+/// (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file may omit.
+struct architecture {
+  std::string_view model_type;
+  std::uint64_t norms_per_layer;   ///< 2, or 4 for Gemma-2/3 (pre/post attention and FFN)
+  bool qk_norm;                    ///< Qwen3, Gemma-3
+  bool qkv_bias;                   ///< Qwen2 hard-codes bias=True on q/k/v
+  bool tie_default;                ///< tie_word_embeddings default of the config class
+  std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
+  std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
+  std::string_view expert_width_key;
+};
+
+inline constexpr std::array<architecture, 9> architectures{{
+    {"llama", 2, false, false, false, 0, "", ""},
+    {"mistral", 2, false, false, false, 0, "", ""},
+    {"qwen2", 2, false, true, false, 0, "", ""},
+    {"qwen3", 2, true, false, false, 128, "", ""},
+    {"qwen3_moe", 2, true, false, false, 128, "num_experts", "moe_intermediate_size"},
+    {"mixtral", 2, false, false, false, 0, "num_local_experts", "intermediate_size"},
+    {"gemma", 2, false, false, true, 256, "", ""},
+    {"gemma2", 4, false, false, true, 256, "", ""},
+    {"gemma3_text", 4, true, false, true, 256, "", ""},
+}};
+
+[[nodiscard]] inline std::string supported_model_types() {
+  std::string out;
+  for (const architecture& a : architectures) out += (out.empty() ? "" : ", ") + std::string(a.model_type);
+  return out;
+}
+
+namespace detail {
+using json = nlohmann::json;
+
+inline std::string key_path(const std::string& origin, std::string_view key) {
+  return origin + ": /" + std::string(key);
+}
+
+/// A positive integer field; rejects negatives, fractions, strings, booleans and absurd values.
+inline std::uint64_t read_count(const json& j, std::string_view key, const std::string& origin,
+                                std::uint64_t limit = max_dimension) {
+  const auto it = j.find(key);
+  if (it == j.end()) throw input_error(key_path(origin, key), "missing required key");
+  const std::string field = key_path(origin, key);
+  if (!it->is_number_integer()) throw input_error(field, "must be a positive integer, got " + it->dump());
+  if (it->is_number_unsigned()) {
+    const auto v = it->get<std::uint64_t>();
+    if (v == 0) throw input_error(field, "must be a positive integer, got 0");
+    if (v > limit) throw input_error(field, "is absurdly large (" + it->dump() + ")");
+    return v;
+  }
+  throw input_error(field, "must be a positive integer, got " + it->dump());
+}
+inline std::uint64_t read_count_or(const json& j, std::string_view key, const std::string& origin,
+                                   std::uint64_t fallback, std::uint64_t limit = max_dimension) {
+  if (!j.contains(key) || j.at(std::string(key)).is_null()) return fallback;
+  return read_count(j, key, origin, limit);
+}
+inline bool read_bool_or(const json& j, std::string_view key, const std::string& origin, bool fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_boolean()) throw input_error(key_path(origin, key), "must be true or false, got " + it->dump());
+  return it->get<bool>();
+}
+inline std::string read_string_or(const json& j, std::string_view key, const std::string& origin,
+                                  std::string fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_string()) throw input_error(key_path(origin, key), "must be a string, got " + it->dump());
+  return it->get<std::string>();
+}
+}  // namespace detail
+
+/// Builds a model from a parsed config.json object. `origin` names the file in errors.
+[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
+  using detail::read_count;
+  using detail::read_count_or;
+  if (!j.is_object()) throw input_error(origin, "expected a JSON object (a config.json)");
+  loaded_model out;
+  out.origin = origin;
+  out.model_type = detail::read_string_or(j, "model_type", origin, "");
+  const auto arch = std::find_if(architectures.begin(), architectures.end(),
+                                 [&](const architecture& a) { return a.model_type == out.model_type; });
+  if (arch == architectures.end())
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "unsupported '" + out.model_type + "'; supported: " + supported_model_types());
+
+  model_shape& m = out.spec.shape;
+  m.hidden_size = read_count(j, "hidden_size", origin);
+  m.num_attention_heads = read_count(j, "num_attention_heads", origin);
+  m.num_key_value_heads = read_count_or(j, "num_key_value_heads", origin, m.num_attention_heads);
+  const std::uint64_t head_default =
+      arch->head_dim_default != 0 ? arch->head_dim_default : m.hidden_size / m.num_attention_heads;
+  m.head_dim = read_count_or(j, "head_dim", origin, head_default);
+  m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, detail::max_layers);
+  m.vocab_size = read_count(j, "vocab_size", origin);
+  m.tie_word_embeddings = detail::read_bool_or(j, "tie_word_embeddings", origin, arch->tie_default);
+  const bool attention_bias = detail::read_bool_or(j, "attention_bias", origin, false);
+  m.attention_bias = arch->qkv_bias || attention_bias;
+  m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
+  m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
+  m.norms_per_layer = arch->norms_per_layer;
+  m.qk_norm = arch->qk_norm;
+  if (arch->experts_key.empty()) {
+    m.intermediate_size = read_count(j, "intermediate_size", origin);
+  } else {
+    m.num_experts = read_count(j, arch->experts_key, origin, detail::max_experts);
+    m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
+    m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
+    m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
+    if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
+      throw input_error(detail::key_path(origin, "decoder_sparse_step"),
+                        "layouts mixing dense and MoE layers are not supported yet (need 1)");
+    if (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())
+      throw input_error(detail::key_path(origin, "mlp_only_layers"),
+                        "layouts mixing dense and MoE layers are not supported yet (need [])");
+  }
+  try {
+    validate(m);
+  } catch (const input_error& e) {
+    throw input_error(origin, e.what());
+  }
+
+  out.name = std::filesystem::path(origin).stem().string();
+  if (const auto meta = j.find("_headroom"); meta != j.end()) {
+    if (!meta->is_object()) throw input_error(detail::key_path(origin, "_headroom"), "must be an object");
+    const std::string meta_origin = origin + ": /_headroom";
+    out.name = detail::read_string_or(*meta, "name", meta_origin, out.name);
+    out.source = detail::read_string_or(*meta, "source", meta_origin, "");
+    out.spec.nominal_params =
+        detail::read_count_or(*meta, "nominal_params", meta_origin, 0, std::uint64_t{1} << 50);
+  }
+  return out;
+}
+
+/// Reads and parses a config.json or preset file; errors name the file (and byte offset).
+[[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw input_error(file.string(), "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  nlohmann::json j;
+  try {
+    j = nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw input_error(file.string(), "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+  return model_from_config(j, file.string());
+}
+
+/// Directories searched for presets, in order: `explicit_dir` (--preset-dir), then
+/// $HEADROOM_PRESET_DIR, then the installed data dir, then the source tree's presets/.
+[[nodiscard]] inline std::vector<std::filesystem::path> preset_search_path(
+    const std::optional<std::filesystem::path>& explicit_dir = std::nullopt) {
+  std::vector<std::filesystem::path> dirs;
+  if (explicit_dir) dirs.push_back(*explicit_dir);
+  if (const char* env = std::getenv("HEADROOM_PRESET_DIR"); env != nullptr && *env != '\0')
+    dirs.emplace_back(env);
+#ifdef HEADROOM_PRESET_INSTALL_DIR
+  dirs.emplace_back(HEADROOM_PRESET_INSTALL_DIR);
+#endif
+#ifdef HEADROOM_PRESET_SOURCE_DIR
+  dirs.emplace_back(HEADROOM_PRESET_SOURCE_DIR);
+#endif
+  return dirs;
+}
+
+/// Names of the presets (*.json) in the first directories that hold them, sorted, unique.
+[[nodiscard]] inline std::vector<std::string> preset_names(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::string> names;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+/// Loads preset `name` from the first directory that has `<name>.json`.
+[[nodiscard]] inline loaded_model load_preset(std::string_view name,
+                                              const std::vector<std::filesystem::path>& dirs) {
+  const bool plain =
+      !name.empty() && name.find_first_of("/\\") == std::string_view::npos && name != "." && name != "..";
+  if (plain) {
+    for (const auto& dir : dirs) {
+      const auto file = dir / (std::string(name) + ".json");
+      std::error_code ec;
+      if (std::filesystem::is_regular_file(file, ec)) return load_model_config(file);
+    }
+  }
+  std::string known;
+  for (const auto& n : preset_names(dirs)) known += (known.empty() ? "" : ", ") + n;
+  std::string searched;
+  for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
+  throw input_error("preset", "unknown '" + std::string(name) +
+                                  "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
+                                  " (searched: " + searched + ")");
+}
+
+}  // namespace headroom

@@ -1,0 +1,27 @@
+// SPDX-License-Identifier: MIT
+// The one exception type headroom throws for bad input: it names the field that was wrong.
+#pragma once
+
+#include <stdexcept>
+#include <string>
+
+namespace headroom {
+
+/// Thrown for any invalid input (shape, size, option name, file). `field()` names the culprit.
+class input_error : public std::invalid_argument {
+ public:
+  input_error(std::string field, const std::string& reason)
+      : std::invalid_argument(field + ": " + reason), field_(std::move(field)) {}
+  [[nodiscard]] const std::string& field() const noexcept { return field_; }
+
+ private:
+  std::string field_;
+};
+
+namespace detail {
+// Not constexpr on purpose: reaching it during constant evaluation is a compile error naming the
+// call, and at run time it throws input_error (the fmt/mp-units trick).
+[[noreturn]] inline void fail(const char* field, const char* reason) { throw input_error(field, reason); }
+}  // namespace detail
+
+}  // namespace headroom

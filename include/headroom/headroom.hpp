@@ -1,0 +1,9 @@
+// SPDX-License-Identifier: MIT
+// Umbrella header: the core plus the config.json reader (nlohmann_json) and printers (fmt).
+// Include <headroom/core.hpp> instead to depend on the standard library only.
+#pragma once
+
+#include "config_io.hpp"
+#include "core.hpp"
+#include "report_json.hpp"
+#include "report_text.hpp"

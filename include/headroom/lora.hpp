@@ -1,0 +1,131 @@
+// SPDX-License-Identifier: MIT
+// LoRA adapters counted from shapes: each targeted nn.Linear(in, out) gains A (r × in) and
+// B (out × r), i.e. r·(in + out) parameters (peft/tuners/lora/layer.py).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+
+#include "model.hpp"
+#include "units.hpp"
+
+namespace headroom {
+
+/// A set of module names, as PEFT's `target_modules`.
+struct lora_targets {
+  std::uint32_t mask = 0;
+
+  [[nodiscard]] constexpr bool contains(module_name m) const {
+    return (mask >> static_cast<unsigned>(m)) & 1u;
+  }
+  constexpr lora_targets& add(module_name m) {
+    mask |= 1u << static_cast<unsigned>(m);
+    return *this;
+  }
+  /// PEFT "all-linear": every nn.Linear except the output embedding (tuners_utils.py
+  /// _maybe_include_all_linear_layers), so MoE routers are included and lm_head is not.
+  [[nodiscard]] static constexpr lora_targets all_linear() {
+    lora_targets t;
+    for (module_name m : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
+                          module_name::gate_proj, module_name::up_proj, module_name::down_proj,
+                          module_name::router, module_name::shared_expert_gate})
+      t.add(m);
+    return t;
+  }
+  friend constexpr bool operator==(lora_targets a, lora_targets b) { return a.mask == b.mask; }
+};
+
+/// A target name as it appears in `target_modules`, and the module it selects.
+struct target_name {
+  std::string_view name;
+  module_name module;
+};
+/// `gate` is the MoE router's attribute name (mlp.gate); PEFT matches by name suffix.
+inline constexpr std::array<target_name, 11> lora_target_names{{
+    {"q_proj", module_name::q_proj},
+    {"k_proj", module_name::k_proj},
+    {"v_proj", module_name::v_proj},
+    {"o_proj", module_name::o_proj},
+    {"gate_proj", module_name::gate_proj},
+    {"up_proj", module_name::up_proj},
+    {"down_proj", module_name::down_proj},
+    {"gate", module_name::router},
+    {"shared_expert_gate", module_name::shared_expert_gate},
+    {"lm_head", module_name::lm_head},
+    {"embed_tokens", module_name::embed_tokens},
+}};
+
+[[nodiscard]] inline std::string lora_target_choices() {
+  std::string out = "all-linear";
+  for (const target_name& t : lora_target_names) out += std::string(", ") + std::string(t.name);
+  return out;
+}
+
+/// Parses "all-linear" (case-insensitive, as PEFT) or a comma list such as "q_proj,v_proj".
+[[nodiscard]] inline lora_targets parse_lora_targets(std::string_view text) {
+  auto lower = std::string(text);
+  for (char& c : lower) c = (c >= 'A' && c <= 'Z') ? static_cast<char>(c - 'A' + 'a') : c;
+  if (lower == "all-linear") return lora_targets::all_linear();
+  lora_targets out;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    const std::size_t comma = std::min(text.find(',', start), text.size());
+    const std::string_view item = text.substr(start, comma - start);
+    bool found = false;
+    for (const target_name& t : lora_target_names)
+      if (t.name == item) {
+        out.add(t.module);
+        found = true;
+      }
+    if (!found)
+      throw input_error("target_modules",
+                        "unknown module '" + std::string(item) + "'; valid: " + lora_target_choices());
+    start = comma + 1;
+  }
+  return out;
+}
+
+/// The inverse of parse_lora_targets: "all-linear" or the comma list of names.
+[[nodiscard]] inline std::string lora_targets_text(lora_targets t) {
+  if (t == lora_targets::all_linear()) return "all-linear";
+  std::string out;
+  for (const target_name& n : lora_target_names)
+    if (t.contains(n.module)) out += (out.empty() ? "" : ",") + std::string(n.name);
+  return out;
+}
+
+/// PEFT LoraConfig essentials for memory: rank and targets (alpha does not change memory).
+struct lora_config {
+  std::uint64_t rank = 16;  ///< r
+  lora_targets targets = lora_targets::all_linear();
+};
+
+inline constexpr std::uint64_t max_lora_rank = 1u << 16;
+
+/// The adapter tensors: A (r × in) and B (out × r) for each targeted linear weight.
+[[nodiscard]] constexpr param_inventory adapter_inventory(const model_shape& m, const lora_config& c) {
+  if (c.rank == 0) detail::fail("rank", "must be a positive integer");
+  if (c.rank > max_lora_rank) detail::fail("rank", "is absurdly large");
+  if (c.targets.mask == 0) detail::fail("target_modules", "selects no module");
+  param_inventory out;
+  for (const param_tensor& t : parameter_inventory(m)) {
+    const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
+    if (!linear || !c.targets.contains(t.module)) continue;
+    out.add({t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});  // lora_A
+    out.add({t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});  // lora_B
+  }
+  if (out.size == 0) detail::fail("target_modules", "matches no module of this model");
+  return out;
+}
+
+/// Adapter parameter count: Σ r·(in + out) over targeted modules (W09: 41,943,040).
+[[nodiscard]] constexpr params adapter_count(const model_shape& m, const lora_config& c) {
+  params total{0};
+  for (const param_tensor& t : adapter_inventory(m, c)) total += t.total();
+  return total;
+}
+
+}  // namespace headroom

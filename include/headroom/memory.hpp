@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// The static training state: weights, adapter weights, gradients, fp32 master copy and
+// optimizer state, for full fine-tuning, LoRA and QLoRA (course section "The four buckets").
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "lora.hpp"
+#include "model.hpp"
+#include "optimizer.hpp"
+#include "quantization.hpp"
+#include "units.hpp"
+
+namespace headroom {
+
+enum class training_method : std::uint8_t { full, lora, qlora };
+
+/// How weights, gradients and the master copy are stored (course: routes A and B, third route).
+enum class precision_route : std::uint8_t {
+  bf16_mixed,     ///< route A: bf16 weights + grads, fp32 master, fp32 optimizer state (default)
+  fp32_autocast,  ///< route B: fp32 weights + grads, bf16 autocast matmuls, no separate master
+  bf16_pure,      ///< third route: bf16 weights, no master; torch optimizers keep bf16 state
+};
+
+/// Whether the frozen/full base is priced on the preset's nominal size or the exact count.
+enum class params_basis : std::uint8_t { nominal, exact };
+
+/// How the QLoRA base was priced.
+enum class qlora_layout : std::uint8_t {
+  not_applicable,
+  uniform_nominal,  ///< every one of N params at the course's 4.127 bits (Table 1)
+  realistic,        ///< 4-bit linears only; embeddings, lm_head and norms stay 16-bit
+};
+
+template <class E>
+struct named {
+  std::string_view name;
+  E value;
+};
+inline constexpr std::array<named<training_method>, 3> method_names{
+    {{"full", training_method::full}, {"lora", training_method::lora}, {"qlora", training_method::qlora}}};
+inline constexpr std::array<named<precision_route>, 3> precision_names{
+    {{"bf16-mixed", precision_route::bf16_mixed},
+     {"fp32-autocast", precision_route::fp32_autocast},
+     {"bf16-pure", precision_route::bf16_pure}}};
+
+/// Looks `text` up in a name table; throws input_error naming `field` and the choices.
+template <class E, std::size_t N>
+[[nodiscard]] E parse_choice(const std::array<named<E>, N>& table, std::string_view text, const char* field) {
+  std::string choices;
+  for (const auto& entry : table) {
+    if (entry.name == text) return entry.value;
+    choices += (choices.empty() ? "" : ", ") + std::string(entry.name);
+  }
+  throw input_error(field, "unknown '" + std::string(text) + "'; valid: " + choices);
+}
+template <class E, std::size_t N>
+[[nodiscard]] constexpr std::string_view choice_name(const std::array<named<E>, N>& table, E value) {
+  for (const auto& entry : table)
+    if (entry.value == value) return entry.name;
+  return "?";
+}
+
+/// Everything about the run that decides the static buckets.
+struct training_setup {
+  training_method method = training_method::full;
+  precision_route precision = precision_route::bf16_mixed;
+  optimizer_info optimizer = optimizer_catalog[0];  ///< adamw_torch
+  optimizer_options optim{};
+  bool grad_accum_buffer = false;  ///< a separate bf16 gradient-accumulation buffer (W03)
+  lora_config lora{};              ///< used by lora and qlora
+  nf4_layout nf4{};                ///< used by qlora
+};
+
+/// A model: its shapes plus, for presets, the nominal size the course's Table 1 uses.
+struct model_spec {
+  model_shape shape{};
+  std::uint64_t nominal_params = 0;  ///< e.g. 8e9 for llama-3.1-8b-like; 0 = none
+};
+
+/// Memory per bucket. Activations, logits and overhead are filled by the dynamic model.
+struct memory_buckets {
+  bytes weights{0};          ///< base (or full) model weights
+  bytes adapter_weights{0};  ///< LoRA A and B
+  bytes grads{0};            ///< gradients of trainable params (+ accumulation buffer)
+  bytes master{0};           ///< fp32 master copy of trainable params (route A)
+  bytes optimizer{0};        ///< optimizer state
+  bytes activations{0};
+  bytes logits{0};
+  bytes overhead{0};
+
+  /// weights + adapter_weights + grads + master + optimizer.
+  [[nodiscard]] constexpr bytes static_bytes() const {
+    return weights + adapter_weights + grads + master + optimizer;
+  }
+  [[nodiscard]] constexpr bytes total_bytes() const {
+    return static_bytes() + activations + logits + overhead;
+  }
+};
+
+/// The static estimate with the counts it was priced on.
+struct static_estimate {
+  params model_params{0};      ///< exact count from shapes
+  params priced_params{0};     ///< N the base buckets used (nominal or exact)
+  params adapter_params{0};    ///< LoRA A + B
+  params trainable_params{0};  ///< what gets gradients and optimizer state
+  params_basis basis = params_basis::exact;
+  qlora_layout layout = qlora_layout::not_applicable;
+  bool optimizer_from_shapes = false;  ///< nominal run whose optimizer needed the real shapes
+  memory_buckets buckets{};
+};
+
+namespace detail {
+inline constexpr std::uint64_t bf16_bytes = 2;
+
+constexpr std::uint64_t weight_bytes(precision_route p) {
+  return p == precision_route::fp32_autocast ? fp32_bytes : bf16_bytes;
+}
+constexpr std::uint64_t master_bytes(precision_route p) {
+  return p == precision_route::bf16_mixed ? fp32_bytes : 0;
+}
+/// The dtype the optimizer sees: the fp32 master in route A, the weights otherwise.
+constexpr std::uint64_t optimizer_param_bytes(precision_route p) {
+  return p == precision_route::bf16_pure ? bf16_bytes : fp32_bytes;
+}
+constexpr bytes per_param(params n, std::uint64_t b) { return bytes(checked_mul(n.count(), b, "bytes")); }
+
+/// Optimizer state summed over a tensor list.
+constexpr bytes inventory_state(const param_inventory& inv, const training_setup& s) {
+  bytes total{0};
+  for (const param_tensor& t : inv)
+    total += optimizer_state_bytes(s.optimizer, t, optimizer_param_bytes(s.precision), s.optim);
+  return total;
+}
+
+/// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
+/// get_modules_to_not_convert); everything else keeps the load dtype.
+constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup& s) {
+  bytes total{0};
+  for (const param_tensor& t : parameter_inventory(m)) {
+    const bool quantised = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
+    total += quantised ? nf4_tensor_bytes(t.numel(), s.nf4) * t.copies
+                       : per_param(t.total(), weight_bytes(s.precision));
+  }
+  return total;
+}
+}  // namespace detail
+
+/// Static training state. `basis` nominal uses `spec.nominal_params` when the spec has one.
+/// Course check 3.1: full = (2 + 2 + 4 + 8)·N; LoRA/QLoRA = base bytes + 16·adapters.
+[[nodiscard]] constexpr static_estimate estimate_static(const model_spec& spec, const training_setup& s,
+                                                        params_basis basis = params_basis::nominal) {
+  static_estimate e;
+  e.model_params = parameter_count(spec.shape);
+  e.basis = (basis == params_basis::nominal && spec.nominal_params != 0) ? params_basis::nominal
+                                                                         : params_basis::exact;
+  e.priced_params = e.basis == params_basis::nominal ? params(spec.nominal_params) : e.model_params;
+  const std::uint64_t wb = detail::weight_bytes(s.precision);
+  memory_buckets& b = e.buckets;
+
+  if (s.method == training_method::full) {
+    e.trainable_params = e.priced_params;
+    b.weights = detail::per_param(e.priced_params, wb);
+    if (e.basis == params_basis::exact || shape_dependent(s.optimizer)) {
+      b.optimizer = detail::inventory_state(parameter_inventory(spec.shape), s);
+      e.optimizer_from_shapes = e.basis == params_basis::nominal;
+    } else {  // one lumped tensor of N parameters: block overheads amortised exactly
+      param_inventory lumped;
+      lumped.add({module_name::q_proj, tensor_role::linear_weight, e.priced_params.count(), 0, 1});
+      b.optimizer = detail::inventory_state(lumped, s);
+    }
+  } else {
+    const param_inventory adapters = adapter_inventory(spec.shape, s.lora);
+    for (const param_tensor& t : adapters) e.adapter_params += t.total();
+    e.trainable_params = e.adapter_params;
+    b.adapter_weights = detail::per_param(e.adapter_params, wb);
+    b.optimizer = detail::inventory_state(adapters, s);
+    if (s.method == training_method::lora) {
+      b.weights = detail::per_param(e.priced_params, wb);
+    } else if (e.basis == params_basis::nominal) {
+      e.layout = qlora_layout::uniform_nominal;
+      b.weights = nf4_nominal_bytes(e.priced_params, s.nf4);
+    } else {
+      e.layout = qlora_layout::realistic;
+      b.weights = detail::qlora_realistic_base(spec.shape, s);
+    }
+  }
+  b.grads = detail::per_param(e.trainable_params, wb);
+  if (s.grad_accum_buffer) b.grads += detail::per_param(e.trainable_params, detail::bf16_bytes);
+  b.master = detail::per_param(e.trainable_params, detail::master_bytes(s.precision));
+  return e;
+}
+
+/// Bucket names in output order, and a getter for each (one list for every printer).
+struct bucket_field {
+  std::string_view name;
+  bytes memory_buckets::*member;
+};
+inline constexpr std::array<bucket_field, 8> bucket_fields{{
+    {"weights", &memory_buckets::weights},
+    {"adapter_weights", &memory_buckets::adapter_weights},
+    {"grads", &memory_buckets::grads},
+    {"master", &memory_buckets::master},
+    {"optimizer", &memory_buckets::optimizer},
+    {"activations", &memory_buckets::activations},
+    {"logits", &memory_buckets::logits},
+    {"overhead", &memory_buckets::overhead},
+}};
+
+[[nodiscard]] constexpr std::string_view layout_name(qlora_layout l) {
+  switch (l) {
+    case qlora_layout::uniform_nominal:
+      return "uniform-nominal";
+    case qlora_layout::realistic:
+      return "realistic";
+    case qlora_layout::not_applicable:
+      break;
+  }
+  return "";
+}
+
+/// Plain-language caveats that belong next to the numbers (printed by every front end).
+[[nodiscard]] inline std::vector<std::string> estimate_notes(const static_estimate& e,
+                                                             const training_setup& s) {
+  std::vector<std::string> notes;
+  if (e.basis == params_basis::nominal)
+    notes.emplace_back("base priced on the nominal N = " + with_commas(e.priced_params.count()) +
+                       " parameters (course Table 1); --exact-params uses the exact " +
+                       with_commas(e.model_params.count()));
+  if (e.layout == qlora_layout::uniform_nominal)
+    notes.emplace_back("QLoRA base: every parameter at the course's nominal " +
+                       std::to_string(nf4_bits_per_param(s.nf4).millibits()) +
+                       " millibits; the realistic layout (--exact-params) keeps embeddings, "
+                       "lm_head and norms in 16-bit as bitsandbytes does");
+  if (e.layout == qlora_layout::realistic)
+    notes.emplace_back(
+        "QLoRA base: 4-bit nn.Linear weights (exact block arithmetic); embeddings, "
+        "lm_head and norms stay in the load dtype, as bitsandbytes does");
+  if (e.optimizer_from_shapes)
+    notes.emplace_back(std::string(s.optimizer.name) +
+                       " state depends on tensor shapes, so it is priced on the exact per-tensor "
+                       "inventory, not the nominal N");
+  if (s.optimizer.storage == state_storage::blockwise_8bit)
+    notes.emplace_back("8-bit state: one fp32 absmax per " + std::to_string(s.optim.block_size) +
+                       "-value block; tensors under " + std::to_string(s.optim.min_8bit_size) +
+                       " values keep fp32 state (bitsandbytes min_8bit_size)");
+  if (s.optimizer.paged)
+    notes.emplace_back(
+        "paged optimizer: state sits in CUDA unified memory, outside "
+        "torch.cuda.memory_allocated, and can spill to host RAM under pressure");
+  if (s.precision == precision_route::bf16_pure && s.method == training_method::full)
+    notes.emplace_back(
+        "pure bf16 without a master copy: updates below half the bf16 spacing "
+        "(about 0.002 near 1.0) round to nothing");
+  notes.emplace_back(
+      "activations, logits and overhead are not modelled yet (0): "
+      "this is the static floor, not the peak");
+  return notes;
+}
+
+}  // namespace headroom

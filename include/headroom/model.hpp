@@ -1,0 +1,194 @@
+// SPDX-License-Identifier: MIT
+// Decoder model shapes (Hugging Face config.json fields) and the exact parameter inventory
+// derived from them: every weight tensor with its module name, shape and number of copies.
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+
+#include "error.hpp"
+#include "units.hpp"
+
+namespace headroom {
+
+/// Shapes of a Llama/Qwen/Mistral/Gemma-style decoder. Field names follow config.json.
+struct model_shape {
+  std::uint64_t hidden_size = 0;          ///< d, e.g. 4096 (Llama-3.1-8B)
+  std::uint64_t num_attention_heads = 0;  ///< query heads a, e.g. 32
+  std::uint64_t num_key_value_heads = 0;  ///< KV heads g (GQA), e.g. 8
+  std::uint64_t head_dim = 0;  ///< per-head width; a·head_dim may differ from d (Qwen3-4B: 4096 vs 2560)
+  std::uint64_t intermediate_size = 0;  ///< dense SwiGLU width d_ff, e.g. 14336
+  std::uint64_t num_hidden_layers = 0;  ///< L, e.g. 32
+  std::uint64_t vocab_size = 0;         ///< V, e.g. 128256
+  bool tie_word_embeddings = false;     ///< lm_head shares embed_tokens (Llama-3.2-1B, Gemma-2)
+  bool attention_bias = false;          ///< biases on q/k/v (Qwen2, attention_bias=true)
+  bool o_proj_bias = false;             ///< bias on o_proj (Llama attention_bias=true sets both)
+  bool mlp_bias = false;                ///< biases on gate/up/down (Llama mlp_bias)
+  std::uint64_t norms_per_layer = 2;    ///< RMSNorms per block: 2 (Llama), 4 (Gemma-2/3)
+  bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
+  // Mixture of experts (0 experts = dense MLP).
+  std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
+  std::uint64_t num_experts_per_tok = 0;              ///< experts each token is routed to, e.g. 8
+  std::uint64_t moe_intermediate_size = 0;            ///< width of one routed expert, e.g. 768
+  std::uint64_t shared_expert_intermediate_size = 0;  ///< always-on shared expert (Qwen2-MoE), 0 = none
+};
+
+/// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
+enum class module_name : std::uint8_t {
+  embed_tokens,
+  q_proj,
+  k_proj,
+  v_proj,
+  o_proj,
+  gate_proj,
+  up_proj,
+  down_proj,
+  router,              ///< MoE `mlp.gate` (an nn.Linear hidden → experts)
+  shared_expert_gate,  ///< Qwen2-MoE's sigmoid gate of the shared expert (hidden → 1)
+  norm,                ///< every RMSNorm weight (input/post-attention/pre/post-FFN, q/k, final)
+  lm_head,
+};
+
+/// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
+enum class tensor_role : std::uint8_t {
+  linear_weight,  ///< 2-D weight of an nn.Linear (quantised by bitsandbytes, LoRA-targetable)
+  bias,           ///< 1-D bias of an nn.Linear
+  embedding,      ///< nn.Embedding table (2-D, never quantised)
+  norm_weight,    ///< 1-D RMSNorm scale
+};
+
+/// One weight tensor shape and how many identical copies the model holds.
+struct param_tensor {
+  module_name module = module_name::embed_tokens;
+  tensor_role role = tensor_role::linear_weight;
+  std::uint64_t rows = 0;    ///< out_features (or embedding rows); the length for 1-D tensors
+  std::uint64_t cols = 0;    ///< in_features; 0 for 1-D tensors
+  std::uint64_t copies = 0;  ///< layers × experts holding this tensor
+
+  [[nodiscard]] constexpr std::uint64_t numel() const {
+    return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
+  }
+  [[nodiscard]] constexpr bool is_matrix() const { return cols != 0; }
+  [[nodiscard]] constexpr params total() const {
+    return params(detail::checked_mul(numel(), copies, "parameter count"));
+  }
+};
+
+/// Fixed-capacity list of tensor groups, so inventories are constexpr in C++17.
+struct param_inventory {
+  static constexpr std::size_t capacity = 32;
+  std::array<param_tensor, capacity> items{};
+  std::size_t size = 0;
+
+  constexpr void add(param_tensor t) {
+    if (t.copies == 0 || t.rows == 0) return;
+    if (size == capacity) detail::fail("param_inventory", "capacity exceeded");
+    items[size++] = t;
+  }
+  [[nodiscard]] constexpr const param_tensor* begin() const { return items.data(); }
+  [[nodiscard]] constexpr const param_tensor* end() const { return items.data() + size; }
+};
+
+namespace detail {
+inline constexpr std::uint64_t max_dimension = std::uint64_t{1} << 24;  // 16.7M: no real layer is wider
+inline constexpr std::uint64_t max_layers = 100'000;
+inline constexpr std::uint64_t max_experts = 1u << 16;
+
+constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t limit) {
+  if (v == 0) fail(field, "must be a positive integer");
+  if (v > limit) fail(field, "is absurdly large");
+}
+}  // namespace detail
+
+/// Query projection width a·head_dim (Qwen3-4B: 32·128 = 4096, not hidden 2560).
+[[nodiscard]] constexpr std::uint64_t query_width(const model_shape& m) {
+  return m.num_attention_heads * m.head_dim;
+}
+/// K/V projection width g·head_dim (GQA).
+[[nodiscard]] constexpr std::uint64_t kv_width(const model_shape& m) {
+  return m.num_key_value_heads * m.head_dim;
+}
+[[nodiscard]] constexpr bool is_moe(const model_shape& m) { return m.num_experts != 0; }
+
+/// Throws input_error naming the first field that is zero, absurd or inconsistent.
+constexpr void validate(const model_shape& m) {
+  using detail::max_dimension;
+  detail::require_size(m.hidden_size, "hidden_size", max_dimension);
+  detail::require_size(m.num_attention_heads, "num_attention_heads", max_dimension);
+  detail::require_size(m.num_key_value_heads, "num_key_value_heads", max_dimension);
+  detail::require_size(m.head_dim, "head_dim", max_dimension);
+  detail::require_size(m.num_hidden_layers, "num_hidden_layers", detail::max_layers);
+  detail::require_size(m.vocab_size, "vocab_size", max_dimension);
+  if (m.num_attention_heads % m.num_key_value_heads != 0)
+    detail::fail("num_key_value_heads", "must divide num_attention_heads");
+  if (query_width(m) > max_dimension)
+    detail::fail("head_dim", "num_attention_heads·head_dim is absurdly large");
+  if (m.norms_per_layer > 8) detail::fail("norms_per_layer", "is absurdly large");
+  if (is_moe(m)) {
+    detail::require_size(m.num_experts, "num_experts", detail::max_experts);
+    detail::require_size(m.num_experts_per_tok, "num_experts_per_tok", detail::max_experts);
+    detail::require_size(m.moe_intermediate_size, "moe_intermediate_size", max_dimension);
+    if (m.num_experts_per_tok > m.num_experts)
+      detail::fail("num_experts_per_tok", "must not exceed num_experts");
+  } else {
+    detail::require_size(m.intermediate_size, "intermediate_size", max_dimension);
+    if (m.num_experts_per_tok != 0) detail::fail("num_experts_per_tok", "set without num_experts");
+  }
+  if (m.shared_expert_intermediate_size > max_dimension)
+    detail::fail("shared_expert_intermediate_size", "is absurdly large");
+}
+
+/// Every weight tensor of the model. Source of each line: the transformers modeling files
+/// (LlamaDecoderLayer, Qwen3Attention, Gemma2DecoderLayer, Qwen3MoeSparseMoeBlock).
+[[nodiscard]] constexpr param_inventory parameter_inventory(const model_shape& m) {
+  validate(m);
+  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m), L = m.num_hidden_layers;
+  param_inventory inv;
+  using mn = module_name;
+  using tr = tensor_role;
+  inv.add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
+  inv.add({mn::q_proj, tr::linear_weight, q, d, L});               // q_proj: d → a·head_dim
+  inv.add({mn::k_proj, tr::linear_weight, kv, d, L});              // k_proj: d → g·head_dim
+  inv.add({mn::v_proj, tr::linear_weight, kv, d, L});              // v_proj: d → g·head_dim
+  inv.add({mn::o_proj, tr::linear_weight, d, q, L});               // o_proj: a·head_dim → d
+  if (m.attention_bias) {
+    inv.add({mn::q_proj, tr::bias, q, 0, L});
+    inv.add({mn::k_proj, tr::bias, kv, 0, L});
+    inv.add({mn::v_proj, tr::bias, kv, 0, L});
+  }
+  if (m.o_proj_bias) inv.add({mn::o_proj, tr::bias, d, 0, L});
+  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) plus router.
+  const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
+  const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
+  inv.add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
+  inv.add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+  inv.add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
+  if (m.mlp_bias) {
+    inv.add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
+    inv.add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
+    inv.add({mn::down_proj, tr::bias, d, 0, mlp_copies});
+  }
+  if (is_moe(m)) inv.add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
+  if (m.shared_expert_intermediate_size != 0) {
+    const std::uint64_t sf = m.shared_expert_intermediate_size;
+    inv.add({mn::gate_proj, tr::linear_weight, sf, d, L});
+    inv.add({mn::up_proj, tr::linear_weight, sf, d, L});
+    inv.add({mn::down_proj, tr::linear_weight, d, sf, L});
+    inv.add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
+  }
+  inv.add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
+  if (m.qk_norm) inv.add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
+  inv.add({mn::norm, tr::norm_weight, d, 0, 1});                              // final norm
+  if (!m.tie_word_embeddings) inv.add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+  return inv;
+}
+
+/// Exact parameter count: the sum over the inventory (tied embeddings counted once).
+[[nodiscard]] constexpr params parameter_count(const model_shape& m) {
+  params total{0};
+  for (const param_tensor& t : parameter_inventory(m)) total += t.total();
+  return total;
+}
+
+}  // namespace headroom

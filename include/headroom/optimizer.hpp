@@ -1,0 +1,157 @@
+// SPDX-License-Identifier: MIT
+// Optimizer state per parameter tensor, for the transformers `optim` strings. Each entry's layout
+// is the implementation's own (torch.optim, bitsandbytes, HF Adafactor), cited per row.
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "model.hpp"
+#include "units.hpp"
+
+namespace headroom {
+
+/// Where an optimizer keeps its state tensors.
+enum class state_storage : std::uint8_t {
+  param_dtype,     ///< torch optimizers: zeros_like(p), so fp32 master → 4 B, bf16 params → 2 B
+  fp32,            ///< always fp32 (bitsandbytes 32-bit, Adafactor, AnyPrecision defaults)
+  blockwise_8bit,  ///< bitsandbytes 8-bit: uint8 codes + one fp32 absmax per block
+};
+
+/// How one optimizer lays out its state; `name` is the transformers `optim` string.
+struct optimizer_info {
+  std::string_view name;
+  std::uint8_t states = 0;  ///< full-size state tensors per parameter (AdamW: m and v = 2)
+  state_storage storage = state_storage::param_dtype;
+  bool factored = false;     ///< Adafactor: a rows+cols second moment per matrix, no m
+  bool muon = false;         ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
+  bool kahan_16bit = false;  ///< StableAdamW: + a Kahan buffer when params are 16-bit
+  bool paged = false;        ///< state in CUDA unified memory (bitsandbytes paged_*)
+  std::string_view source;   ///< where the layout was read
+};
+
+inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
+inline constexpr std::string_view src_bnb = "bitsandbytes/optim/optimizer.py init_state";
+
+/// The catalogue. The first ten are the course's; aliases map to the same layout.
+inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
+    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam},
+    {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam},
+    {"adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
+    {"adamw_bnb_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
+    {"paged_adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
+    {"paged_adamw_32bit", 2, state_storage::fp32, false, false, false, true, src_bnb},
+    {"adafactor", 0, state_storage::fp32, true, false, false, false,
+     "transformers optimization.py Adafactor (beta1=None: no first moment)"},
+    {"lion_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
+    {"lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
+    {"sgd", 0, state_storage::param_dtype, false, false, false, false,
+     "transformers trainer_optimizer.py: torch.optim.SGD(lr) with momentum 0"},
+    {"muon", 1, state_storage::param_dtype, false, true, false, false,
+     "torch.optim.Muon; embeddings, head, norms and biases on AdamW"},
+    {"adamw_hf", 2, state_storage::param_dtype, false, false, false, false,
+     "transformers 4.x legacy alias, treated as adamw_torch"},
+    {"paged_lion_32bit", 1, state_storage::fp32, false, false, false, true, src_bnb},
+    {"paged_lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
+    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.Adagrad sum"},
+    {"rmsprop", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.RMSprop square_avg"},
+    {"rmsprop_bnb", 1, state_storage::fp32, false, false, false, false, src_bnb},
+    {"rmsprop_bnb_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
+    {"rmsprop_bnb_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
+    {"ademamix", 3, state_storage::fp32, false, false, false, false,
+     "bitsandbytes/optim/ademamix.py (two EMAs + nu)"},
+    {"paged_ademamix_32bit", 3, state_storage::fp32, false, false, false, true, src_bnb},
+    {"ademamix_8bit", 3, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
+    {"paged_ademamix_8bit", 3, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
+    {"schedule_free_adamw", 2, state_storage::param_dtype, false, false, false, false,
+     "schedulefree adamw_schedulefree.py (z + exp_avg_sq)"},
+    {"schedule_free_radam", 2, state_storage::param_dtype, false, false, false, false,
+     "schedulefree radam_schedulefree.py (z + exp_avg_sq)"},
+    {"schedule_free_sgd", 1, state_storage::param_dtype, false, false, false, false,
+     "schedulefree sgd_schedulefree.py (z)"},
+    {"adamw_anyprecision", 2, state_storage::fp32, false, false, false, false,
+     "transformers handler: momentum and variance dtypes fp32"},
+    {"stable_adamw", 2, state_storage::param_dtype, false, false, true, false,
+     "optimi stableadamw.py (+ Kahan buffer for 16-bit params)"},
+}};
+
+/// Knobs of the 8-bit optimizers (bitsandbytes Optimizer2State defaults).
+struct optimizer_options {
+  std::uint64_t block_size = 256;      ///< bnb ≥ 0.44 uses 256; the course's W06 (bnb ≤ 0.43) 2048
+  std::uint64_t min_8bit_size = 4096;  ///< smaller tensors keep 32-bit state (min_8bit_size)
+};
+
+/// Looks an `optim` string up; nullopt if unknown.
+[[nodiscard]] constexpr std::optional<optimizer_info> find_optimizer(std::string_view name) {
+  for (const optimizer_info& o : optimizer_catalog)
+    if (o.name == name) return o;
+  return std::nullopt;
+}
+
+/// Comma-separated list of every accepted name, for error messages.
+[[nodiscard]] inline std::string optimizer_names() {
+  std::string out;
+  for (const optimizer_info& o : optimizer_catalog) {
+    if (!out.empty()) out += ", ";
+    out += o.name;
+  }
+  return out;
+}
+
+/// Looks an `optim` string up; throws input_error listing the valid names if unknown.
+[[nodiscard]] inline optimizer_info optimizer_by_name(std::string_view name) {
+  if (auto o = find_optimizer(name)) return *o;
+  throw input_error("optimizer", "unknown '" + std::string(name) + "'; valid: " + optimizer_names());
+}
+
+namespace detail {
+inline constexpr std::uint64_t fp32_bytes = 4;
+inline constexpr std::uint64_t absmax_bytes = 4;  // bnb 8-bit: one fp32 absmax per block
+
+/// Bytes of `states` full-size states over n values in the given storage.
+constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n, state_storage s,
+                                          std::uint64_t param_bytes, const optimizer_options& o) {
+  if (states == 0) return 0;
+  switch (s) {
+    case state_storage::param_dtype:
+      return checked_mul(checked_mul(states, n, "optimizer state"), param_bytes, "optimizer state");
+    case state_storage::fp32:
+      return checked_mul(checked_mul(states, n, "optimizer state"), fp32_bytes, "optimizer state");
+    case state_storage::blockwise_8bit:
+      if (n < o.min_8bit_size)  // bnb falls back to fp32 states below min_8bit_size
+        return checked_mul(checked_mul(states, n, "optimizer state"), fp32_bytes, "optimizer state");
+      return checked_mul(states, n + absmax_bytes * ceil_div(n, o.block_size), "optimizer state");
+  }
+  return 0;
+}
+}  // namespace detail
+
+/// Optimizer state of one trainable tensor (all its copies), with params of `param_bytes` each
+/// (the dtype the optimizer sees: 4 for an fp32 master or fp32 weights, 2 for pure bf16).
+[[nodiscard]] constexpr bytes optimizer_state_bytes(const optimizer_info& opt, const param_tensor& t,
+                                                    std::uint64_t param_bytes,
+                                                    const optimizer_options& o = {}) {
+  if (o.block_size == 0) detail::fail("optimizer block size", "must be a positive integer");
+  const std::uint64_t n = t.numel();
+  std::uint64_t per_copy = 0;
+  if (opt.factored) {
+    // Adafactor: exp_avg_sq_row (rows) + exp_avg_sq_col (cols) for matrices; full for vectors.
+    per_copy = detail::fp32_bytes * (t.is_matrix() ? t.rows + t.cols : n);
+  } else if (opt.muon) {
+    // Muon orthogonalises 2-D hidden matrices (one momentum); the rest run AdamW (m, v).
+    const bool hidden_matrix = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
+    per_copy = detail::dense_state_bytes(hidden_matrix ? 1 : 2, n, opt.storage, param_bytes, o);
+  } else {
+    const std::uint64_t states = opt.states + (opt.kahan_16bit && param_bytes < 4 ? 1 : 0);
+    per_copy = detail::dense_state_bytes(states, n, opt.storage, param_bytes, o);
+  }
+  return bytes(detail::checked_mul(per_copy, t.copies, "optimizer state"));
+}
+
+/// True where the state depends on tensor shapes, so a lumped nominal count cannot price it.
+[[nodiscard]] constexpr bool shape_dependent(const optimizer_info& opt) { return opt.factored || opt.muon; }
+
+}  // namespace headroom

@@ -1,0 +1,114 @@
+// SPDX-License-Identifier: MIT
+// The config.json / preset loader: every preset, HF defaults, and errors that name file and key.
+#include <string>
+
+#include <headroom/config_io.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+const std::filesystem::path data_dir = HEADROOM_TEST_DATA_DIR;
+const std::vector<std::filesystem::path> source_presets{HEADROOM_PRESET_SOURCE_DIR};
+
+bool same_shape(const model_shape& a, const model_shape& b) {
+  return a.hidden_size == b.hidden_size && a.num_attention_heads == b.num_attention_heads &&
+         a.num_key_value_heads == b.num_key_value_heads && a.head_dim == b.head_dim &&
+         a.intermediate_size == b.intermediate_size && a.num_hidden_layers == b.num_hidden_layers &&
+         a.vocab_size == b.vocab_size && a.tie_word_embeddings == b.tie_word_embeddings &&
+         a.norms_per_layer == b.norms_per_layer && a.qk_norm == b.qk_norm && a.num_experts == b.num_experts &&
+         a.num_experts_per_tok == b.num_experts_per_tok &&
+         a.moe_intermediate_size == b.moe_intermediate_size && a.attention_bias == b.attention_bias;
+}
+}  // namespace
+
+TEST_CASE("Every preset loads, equals the constexpr shape in tests, and has its exact count", "[config_io]") {
+  struct row {
+    const char* preset;
+    model_shape shape;
+    std::uint64_t count;
+    std::uint64_t nominal;
+  };
+  const row rows[] = {
+      {"llama-3.2-1b-like", llama_3_2_1b, 1'235'814'400, 1'000'000'000},
+      {"qwen3-1.7b", qwen3_1_7b, 1'720'574'976, 1'700'000'000},
+      {"qwen3-4b", qwen3_4b, 4'022'468'096, 4'000'000'000},
+      {"llama-3.1-8b-like", llama_3_1_8b, 8'030'261'248, 8'000'000'000},
+      {"qwen3-32b-like", qwen3_32b, 32'762'123'264, 32'000'000'000},
+      {"llama-3.1-70b-like", llama_3_1_70b, 70'553'706'496, 70'000'000'000},
+      {"llama-3.2-3b", llama_3_2_3b, 3'212'749'824, 0},
+      {"llama-2-7b", llama_2_7b, 6'738'415'616, 0},
+      {"mistral-7b-v0.3", mistral_7b_v03, 7'248'023'552, 0},
+      {"gemma-2-2b", gemma_2_2b, 2'614'341'888, 0},
+      {"qwen3-8b", qwen3_8b, 8'190'735'360, 0},
+      {"qwen3-14b", qwen3_14b, 14'768'307'200, 0},
+      {"qwen3-30b-a3b", qwen3_30b_a3b, 30'532'122'624, 0},
+  };
+  for (const row& r : rows) {
+    INFO(r.preset);
+    const loaded_model m = load_preset(r.preset, source_presets);
+    CHECK(m.name == r.preset);
+    CHECK_FALSE(m.source.empty());
+    CHECK(same_shape(m.spec.shape, r.shape));
+    CHECK(parameter_count(m.spec.shape).count() == r.count);
+    CHECK(m.spec.nominal_params == r.nominal);
+  }
+  CHECK(preset_names(source_presets).size() == std::size(rows));
+}
+
+TEST_CASE("A raw Hugging Face config.json goes through the same loader, with the class defaults",
+          "[config_io]") {
+  const loaded_model qwen = load_model_config(data_dir / "qwen3-4b-hf-config.json");
+  CHECK(qwen.spec.shape.head_dim == 128);  // Qwen3Config default
+  CHECK(qwen.spec.nominal_params == 0);
+  CHECK(parameter_count(qwen.spec.shape).count() == 4'022'468'096);
+  CHECK(estimate_static(qwen.spec, training_setup{}).basis == params_basis::exact);
+
+  const loaded_model gemma = load_model_config(data_dir / "gemma-2-2b-no-tie-key.json");
+  CHECK(gemma.spec.shape.tie_word_embeddings);  // Gemma2Config ties by default
+  CHECK(parameter_count(gemma.spec.shape).count() == 2'614'341'888);
+
+  const loaded_model tiny = load_model_config(data_dir / "qwen2-style-tiny.json");
+  CHECK(tiny.spec.shape.attention_bias);  // Qwen2Attention: bias=True on q, k, v
+  CHECK_FALSE(tiny.spec.shape.o_proj_bias);
+  // embed 1000·64; per layer q 64·64 + k, v 32·64 each + o 64·64 + biases 64+32+32 + MLP 3·64·128 + norms
+  // 2·64.
+  const std::uint64_t per_layer = 64 * 64 + 2 * 32 * 64 + 64 * 64 + (64 + 32 + 32) + 3 * 64 * 128 + 2 * 64;
+  CHECK(parameter_count(tiny.spec.shape).count() == 1000 * 64 + 2 * per_layer + 64);
+}
+
+TEST_CASE("Loader errors name the file, the key and what was wrong", "[config_io][errors]") {
+  auto load = [](const char* file) { return [file] { (void)load_model_config(data_dir / file); }; };
+  require_input_error(load("malformed.json"), "malformed.json", "malformed JSON at byte");
+  require_input_error(load("negative_heads.json"), "negative_heads.json: /num_attention_heads",
+                      "positive integer, got -32");
+  require_input_error(load("fractional_layers.json"), "/num_hidden_layers", "got 32.5");
+  require_input_error(load("string_hidden.json"), "/hidden_size", "got \"4096\"");
+  require_input_error(load("missing_vocab.json"), "/vocab_size", "missing required key");
+  require_input_error(load("zero_vocab.json"), "/vocab_size", "got 0");
+  require_input_error(load("bad_kv_heads.json"), "bad_kv_heads.json", "num_key_value_heads", "divide");
+  require_input_error(load("bool_tie_string.json"), "/tie_word_embeddings", "true or false");
+  require_input_error(load("unknown_model_type.json"), "/model_type", "unsupported 'gpt_bigcode'", "llama",
+                      "qwen3_moe", "gemma2");
+  require_input_error(load("does-not-exist.json"), "does-not-exist.json", "cannot open");
+}
+
+TEST_CASE("An unknown preset lists the valid names; paths are not preset names", "[config_io][errors]") {
+  require_input_error([] { (void)load_preset("llama-9b", source_presets); }, "preset", "unknown 'llama-9b'",
+                      "llama-3.1-8b-like", "qwen3-4b");
+  require_input_error([] { (void)load_preset("../presets/qwen3-4b", source_presets); }, "unknown");
+}
+
+TEST_CASE("The preset search path: explicit dir, then HEADROOM_PRESET_DIR, then built-in dirs",
+          "[config_io]") {
+  const auto dirs = preset_search_path(std::filesystem::path("/tmp/first"));
+  REQUIRE(dirs.size() >= 2);
+  CHECK(dirs.front() == std::filesystem::path("/tmp/first"));
+  CHECK(dirs.back() == std::filesystem::path(HEADROOM_PRESET_SOURCE_DIR));
+  // The test data dir as a preset dir: its files load by name.
+  const loaded_model m = load_preset("qwen3-4b-hf-config", {data_dir});
+  CHECK(m.name == "qwen3-4b-hf-config");
+}

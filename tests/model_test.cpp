@@ -1,0 +1,136 @@
+// SPDX-License-Identifier: MIT
+// Exact parameter counts from shapes (model-configs.md), the inventory, and shape validation.
+#include <headroom/model.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+// Checked at compile time too: the counts are constexpr arithmetic.
+static_assert(parameter_count(llama_3_1_8b) == params(8'030'261'248));
+static_assert(parameter_count(qwen3_4b) == params(4'022'468'096));
+static_assert(query_width(qwen3_4b) == 4096 && qwen3_4b.hidden_size == 2560);
+
+TEST_CASE("Every reference model's parameter count matches its published total", "[model]") {
+  struct row {
+    const char* name;
+    model_shape shape;
+    std::uint64_t published;
+  };
+  // Totals from ../shared/reference/model-configs.md, computed there from config.json shapes and
+  // consistent with the model cards (Llama-3.2-3B also matches the PEFT benchmark's count).
+  const row rows[] = {
+      {"Llama-3.2-1B", llama_3_2_1b, 1'235'814'400},
+      {"Llama-3.2-3B", llama_3_2_3b, 3'212'749'824},
+      {"Llama-3.1-8B", llama_3_1_8b, 8'030'261'248},
+      {"Llama-3.1-70B", llama_3_1_70b, 70'553'706'496},
+      {"Llama-2-7B", llama_2_7b, 6'738'415'616},
+      {"Mistral-7B-v0.3", mistral_7b_v03, 7'248'023'552},
+      {"Gemma-2-2B", gemma_2_2b, 2'614'341'888},
+      {"Qwen3-1.7B", qwen3_1_7b, 1'720'574'976},
+      {"Qwen3-4B", qwen3_4b, 4'022'468'096},
+      {"Qwen3-8B", qwen3_8b, 8'190'735'360},
+      {"Qwen3-14B", qwen3_14b, 14'768'307'200},
+      {"Qwen3-32B", qwen3_32b, 32'762'123'264},
+      {"Qwen3-30B-A3B", qwen3_30b_a3b, 30'532'122'624},
+  };
+  for (const row& r : rows) {
+    INFO(r.name);
+    CHECK(parameter_count(r.shape).count() == r.published);
+  }
+}
+
+TEST_CASE("Llama-3.2-1B has 973.1M non-embedding parameters: the tied head is counted once", "[model]") {
+  // embed_tokens 128256 x 2048 = 262,668,288; model card: 1.24B total, 973.1M non-embedding.
+  const std::uint64_t embedding = 128'256ull * 2048;
+  CHECK(parameter_count(llama_3_2_1b).count() - embedding == 973'146'112);
+  model_shape untied = llama_3_2_1b;
+  untied.tie_word_embeddings = false;
+  CHECK(parameter_count(untied).count() == parameter_count(llama_3_2_1b).count() + embedding);
+}
+
+TEST_CASE("The inventory uses the real query width and GQA K/V widths", "[model]") {
+  const param_inventory inv = parameter_inventory(qwen3_32b);
+  std::uint64_t q_rows = 0, k_rows = 0, o_cols = 0, qk_norms = 0;
+  for (const param_tensor& t : inv) {
+    if (t.module == module_name::q_proj && t.role == tensor_role::linear_weight) q_rows = t.rows;
+    if (t.module == module_name::k_proj && t.role == tensor_role::linear_weight) k_rows = t.rows;
+    if (t.module == module_name::o_proj) o_cols = t.cols;
+    if (t.module == module_name::norm && t.rows == 128) qk_norms = t.copies;
+  }
+  CHECK(q_rows == 64 * 128);  // 8192, not hidden 5120
+  CHECK(k_rows == 8 * 128);
+  CHECK(o_cols == 8192);
+  CHECK(qk_norms == 2 * 64);  // q_norm and k_norm in each of 64 layers
+}
+
+TEST_CASE("MoE: every expert is counted, plus the router", "[model]") {
+  // Qwen3-30B-A3B per layer: attention 18,874,368; q/k norms 256; 2 norms 4,096; router
+  // 2048 x 128 = 262,144; experts 128 x 3 x 2048 x 768 = 603,979,776.
+  std::uint64_t experts = 0, router = 0;
+  for (const param_tensor& t : parameter_inventory(qwen3_30b_a3b)) {
+    if (t.module == module_name::gate_proj) experts = t.copies;
+    if (t.module == module_name::router) router = t.total().count();
+  }
+  CHECK(experts == 48 * 128);
+  CHECK(router == 48ull * 2048 * 128);
+}
+
+TEST_CASE("Biases: Qwen2-style qkv bias and Llama attention_bias/mlp_bias add exactly their vectors",
+          "[model]") {
+  model_shape m = llama_3_1_8b;
+  const std::uint64_t base = parameter_count(m).count();
+  m.attention_bias = true;  // q (4096) + k (1024) + v (1024) per layer
+  CHECK(parameter_count(m).count() == base + 32ull * (4096 + 1024 + 1024));
+  m.o_proj_bias = true;
+  m.mlp_bias = true;  // o (4096), gate and up (14336 each), down (4096)
+  CHECK(parameter_count(m).count() == base + 32ull * (4096 + 1024 + 1024 + 4096 + 14336 * 2 + 4096));
+}
+
+TEST_CASE("Shared experts add a SwiGLU of their width and a 1-output gate per layer", "[model]") {
+  model_shape m = qwen3_30b_a3b;
+  const std::uint64_t base = parameter_count(m).count();
+  m.shared_expert_intermediate_size = 5632;
+  CHECK(parameter_count(m).count() == base + 48ull * (3 * 2048 * 5632 + 2048));
+}
+
+TEST_CASE("The inventory's parts sum to the parameter count for every shape", "[model][property]") {
+  for (const model_shape& m : {llama_3_2_1b, llama_3_1_70b, gemma_2_2b, qwen3_4b, qwen3_30b_a3b}) {
+    std::uint64_t sum = 0;
+    for (const param_tensor& t : parameter_inventory(m)) {
+      CHECK(t.copies > 0);
+      sum += t.numel() * t.copies;
+    }
+    CHECK(sum == parameter_count(m).count());
+  }
+}
+
+TEST_CASE("Invalid shapes are rejected with the field named", "[model][errors]") {
+  auto with = [](auto change) {
+    model_shape m = llama_3_1_8b;
+    change(m);
+    return m;
+  };
+  require_input_error([&] { (void)parameter_count(with([](model_shape& m) { m.hidden_size = 0; })); },
+                      "hidden_size", "positive");
+  require_input_error([&] { (void)parameter_count(with([](model_shape& m) { m.num_key_value_heads = 5; })); },
+                      "num_key_value_heads", "divide");
+  require_input_error([&] { (void)parameter_count(with([](model_shape& m) { m.vocab_size = 1ull << 40; })); },
+                      "vocab_size", "absurd");
+  require_input_error(
+      [&] { (void)parameter_count(with([](model_shape& m) { m.num_hidden_layers = 1ull << 30; })); },
+      "num_hidden_layers", "absurd");
+  require_input_error(
+      [&] {
+        (void)parameter_count(with([](model_shape& m) {
+          m.num_experts = 8;
+          m.num_experts_per_tok = 9;
+          m.moe_intermediate_size = 1024;
+        }));
+      },
+      "num_experts_per_tok");
+  require_input_error([&] { (void)parameter_count(with([](model_shape& m) { m.num_experts_per_tok = 2; })); },
+                      "num_experts_per_tok", "without num_experts");
+}

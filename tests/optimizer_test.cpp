@@ -1,0 +1,94 @@
+// SPDX-License-Identifier: MIT
+// Optimizer state layouts by transformers `optim` string (W06, W24, W25).
+#include <set>
+#include <string>
+
+#include <headroom/optimizer.hpp>
+
+#include "catch.hpp"
+
+using namespace headroom;
+
+namespace {
+constexpr param_tensor matrix(std::uint64_t rows, std::uint64_t cols, std::uint64_t copies = 1) {
+  return {module_name::up_proj, tensor_role::linear_weight, rows, cols, copies};
+}
+constexpr param_tensor vector(std::uint64_t n) {
+  return {module_name::norm, tensor_role::norm_weight, n, 0, 1};
+}
+constexpr optimizer_info opt(std::string_view name) { return *find_optimizer(name); }
+}  // namespace
+
+// W24: Adafactor keeps rows + cols fp32 values for a matrix and no first moment.
+static_assert(optimizer_state_bytes(opt("adafactor"), matrix(14336, 4096), 4) == bytes(4 * (4096 + 14336)));
+
+TEST_CASE("W24: Adafactor's factored state of a 4096 x 14336 matrix is 73,728 B vs AdamW's 470 MB",
+          "[optimizer][worked]") {
+  CHECK(optimizer_state_bytes(opt("adafactor"), matrix(14336, 4096), 4) == bytes(73'728));
+  CHECK(optimizer_state_bytes(opt("adamw_torch"), matrix(14336, 4096), 4) == bytes(8ull * 4096 * 14336));
+  REQUIRE_THAT(in_gb(optimizer_state_bytes(opt("adamw_torch"), matrix(14336, 4096), 4)),
+               Catch::Matchers::WithinAbs(0.470, 0.0005));
+  CHECK(optimizer_state_bytes(opt("adafactor"), vector(4096), 2) == bytes(4 * 4096));  // fp32 even for bf16
+}
+
+TEST_CASE("W25: Lion keeps one momentum, half of AdamW's state", "[optimizer][worked]") {
+  const param_tensor t = matrix(4096, 4096);
+  CHECK(optimizer_state_bytes(opt("lion_32bit"), t, 4).count() * 2 ==
+        optimizer_state_bytes(opt("adamw_torch"), t, 4).count());
+  CHECK(optimizer_state_bytes(opt("lion_32bit"), t, 4) == bytes(4ull * 4096 * 4096));
+}
+
+TEST_CASE("W06: 8-bit AdamW is 2 + 2·4/2048 bytes/param with the course's 2,048-value blocks",
+          "[optimizer][worked]") {
+  const param_tensor lumped = matrix(8'000'000'000, 0);
+  optimizer_options course{2048, 4096};
+  CHECK(optimizer_state_bytes(opt("adamw_8bit"), lumped, 4, course) == bytes(16'031'250'000));  // 16.03 GB
+  // Current bitsandbytes (>= 0.44) uses 256-value blocks: 2·(1 + 4/256) = 2.03125 bytes/param.
+  CHECK(optimizer_state_bytes(opt("adamw_8bit"), lumped, 4) == bytes(16'250'000'000));
+}
+
+TEST_CASE("8-bit optimizers keep fp32 state for tensors under min_8bit_size", "[optimizer]") {
+  CHECK(optimizer_state_bytes(opt("adamw_bnb_8bit"), vector(4095), 2) == bytes(8 * 4095));
+  CHECK(optimizer_state_bytes(opt("adamw_bnb_8bit"), vector(4096), 2) == bytes(2 * (4096 + 4 * 16)));
+  CHECK(optimizer_state_bytes(opt("lion_8bit"), vector(4096), 2) == bytes(4096 + 4 * 16));
+  CHECK(optimizer_state_bytes(opt("ademamix_8bit"), vector(100), 2) == bytes(12 * 100));
+}
+
+TEST_CASE("torch optimizers keep state in the parameter dtype, bitsandbytes 32-bit in fp32", "[optimizer]") {
+  const param_tensor t = matrix(1024, 1024, 3);
+  const std::uint64_t n = 3ull * 1024 * 1024;
+  CHECK(optimizer_state_bytes(opt("adamw_torch"), t, 2) == bytes(4 * n));  // third route: bf16 m, v
+  CHECK(optimizer_state_bytes(opt("adamw_torch_fused"), t, 4) == bytes(8 * n));
+  CHECK(optimizer_state_bytes(opt("paged_adamw_32bit"), t, 2) == bytes(8 * n));  // always fp32
+  CHECK(optimizer_state_bytes(opt("sgd"), t, 4) == bytes(0));                    // HF passes momentum 0
+  CHECK(optimizer_state_bytes(opt("stable_adamw"), t, 2) == bytes(6 * n));       // + Kahan buffer
+  CHECK(optimizer_state_bytes(opt("stable_adamw"), t, 4) == bytes(8 * n));
+  CHECK(optimizer_state_bytes(opt("ademamix"), t, 2) == bytes(12 * n));
+  CHECK(opt("paged_adamw_8bit").paged);
+}
+
+TEST_CASE("Muon: one momentum on hidden matrices, AdamW on embeddings, head and norms", "[optimizer]") {
+  const optimizer_info muon = opt("muon");
+  CHECK(optimizer_state_bytes(muon, matrix(4096, 4096), 4) == bytes(4ull * 4096 * 4096));
+  const param_tensor head{module_name::lm_head, tensor_role::linear_weight, 128256, 4096, 1};
+  const param_tensor embed{module_name::embed_tokens, tensor_role::embedding, 128256, 4096, 1};
+  CHECK(optimizer_state_bytes(muon, head, 4) == bytes(8ull * 128256 * 4096));
+  CHECK(optimizer_state_bytes(muon, embed, 4) == bytes(8ull * 128256 * 4096));
+  CHECK(optimizer_state_bytes(muon, vector(4096), 4) == bytes(8 * 4096));
+}
+
+TEST_CASE("Optimizer names are unique, and an unknown one lists the valid ones", "[optimizer][errors]") {
+  std::set<std::string_view> seen;
+  for (const optimizer_info& o : optimizer_catalog) CHECK(seen.insert(o.name).second);
+  for (const char* course :
+       {"adamw_torch", "adamw_torch_fused", "adamw_8bit", "adamw_bnb_8bit", "paged_adamw_8bit",
+        "paged_adamw_32bit", "adafactor", "lion_32bit", "lion_8bit", "sgd", "muon"})
+    CHECK(find_optimizer(course).has_value());
+  test::require_input_error([] { (void)optimizer_by_name("adam"); }, "optimizer", "unknown 'adam'",
+                            "adamw_torch", "paged_adamw_8bit", "muon");
+  test::require_input_error(
+      [] {
+        (void)optimizer_state_bytes(opt("adamw_8bit"), vector(8192), 4, optimizer_options{0, 4096});
+      },
+      "block size");
+}

@@ -1,0 +1,71 @@
+// SPDX-License-Identifier: MIT
+// The printed table and the JSON document (schema in docs/json-schema.md).
+#include <headroom/report_json.hpp>
+#include <headroom/report_text.hpp>
+
+#include "catch.hpp"
+
+using namespace headroom;
+
+namespace {
+loaded_model preset(const char* name) { return load_preset(name, {HEADROOM_PRESET_SOURCE_DIR}); }
+}  // namespace
+
+TEST_CASE("JSON: W04 8B full fine-tuning has static_bytes 128.0e9 and every documented key",
+          "[report][worked]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  const training_setup s;
+  const nlohmann::json j = static_estimate_json(m, s, estimate_static(m.spec, s));
+  CHECK(j.at("schema_version") == 1);
+  CHECK(j.at("params") == 8'000'000'000ull);
+  CHECK(j.at("model_params_exact") == 8'030'261'248ull);
+  CHECK(j.at("adapter_params") == 0);
+  CHECK(j.at("static_bytes") == 128'000'000'000ull);
+  CHECK(j.at("total_bytes") == 128'000'000'000ull);
+  CHECK(j.at("params_basis") == "nominal");
+  CHECK(j.at("qlora_layout").is_null());
+  CHECK(j.at("lora").is_null());
+  std::uint64_t sum = 0;
+  for (const char* key :
+       {"weights", "adapter_weights", "grads", "master", "optimizer", "activations", "logits", "overhead"})
+    sum += j.at("buckets").at(key).get<std::uint64_t>();
+  CHECK(sum == j.at("total_bytes").get<std::uint64_t>());
+}
+
+TEST_CASE("JSON: LoRA r16 reports 41,943,040 adapter params and 16.67e9 static bytes (W10)",
+          "[report][worked]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  training_setup s;
+  s.method = training_method::lora;
+  const nlohmann::json j = static_estimate_json(m, s, estimate_static(m.spec, s));
+  CHECK(j.at("adapter_params") == 41'943'040);
+  CHECK(j.at("static_bytes") == 16'671'088'640ull);
+  CHECK(j.at("lora").at("rank") == 16);
+  CHECK(j.at("lora").at("target_modules") == "all-linear");
+}
+
+TEST_CASE("JSON: QLoRA says which layout priced the base", "[report]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  training_setup s;
+  s.method = training_method::qlora;
+  CHECK(static_estimate_json(m, s, estimate_static(m.spec, s)).at("qlora_layout") == "uniform-nominal");
+  CHECK(static_estimate_json(m, s, estimate_static(m.spec, s, params_basis::exact)).at("qlora_layout") ==
+        "realistic");
+}
+
+TEST_CASE("The table prints GB (1e9) and, on request, GiB (2^30), with thousands separators", "[report]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  const training_setup s;
+  const static_estimate e = estimate_static(m.spec, s);
+  const std::string gb_only = format_static_table(m, s, e, false);
+  CHECK(gb_only.find("GB (1e9 B)") != std::string::npos);
+  CHECK(gb_only.find("GiB") == std::string::npos);
+  CHECK(gb_only.find("8,030,261,248") != std::string::npos);
+  CHECK(gb_only.find("128.000") != std::string::npos);
+  const std::string both = format_static_table(m, s, e, true);
+  CHECK(both.find("GiB (2^30 B)") != std::string::npos);
+  CHECK(both.find("119.209") != std::string::npos);  // 128e9 / 2^30
+  CHECK(with_commas(0) == "0");
+  CHECK(with_commas(999) == "999");
+  CHECK(with_commas(1000) == "1,000");
+}

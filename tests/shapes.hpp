@@ -1,0 +1,56 @@
+// SPDX-License-Identifier: MIT
+// constexpr shapes of the reference models, written from ../shared/reference/model-configs.md
+// (their config.json values), so code and the JSON presets can be checked against each other.
+#pragma once
+
+#include <headroom/model.hpp>
+
+namespace headroom::test {
+
+constexpr model_shape dense(std::uint64_t d, std::uint64_t ff, std::uint64_t layers, std::uint64_t heads,
+                            std::uint64_t kv, std::uint64_t head_dim, std::uint64_t vocab, bool tied) {
+  model_shape m;
+  m.hidden_size = d;
+  m.intermediate_size = ff;
+  m.num_hidden_layers = layers;
+  m.num_attention_heads = heads;
+  m.num_key_value_heads = kv;
+  m.head_dim = head_dim;
+  m.vocab_size = vocab;
+  m.tie_word_embeddings = tied;
+  return m;
+}
+constexpr model_shape with_qk_norm(model_shape m) {
+  m.qk_norm = true;
+  return m;
+}
+
+constexpr model_shape llama_3_2_1b = dense(2048, 8192, 16, 32, 8, 64, 128256, true);
+constexpr model_shape llama_3_2_3b = dense(3072, 8192, 28, 24, 8, 128, 128256, true);
+constexpr model_shape llama_3_1_8b = dense(4096, 14336, 32, 32, 8, 128, 128256, false);
+constexpr model_shape llama_3_1_70b = dense(8192, 28672, 80, 64, 8, 128, 128256, false);
+constexpr model_shape llama_2_7b = dense(4096, 11008, 32, 32, 32, 128, 32000, false);
+constexpr model_shape mistral_7b_v03 = dense(4096, 14336, 32, 32, 8, 128, 32768, false);
+constexpr model_shape qwen3_1_7b = with_qk_norm(dense(2048, 6144, 28, 16, 8, 128, 151936, true));
+constexpr model_shape qwen3_4b = with_qk_norm(dense(2560, 9728, 36, 32, 8, 128, 151936, true));
+constexpr model_shape qwen3_8b = with_qk_norm(dense(4096, 12288, 36, 32, 8, 128, 151936, false));
+constexpr model_shape qwen3_14b = with_qk_norm(dense(5120, 17408, 40, 40, 8, 128, 151936, false));
+constexpr model_shape qwen3_32b = with_qk_norm(dense(5120, 25600, 64, 64, 8, 128, 151936, false));
+
+constexpr model_shape gemma_2_2b_shape() {
+  model_shape m = dense(2304, 9216, 26, 8, 4, 256, 256000, true);
+  m.norms_per_layer = 4;
+  return m;
+}
+constexpr model_shape gemma_2_2b = gemma_2_2b_shape();
+
+constexpr model_shape qwen3_30b_a3b_shape() {
+  model_shape m = with_qk_norm(dense(2048, 0, 48, 32, 4, 128, 151936, false));
+  m.num_experts = 128;
+  m.num_experts_per_tok = 8;
+  m.moe_intermediate_size = 768;
+  return m;
+}
+constexpr model_shape qwen3_30b_a3b = qwen3_30b_a3b_shape();
+
+}  // namespace headroom::test
