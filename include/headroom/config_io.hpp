@@ -58,7 +58,7 @@ inline constexpr std::array<architecture, 9> architectures{{
 
 [[nodiscard]] inline std::string supported_model_types() {
   std::string out;
-  for (const architecture& a : architectures) out += (out.empty() ? "" : ", ") + std::string(a.model_type);
+  for (const architecture& a : architectures) detail::append_listed(out, a.model_type);
   return out;
 }
 
@@ -224,9 +224,9 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
     }
   }
   std::string known;
-  for (const auto& n : preset_names(dirs)) known += (known.empty() ? "" : ", ") + n;
+  for (const auto& n : preset_names(dirs)) detail::append_listed(known, n);
   std::string searched;
-  for (const auto& d : dirs) searched += (searched.empty() ? "" : ", ") + d.string();
+  for (const auto& d : dirs) detail::append_listed(searched, d.string());
   throw input_error("preset", "unknown '" + std::string(name) +
                                   "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
                                   " (searched: " + searched + ")");

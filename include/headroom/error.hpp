@@ -4,6 +4,8 @@
 
 #include <stdexcept>
 #include <string>
+#include <string_view>
+#include <utility>
 
 namespace headroom {
 
@@ -22,6 +24,12 @@ namespace detail {
 // Not constexpr on purpose: reaching it during constant evaluation is a compile error naming the
 // call, and at run time it throws input_error (the fmt/mp-units trick).
 [[noreturn]] inline void fail(const char* field, const char* reason) { throw input_error(field, reason); }
+
+/// Appends `item` to a separated list (for "valid: a, b, c" messages and comma lists).
+inline void append_listed(std::string& list, std::string_view item, std::string_view separator = ", ") {
+  if (!list.empty()) list += separator;
+  list += item;
+}
 }  // namespace detail
 
 }  // namespace headroom

@@ -60,7 +60,7 @@ inline constexpr std::array<target_name, 11> lora_target_names{{
 
 [[nodiscard]] inline std::string lora_target_choices() {
   std::string out = "all-linear";
-  for (const target_name& t : lora_target_names) out += std::string(", ") + std::string(t.name);
+  for (const target_name& t : lora_target_names) detail::append_listed(out, t.name);
   return out;
 }
 
@@ -93,7 +93,7 @@ inline constexpr std::array<target_name, 11> lora_target_names{{
   if (t == lora_targets::all_linear()) return "all-linear";
   std::string out;
   for (const target_name& n : lora_target_names)
-    if (t.contains(n.module)) out += (out.empty() ? "" : ",") + std::string(n.name);
+    if (t.contains(n.module)) detail::append_listed(out, n.name, ",");
   return out;
 }
 

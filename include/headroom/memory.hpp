@@ -54,7 +54,7 @@ template <class E, std::size_t N>
   std::string choices;
   for (const auto& entry : table) {
     if (entry.name == text) return entry.value;
-    choices += (choices.empty() ? "" : ", ") + std::string(entry.name);
+    detail::append_listed(choices, entry.name);
   }
   throw input_error(field, "unknown '" + std::string(text) + "'; valid: " + choices);
 }

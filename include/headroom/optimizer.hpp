@@ -94,10 +94,7 @@ struct optimizer_options {
 /// Comma-separated list of every accepted name, for error messages.
 [[nodiscard]] inline std::string optimizer_names() {
   std::string out;
-  for (const optimizer_info& o : optimizer_catalog) {
-    if (!out.empty()) out += ", ";
-    out += o.name;
-  }
+  for (const optimizer_info& o : optimizer_catalog) detail::append_listed(out, o.name);
   return out;
 }
 
