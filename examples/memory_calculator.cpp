@@ -159,8 +159,9 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
 int main(int argc, char** argv) {
   CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};
   options o;
-  app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
-  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset");
+  auto* preset =
+      app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
+  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")->excludes(preset);
   app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
   app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();

@@ -65,6 +65,7 @@ expect "negative field" 2 "negative_heads\.json: /num_attention_heads: must be a
   --config "$data/negative_heads.json"
 expect "missing file" 2 "cannot open file" -- --config "$data/nope.json"
 expect "unknown flag" 2 "error: " -- --no-such-flag
+expect "preset and config" 2 "excludes" -- --preset qwen3-4b --config "$data/qwen3-4b-hf-config.json"
 expect "both sources" 0 '"name": "qwen3-4b-hf-config"' -- --config "$data/qwen3-4b-hf-config.json" --json
 
 echo "$passed passed, $failed failed"
