@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// memory_calculator: the course lab's calculator (L3.1) in C++. Static training memory per
-// bucket for full fine-tuning, LoRA and QLoRA, from a preset or a Hugging Face config.json.
+// memory_calculator: the course lab's calculator (L3.1) in C++. Training memory per bucket (static
+// state, activations, logits, overhead) and its peak for full fine-tuning, LoRA and QLoRA, from a
+// preset or a Hugging Face config.json; with a budget, whether it fits and what to change.
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -28,6 +29,22 @@ struct options {
   std::string precision = "bf16-mixed";
   std::string block = "256";
   std::string budget_gb;
+  std::string gpu;
+  std::string batch = "1";
+  std::string seq_len = "2048";
+  std::string grad_accum = "1";
+  std::string formula = "detailed";
+  std::string attention = "flash";
+  std::string checkpointing = "full";
+  std::string loss = "naive";
+  std::string ce_chunk;
+  std::string fused_ce;
+  std::string overhead_gb;
+  std::string fit;
+  bool fused_ce_given = false;
+  bool eager_attention = false;
+  bool no_checkpointing = false;
+  bool attention_dropout = false;
   bool exact_params = false;
   bool grad_accum_buffer = false;
   bool no_double_quant = false;
@@ -48,6 +65,51 @@ training_setup setup_from(const options& o) {
   s.lora.targets = parse_lora_targets(o.targets);
   s.nf4.double_quant = !o.no_double_quant;
   return s;
+}
+
+/// Bytes from a decimal GB flag value.
+bytes gb_flag(const std::string& flag, const std::string& text) {
+  const double gb = cli::parse_positive(flag, text);
+  if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
+  return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
+}
+
+run_config run_from(const options& o, const std::optional<gpu_info>& gpu) {
+  run_config r;
+  r.setup = setup_from(o);
+  r.basis = o.exact_params ? params_basis::exact : params_basis::nominal;
+  r.activations.batch = cli::parse_count("--batch", o.batch, max_solver_batch);
+  r.activations.seq_len = cli::parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+  r.grad_accum_steps = cli::parse_count("--grad-accum", o.grad_accum, 1u << 20);
+  r.activations.formula = parse_choice(activation_formula_names, o.formula, "--activation-formula");
+  r.activations.attention =
+      o.eager_attention ? attention_impl::eager : parse_choice(attention_names, o.attention, "--attention");
+  r.activations.ckpt = o.no_checkpointing
+                           ? checkpointing::none
+                           : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
+  r.activations.attention_dropout = o.attention_dropout;
+  r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
+  if (!o.ce_chunk.empty()) {
+    r.loss.impl = loss_impl::chunked;
+    r.loss.chunk_tokens = cli::parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
+  }
+  if (o.fused_ce_given) {
+    if (!o.ce_chunk.empty()) throw input_error("--fused-ce", "cannot be combined with --ce-chunk");
+    r.loss.impl =
+        o.fused_ce.empty() ? loss_impl::fused_liger : parse_choice(loss_names, o.fused_ce, "--fused-ce");
+    if (r.loss.impl != loss_impl::fused_liger && r.loss.impl != loss_impl::fused_cce)
+      throw input_error("--fused-ce", "unknown '" + o.fused_ce + "'; valid: liger, cce");
+  }
+  if (gpu) r.overhead = overhead_for(*gpu);
+  if (!o.overhead_gb.empty()) {
+    r.overhead.override_total = true;
+    r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb);
+  }
+  if (gpu && !gpu->bf16 && r.setup.precision != precision_route::fp32)
+    throw input_error(
+        "--gpu", std::string(gpu->name) +
+                     " has no bf16 support: use fp16 with loss scaling (GradScaler) or --precision fp32");
+  return r;
 }
 
 // ---- --smoke: the course's static numbers (worked-numbers.md), each rounded as the course prints it.
@@ -150,7 +212,29 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
       est(m8.spec, with([](training_setup& s) { s.optimizer = optimizer_by_name("lion_32bit"); }))
           .buckets.optimizer.count());
   r.check("W25", "Lion state / AdamW state", lion / adam, 0.5, 2);
-  fmt::print("{} of the course's static numbers missed\n", r.failures);
+
+  // The activation table (Qwen3-4B, T 2048, B 1) by the course's formula, and the logits.
+  const model_shape q4 = load_preset("qwen3-4b", dirs).spec.shape;
+  activation_config a;
+  a.formula = activation_formula::korthikanti;
+  const auto acts = [&](attention_impl at, checkpointing ck) {
+    a.attention = at;
+    a.ckpt = ck;
+    return gb(estimate_activations(q4, lora, a).gpu);
+  };
+  r.check("W15", "Qwen3-4B sbh at T 2048", static_cast<double>(block_input_bytes(q4, lora, a).count()) / 2,
+          5'242'880, 0);
+  r.check("W16", "eager attention, no checkpointing, GB", acts(attention_impl::eager, checkpointing::none),
+          30.58, 2);
+  r.check("W17", "FlashAttention, no checkpointing, GB", acts(attention_impl::flash, checkpointing::none),
+          6.42, 2);
+  r.check("W18", "checkpointing, GB", acts(attention_impl::flash, checkpointing::full), 0.56, 2);
+  activation_config long_seq;
+  long_seq.seq_len = 8192;
+  const logits_estimate lg = estimate_logits(q4, lora, long_seq, loss_config{});
+  r.check("W20", "fp32 logits, V 151,936, T 8,192, GB", gb(lg.forward.items[1].amount), 4.98, 2);
+  r.check("W20", "bf16 logits, GB", gb(lg.forward.items[0].amount), 2.49, 2);
+  fmt::print("{} of the course's numbers missed\n", r.failures);
   return r.failures == 0 ? cli::exit_ok : cli::exit_bad_input;
 }
 
@@ -175,6 +259,26 @@ int main(int argc, char** argv) {
   app.add_option("--optim-block-size", o.block, "8-bit optimizer block (bnb >= 0.44: 256; course W06: 2048)")
       ->capture_default_str();
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
+  app.add_option("--gpu", o.gpu, "budget and workspace sizes from a GPU: h100-sxm, a100-80gb, rtx-4090, ...");
+  app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length)")->capture_default_str();
+  app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
+  app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
+      ->capture_default_str();
+  app.add_option("--attention", o.attention, "eager | sdpa | flash")->capture_default_str();
+  app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)");
+  app.add_option("--checkpointing", o.checkpointing, "none | full | selective | offload | unsloth")
+      ->capture_default_str();
+  app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
+  app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
+  app.add_option("--loss", o.loss, "naive | chunked | liger | cce")->capture_default_str();
+  app.add_option("--ce-chunk", o.ce_chunk,
+                 "chunked cross-entropy with N tokens per chunk (TRL chunked_nll: 256)");
+  app.add_option("--fused-ce", o.fused_ce, "fused linear cross-entropy: liger (default) or cce")
+      ->expected(0, 1);
+  app.add_option("--overhead-gb", o.overhead_gb,
+                 "measured overhead (context + workspaces + fragmentation), GB");
+  app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
   app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
   app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
   app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
@@ -184,6 +288,7 @@ int main(int argc, char** argv) {
   app.add_flag("--list-presets", o.list_presets, "print the preset names found and exit");
 
   return cli::run(app, argc, argv, [&]() {
+    o.fused_ce_given = app.count("--fused-ce") > 0;
     std::optional<std::filesystem::path> dir;
     if (!o.preset_dir.empty()) dir = o.preset_dir;
     const auto dirs = preset_search_path(dir);
@@ -192,21 +297,42 @@ int main(int argc, char** argv) {
       return cli::exit_ok;
     }
     if (o.smoke) return smoke(dirs);
-    const training_setup s = setup_from(o);
+    std::optional<gpu_info> gpu;
+    if (!o.gpu.empty()) gpu = gpu_by_name(o.gpu);
+    const run_config r = run_from(o, gpu);
+    std::optional<bytes> budget;
+    if (gpu) budget = gpu->memory();
+    if (!o.budget_gb.empty()) budget = gb_flag("--budget-gb", o.budget_gb);
+    if (!o.fit.empty() && o.fit != "seq-len" && o.fit != "batch")
+      throw input_error("--fit", "unknown '" + o.fit + "'; valid: seq-len, batch");
+    if (!o.fit.empty() && !budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
+
     const loaded_model model = o.config.empty() ? load_preset(o.preset, dirs) : load_model_config(o.config);
-    const static_estimate e =
-        estimate_static(model.spec, s, o.exact_params ? params_basis::exact : params_basis::nominal);
-    if (o.json)
-      fmt::print("{}\n", static_estimate_json(model, s, e).dump(2));
-    else
-      fmt::print("{}", format_static_table(model, s, e, o.gib));
-    if (!o.budget_gb.empty()) {
-      const double budget = cli::parse_positive("--budget-gb", o.budget_gb);
-      const bool fits = in_gb(e.buckets.total_bytes()) <= budget;
-      std::fprintf(stderr, "%s: %.3f GB against a budget of %.3f GB\n", fits ? "fits" : "does not fit",
-                   in_gb(e.buckets.total_bytes()), budget);
-      return fits ? cli::exit_ok : cli::exit_does_not_fit;
+    const training_estimate e = estimate_training(model.spec, r);
+    nlohmann::json j = training_estimate_json(model, r, e, budget);
+    std::string text = format_training_table(model, r, e, o.gib, budget);
+    int code = cli::exit_ok;
+    if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
+      const bool seq = o.fit == "seq-len";
+      const std::uint64_t best =
+          seq ? max_seq_len(model.spec, r, *budget) : max_batch(model.spec, r, *budget);
+      j[seq ? "max_seq_len" : "max_batch"] = best;
+      run_config next = r;
+      (seq ? next.activations.seq_len : next.activations.batch) = best + 1;
+      text += fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n",
+                          seq ? "seq-len" : "micro-batch", gb_text(*budget), best, best + 1,
+                          gb_text(estimate_training(model.spec, next).total_bytes()));
+      if (best == 0) code = cli::exit_does_not_fit;
+    } else if (budget && !fits(e, *budget)) {
+      const advice a = advise(model.spec, r, *budget);
+      j["advice"] = advice_json(a);
+      text += format_advice(a, *budget);
+      code = cli::exit_does_not_fit;
     }
-    return cli::exit_ok;
+    if (o.json)
+      fmt::print("{}\n", j.dump(2));
+    else
+      fmt::print("{}", text);
+    return code;
   });
 }

@@ -134,6 +134,7 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
   m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
   m.norms_per_layer = arch->norms_per_layer;
   m.qk_norm = arch->qk_norm;
+  m.norm_scale_fp32 = arch->model_type.substr(0, 5) == "gemma";  // GemmaRMSNorm: x·(1 + w) in fp32
   if (arch->experts_key.empty()) {
     m.intermediate_size = read_count(j, "intermediate_size", origin);
   } else {

@@ -2,11 +2,17 @@
 // The dependency-free core: include this when you only need the numbers (standard library only).
 #pragma once
 
+#include "activations.hpp"
+#include "advisor.hpp"
 #include "error.hpp"
+#include "gpu.hpp"
+#include "logits.hpp"
 #include "lora.hpp"
 #include "memory.hpp"
 #include "model.hpp"
 #include "optimizer.hpp"
+#include "overhead.hpp"
+#include "peak.hpp"
 #include "quantization.hpp"
 #include "units.hpp"
 #include "version.hpp"

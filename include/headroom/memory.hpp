@@ -24,6 +24,7 @@ enum class precision_route : std::uint8_t {
   bf16_mixed,     ///< route A: bf16 weights + grads, fp32 master, fp32 optimizer state (default)
   fp32_autocast,  ///< route B: fp32 weights + grads, bf16 autocast matmuls, no separate master
   bf16_pure,      ///< third route: bf16 weights, no master; torch optimizers keep bf16 state
+  fp32,           ///< no mixed precision at all: fp32 weights, grads, state and activations
 };
 
 /// Whether the frozen/full base is priced on the preset's nominal size or the exact count.
@@ -43,10 +44,11 @@ struct named {
 };
 inline constexpr std::array<named<training_method>, 3> method_names{
     {{"full", training_method::full}, {"lora", training_method::lora}, {"qlora", training_method::qlora}}};
-inline constexpr std::array<named<precision_route>, 3> precision_names{
+inline constexpr std::array<named<precision_route>, 4> precision_names{
     {{"bf16-mixed", precision_route::bf16_mixed},
      {"fp32-autocast", precision_route::fp32_autocast},
-     {"bf16-pure", precision_route::bf16_pure}}};
+     {"bf16-pure", precision_route::bf16_pure},
+     {"fp32", precision_route::fp32}}};
 
 /// Looks `text` up in a name table; throws input_error naming `field` and the choices.
 template <class E, std::size_t N>
@@ -91,6 +93,7 @@ struct memory_buckets {
   bytes optimizer{0};        ///< optimizer state
   bytes activations{0};
   bytes logits{0};
+  bytes temporaries{0};  ///< optimizer-step foreach buffers, autocast's bf16 weight cache
   bytes overhead{0};
 
   /// weights + adapter_weights + grads + master + optimizer.
@@ -98,7 +101,7 @@ struct memory_buckets {
     return weights + adapter_weights + grads + master + optimizer;
   }
   [[nodiscard]] constexpr bytes total_bytes() const {
-    return static_bytes() + activations + logits + overhead;
+    return static_bytes() + activations + logits + temporaries + overhead;
   }
 };
 
@@ -118,7 +121,11 @@ namespace detail {
 inline constexpr std::uint64_t bf16_bytes = 2;
 
 constexpr std::uint64_t weight_bytes(precision_route p) {
-  return p == precision_route::fp32_autocast ? fp32_bytes : bf16_bytes;
+  return p == precision_route::fp32_autocast || p == precision_route::fp32 ? fp32_bytes : bf16_bytes;
+}
+/// Saved activations are bf16 under bf16 weights or autocast, fp32 only without mixed precision.
+constexpr std::uint64_t activation_bytes(precision_route p) {
+  return p == precision_route::fp32 ? fp32_bytes : bf16_bytes;
 }
 constexpr std::uint64_t master_bytes(precision_route p) {
   return p == precision_route::bf16_mixed ? fp32_bytes : 0;
@@ -200,7 +207,7 @@ struct bucket_field {
   std::string_view name;
   bytes memory_buckets::*member;
 };
-inline constexpr std::array<bucket_field, 8> bucket_fields{{
+inline constexpr std::array<bucket_field, 9> bucket_fields{{
     {"weights", &memory_buckets::weights},
     {"adapter_weights", &memory_buckets::adapter_weights},
     {"grads", &memory_buckets::grads},
@@ -208,6 +215,7 @@ inline constexpr std::array<bucket_field, 8> bucket_fields{{
     {"optimizer", &memory_buckets::optimizer},
     {"activations", &memory_buckets::activations},
     {"logits", &memory_buckets::logits},
+    {"temporaries", &memory_buckets::temporaries},
     {"overhead", &memory_buckets::overhead},
 }};
 
@@ -256,9 +264,6 @@ inline constexpr std::array<bucket_field, 8> bucket_fields{{
     notes.emplace_back(
         "pure bf16 without a master copy: updates below half the bf16 spacing "
         "(about 0.002 near 1.0) round to nothing");
-  notes.emplace_back(
-      "activations, logits and overhead are not modelled yet (0): "
-      "this is the static floor, not the peak");
   return notes;
 }
 

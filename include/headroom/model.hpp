@@ -27,6 +27,7 @@ struct model_shape {
   bool mlp_bias = false;                ///< biases on gate/up/down (Llama mlp_bias)
   std::uint64_t norms_per_layer = 2;    ///< RMSNorms per block: 2 (Llama), 4 (Gemma-2/3)
   bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
+  bool norm_scale_fp32 = false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
   std::uint64_t num_experts_per_tok = 0;              ///< experts each token is routed to, e.g. 8

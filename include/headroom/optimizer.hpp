@@ -26,11 +26,12 @@ struct optimizer_info {
   std::string_view name;
   std::uint8_t states = 0;  ///< full-size state tensors per parameter (AdamW: m and v = 2)
   state_storage storage = state_storage::param_dtype;
-  bool factored = false;     ///< Adafactor: a rows+cols second moment per matrix, no m
-  bool muon = false;         ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
-  bool kahan_16bit = false;  ///< StableAdamW: + a Kahan buffer when params are 16-bit
-  bool paged = false;        ///< state in CUDA unified memory (bitsandbytes paged_*)
-  std::string_view source;   ///< where the layout was read
+  bool factored = false;       ///< Adafactor: a rows+cols second moment per matrix, no m
+  bool muon = false;           ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
+  bool kahan_16bit = false;    ///< StableAdamW: + a Kahan buffer when params are 16-bit
+  bool paged = false;          ///< state in CUDA unified memory (bitsandbytes paged_*)
+  std::string_view source;     ///< where the layout was read
+  bool foreach_temps = false;  ///< torch foreach step: ~sizeof(params) of temporaries (adam.py _foreach_doc)
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
@@ -38,7 +39,7 @@ inline constexpr std::string_view src_bnb = "bitsandbytes/optim/optimizer.py ini
 
 /// The catalogue. The first ten are the course's; aliases map to the same layout.
 inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
-    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam},
+    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, true},
     {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam},
     {"adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"adamw_bnb_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
@@ -53,11 +54,12 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
     {"muon", 1, state_storage::param_dtype, false, true, false, false,
      "torch.optim.Muon; embeddings, head, norms and biases on AdamW"},
     {"adamw_hf", 2, state_storage::param_dtype, false, false, false, false,
-     "transformers 4.x legacy alias, treated as adamw_torch"},
+     "transformers 4.x legacy alias, treated as adamw_torch", true},
     {"paged_lion_32bit", 1, state_storage::fp32, false, false, false, true, src_bnb},
     {"paged_lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
-    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.Adagrad sum"},
-    {"rmsprop", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.RMSprop square_avg"},
+    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.Adagrad sum", true},
+    {"rmsprop", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.RMSprop square_avg",
+     true},
     {"rmsprop_bnb", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},

@@ -1,17 +1,36 @@
 // SPDX-License-Identifier: MIT
-// The stable JSON document of a static estimate (schema in docs/json-schema.md). nlohmann_json.
+// The stable JSON document of an estimate (schema in docs/json-schema.md). nlohmann_json.
 #pragma once
+
+#include <optional>
+#include <string>
 
 #include <nlohmann/json.hpp>
 
+#include "advisor.hpp"
 #include "config_io.hpp"
 #include "memory.hpp"
+#include "peak.hpp"
 
 namespace headroom {
 
-inline constexpr int json_schema_version = 1;
+inline constexpr int json_schema_version = 2;
 
-/// One JSON object with every count in parameters and every bucket in bytes (exact integers).
+namespace detail {
+inline nlohmann::json buckets_json(const memory_buckets& b) {
+  nlohmann::json j = nlohmann::json::object();
+  for (const bucket_field& f : bucket_fields) j[std::string(f.name)] = (b.*f.member).count();
+  return j;
+}
+inline nlohmann::json terms_json(const activation_terms& terms) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const activation_term& t : terms)
+    j.push_back({{"name", t.name}, {"bytes", t.amount.count()}, {"reason", t.reason}});
+  return j;
+}
+}  // namespace detail
+
+/// The static part: counts in parameters, buckets in bytes (exact integers).
 [[nodiscard]] inline nlohmann::json static_estimate_json(const loaded_model& model, const training_setup& s,
                                                          const static_estimate& e) {
   nlohmann::json j;
@@ -33,12 +52,88 @@ inline constexpr int json_schema_version = 1;
           : nlohmann::json{{"rank", s.lora.rank}, {"target_modules", lora_targets_text(s.lora.targets)}};
   j["qlora_layout"] = e.layout == qlora_layout::not_applicable ? nlohmann::json(nullptr)
                                                                : nlohmann::json(layout_name(e.layout));
-  nlohmann::json buckets = nlohmann::json::object();
-  for (const bucket_field& f : bucket_fields) buckets[std::string(f.name)] = (e.buckets.*f.member).count();
-  j["buckets"] = buckets;
+  j["buckets"] = detail::buckets_json(e.buckets);
   j["static_bytes"] = e.buckets.static_bytes().count();
   j["total_bytes"] = e.buckets.total_bytes().count();
   j["notes"] = estimate_notes(e, s);
+  return j;
+}
+
+/// The full estimate: the static keys, the workload, each bucket's size, every phase, the peak,
+/// and (with a budget) whether it fits and by how much.
+[[nodiscard]] inline nlohmann::json training_estimate_json(const loaded_model& model, const run_config& r,
+                                                           const training_estimate& e,
+                                                           std::optional<bytes> budget = std::nullopt) {
+  nlohmann::json j = static_estimate_json(model, r.setup, e.statics);
+  const activation_config& a = r.activations;
+  j["workload"] = {{"batch", a.batch},
+                   {"seq_len", a.seq_len},
+                   {"grad_accum_steps", r.grad_accum_steps},
+                   {"attention", choice_name(attention_names, a.attention)},
+                   {"checkpointing", choice_name(checkpointing_names, a.ckpt)},
+                   {"activation_formula", choice_name(activation_formula_names, a.formula)},
+                   {"loss", choice_name(loss_names, r.loss.impl)},
+                   {"ce_chunk", r.loss.chunk_tokens}};
+  j["buckets"] = detail::buckets_json(e.sizes);
+  nlohmann::json phases = nlohmann::json::object();
+  for (const auto& p : phase_names) {
+    const memory_buckets& b = e.phases[static_cast<std::size_t>(p.value)];
+    phases[std::string(p.name)] = {{"buckets", detail::buckets_json(b)},
+                                   {"total_bytes", b.total_bytes().count()}};
+  }
+  j["phases"] = phases;
+  j["peak_phase"] = choice_name(phase_names, e.peak_phase);
+  j["total_bytes"] = e.total_bytes().count();
+  j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();
+  j["host_bytes"] = e.activations.host.count();
+  j["activations_detail"] = {{"layer_terms", detail::terms_json(e.activations.layer)},
+                             {"model_terms", detail::terms_json(e.activations.model_level)},
+                             {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},
+                             {"recompute_bytes", e.activations.recompute.count()}};
+  j["logits_detail"] = {{"forward_terms", detail::terms_json(e.logits.forward)},
+                        {"backward_terms", detail::terms_json(e.logits.backward)},
+                        {"kept_bytes", e.logits.kept.count()}};
+  j["overhead_detail"] = {{"cuda_context", e.overhead.cuda_context.count()},
+                          {"cublas_workspace", e.overhead.cublas_workspace.count()},
+                          {"cublaslt_workspace", e.overhead.cublaslt_workspace.count()},
+                          {"fragmentation", e.overhead.fragmentation.count()},
+                          {"measured_override", e.overhead.overridden}};
+  if (budget) {
+    const bool ok = fits(e, *budget);
+    j["budget_bytes"] = budget->count();
+    j["fits"] = ok;
+    const auto gap = static_cast<std::int64_t>(ok ? (*budget - e.total_bytes()).count()
+                                                  : (e.total_bytes() - *budget).count());
+    j["headroom_bytes"] = ok ? gap : -gap;
+  }
+  j["notes"] = training_notes(e, r);
+  return j;
+}
+
+/// The advisor's answer: triage, each lever with its effect, and the configuration that fits.
+[[nodiscard]] inline nlohmann::json advice_json(const advice& a) {
+  nlohmann::json steps = nlohmann::json::array();
+  for (const advice_step& s : a.steps)
+    steps.push_back({{"lever", s.lever},
+                     {"change", s.change},
+                     {"warning", s.warning},
+                     {"total_bytes", s.total.count()},
+                     {"fits", s.fits}});
+  nlohmann::json j{{"biggest_bucket", a.biggest_bucket},
+                   {"first_lever", a.first_lever},
+                   {"static_alone_too_big", a.static_alone_too_big},
+                   {"steps", steps},
+                   {"found", a.found}};
+  if (a.found) {
+    const run_config& r = a.config;
+    j["config"] = {{"method", choice_name(method_names, r.setup.method)},
+                   {"precision", choice_name(precision_names, r.setup.precision)},
+                   {"optimizer", r.setup.optimizer.name},
+                   {"batch", r.activations.batch},
+                   {"grad_accum_steps", r.grad_accum_steps},
+                   {"seq_len", r.activations.seq_len},
+                   {"checkpointing", choice_name(checkpointing_names, r.activations.ckpt)}};
+  }
   return j;
 }
 

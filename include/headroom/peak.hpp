@@ -1,0 +1,196 @@
+// SPDX-License-Identifier: MIT
+// The peak of a training step: static state, activations, logits, temporaries and overhead
+// composed per phase (end of forward, start of backward, end of backward, optimizer step), and
+// the solvers built on it: fits(), max_seq_len(), max_batch().
+#pragma once
+
+#include <array>
+#include <cstddef>
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "activations.hpp"
+#include "logits.hpp"
+#include "memory.hpp"
+#include "overhead.hpp"
+
+namespace headroom {
+
+/// Everything about one run: how it trains, the micro-batch, the loss head and the machine.
+struct run_config {
+  training_setup setup{};
+  activation_config activations{};
+  loss_config loss{};
+  std::uint64_t grad_accum_steps = 1;  ///< gradient_accumulation_steps (>1 keeps grads during forward)
+  overhead_config overhead{};
+  params_basis basis = params_basis::nominal;
+};
+
+enum class step_phase : std::uint8_t { forward_end, backward_start, backward_end, optimizer_step };
+inline constexpr std::array<named<step_phase>, 4> phase_names{
+    {{"forward_end", step_phase::forward_end},
+     {"backward_start", step_phase::backward_start},
+     {"backward_end", step_phase::backward_end},
+     {"optimizer_step", step_phase::optimizer_step}}};
+
+/// The full estimate: each bucket's size, what is alive in each phase, and the peak.
+struct training_estimate {
+  static_estimate statics{};
+  activation_estimate activations{};
+  logits_estimate logits{};
+  overhead_estimate overhead{};
+  memory_buckets sizes{};                  ///< each bucket's largest size over the step
+  std::array<memory_buckets, 4> phases{};  ///< indexed by step_phase
+  step_phase peak_phase = step_phase::forward_end;
+  bool paged_state = false;  ///< the optimizer state is in CUDA unified memory (paged_*)
+
+  [[nodiscard]] constexpr const memory_buckets& at_peak() const {
+    return phases[static_cast<std::size_t>(peak_phase)];
+  }
+  /// The peak including overhead: what the GPU must hold (allocated peak + context + cached blocks).
+  [[nodiscard]] constexpr bytes total_bytes() const { return at_peak().total_bytes(); }
+  /// Comparable to torch.cuda.max_memory_allocated: without the context, the fragmentation reserve
+  /// and paged optimizer state (which lives in unified memory, outside the caching allocator).
+  [[nodiscard]] constexpr bytes peak_allocated_bytes() const {
+    bytes b = total_bytes() - (overhead.total() - overhead.allocated());
+    if (paged_state) b = b - at_peak().optimizer;
+    return b;
+  }
+};
+
+namespace detail {
+/// Foreach optimizers hold about one more copy of the parameters during the step (adam.py).
+constexpr bytes step_temporaries(const static_estimate& st, const training_setup& s) {
+  if (!s.optimizer.foreach_temps) return bytes(0);
+  return per_param(st.trainable_params, optimizer_param_bytes(s.precision));
+}
+/// torch.autocast caches a bf16 copy of every trainable fp32 leaf weight for the forward.
+constexpr bytes autocast_cache(const static_estimate& st, const training_setup& s) {
+  if (s.precision != precision_route::fp32_autocast) return bytes(0);
+  return per_param(st.trainable_params, bf16_bytes);
+}
+}  // namespace detail
+
+/// Estimates the whole step. The peak is the largest phase; sizes are each bucket's maximum.
+[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r) {
+  if (r.grad_accum_steps == 0) detail::fail("gradient_accumulation_steps", "must be a positive integer");
+  training_estimate e;
+  e.statics = estimate_static(spec, r.setup, r.basis);
+  e.activations = estimate_activations(spec.shape, r.setup, r.activations);
+  e.logits = estimate_logits(spec.shape, r.setup, r.activations, r.loss);
+  e.overhead = estimate_overhead(r.overhead);
+  e.paged_state = r.setup.optimizer.paged;
+  const memory_buckets& st = e.statics.buckets;
+
+  memory_buckets base = st;  // weights, adapters, master and optimizer state persist all step
+  base.grads = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none) empties them
+  base.overhead = e.overhead.total();
+  const bytes kept_activations = e.activations.gpu - e.activations.recompute;
+
+  memory_buckets& fwd = e.phases[static_cast<std::size_t>(step_phase::forward_end)];
+  fwd = base;  // saved tensors of every block (and the one in flight when offloading) + the loss
+  fwd.activations =
+      kept_activations + (r.activations.ckpt == checkpointing::offload ? e.activations.recompute : bytes(0));
+  fwd.logits = e.logits.forward_peak();
+  fwd.temporaries = detail::autocast_cache(e.statics, r.setup);
+
+  memory_buckets& bws = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
+  bws = base;  // the loss backward runs while the last block is being recomputed
+  bws.activations = e.activations.gpu;
+  bws.logits = e.logits.backward_peak();
+
+  memory_buckets& bwe = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
+  bwe = st;  // all gradients exist; at most the first block's recompute is still alive
+  bwe.overhead = e.overhead.total();
+  bwe.activations = e.activations.recompute;
+
+  memory_buckets& opt = e.phases[static_cast<std::size_t>(step_phase::optimizer_step)];
+  opt = st;
+  opt.overhead = e.overhead.total();
+  opt.temporaries = detail::step_temporaries(e.statics, r.setup);
+
+  std::size_t peak = 0;
+  for (std::size_t i = 1; i < e.phases.size(); ++i)
+    if (e.phases[i].total_bytes() > e.phases[peak].total_bytes()) peak = i;
+  e.peak_phase = static_cast<step_phase>(peak);
+
+  e.sizes = st;
+  e.sizes.activations = e.activations.gpu;
+  e.sizes.logits = e.logits.peak();
+  e.sizes.temporaries = fwd.temporaries > opt.temporaries ? fwd.temporaries : opt.temporaries;
+  e.sizes.overhead = e.overhead.total();
+  return e;
+}
+
+/// True when the peak, overhead included, is at most `budget`.
+[[nodiscard]] constexpr bool fits(const training_estimate& e, bytes budget) {
+  return e.total_bytes() <= budget;
+}
+[[nodiscard]] constexpr bool fits(const model_spec& spec, const run_config& r, bytes budget) {
+  return fits(estimate_training(spec, r), budget);
+}
+
+inline constexpr std::uint64_t max_solver_seq_len = std::uint64_t{1} << 26;
+inline constexpr std::uint64_t max_solver_batch = std::uint64_t{1} << 24;
+
+namespace detail {
+/// Largest v in [1, hi] with fits(v) (memory is monotone in v); 0 when even 1 does not fit.
+template <class Fits>
+constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
+  if (!fits_at(1)) return 0;
+  std::uint64_t lo = 1;  // fits
+  if (fits_at(hi)) return hi;
+  while (hi - lo > 1) {  // invariant: fits(lo), !fits(hi)
+    const std::uint64_t mid = lo + (hi - lo) / 2;
+    (fits_at(mid) ? lo : hi) = mid;
+  }
+  return lo;
+}
+}  // namespace detail
+
+/// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none).
+[[nodiscard]] constexpr std::uint64_t max_seq_len(const model_spec& spec, run_config r, bytes budget) {
+  return detail::largest_fitting(max_solver_seq_len, [&](std::uint64_t s) {
+    r.activations.seq_len = s;
+    return fits(spec, r, budget);
+  });
+}
+
+/// The largest micro-batch that fits: fits at the answer, not at answer + 1 (0 if none).
+[[nodiscard]] constexpr std::uint64_t max_batch(const model_spec& spec, run_config r, bytes budget) {
+  return detail::largest_fitting(max_solver_batch, [&](std::uint64_t b) {
+    r.activations.batch = b;
+    return fits(spec, r, budget);
+  });
+}
+
+/// Plain-language notes about an estimate (printed by the text and JSON front ends).
+[[nodiscard]] inline std::vector<std::string> training_notes(const training_estimate& e,
+                                                             const run_config& r) {
+  std::vector<std::string> notes = estimate_notes(e.statics, r.setup);
+  notes.push_back(
+      "total = the peak phase plus CUDA context and allocator fragmentation (compare nvidia-smi, or "
+      "memory_reserved plus the context); " +
+      gb_text(e.peak_allocated_bytes()) +
+      " of it is the allocated peak (compare "
+      "torch.cuda.max_memory_allocated)");
+  if (e.overhead.overridden)
+    notes.emplace_back(
+        "overhead: the measured --overhead-gb value replaces the context, workspace and "
+        "fragmentation model");
+  if (e.activations.host.count() != 0)
+    notes.push_back("offloading keeps " + gb_text(e.activations.host) + " of activations in pinned host RAM");
+  if (r.activations.formula == activation_formula::korthikanti)
+    notes.emplace_back(
+        "activations by the course's Korthikanti formula (a GPT block with a 4h GELU MLP, +-30% "
+        "for SwiGLU/GQA models); the default detailed inventory follows the real tensors");
+  if (r.loss.impl == loss_impl::naive)
+    notes.emplace_back(
+        "loss: naive (bf16 logits, fp32 upcast, fp32 log-softmax and its gradients); TRL's "
+        "SFTTrainer defaults to chunked_nll (--ce-chunk 256)");
+  return notes;
+}
+
+}  // namespace headroom
