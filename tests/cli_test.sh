@@ -38,14 +38,51 @@ expect "W14 70B full" 0 '"static_bytes": 1120000000000,' -- --preset llama-3.1-7
 expect "W14 70B LoRA" 0 '"static_bytes": 143313500160,' -- --preset llama-3.1-70b-like --method lora --json
 expect "W14 70B QLoRA" 0 '"static_bytes": 39424750160,' -- --preset llama-3.1-70b-like --method qlora --json
 expect "smoke" 0 '^0 of the course' -- --smoke
-expect "GiB column" 0 'GiB \(2\^30 B\)' -- --gib
+expect "GiB column" 0 'size GiB +at peak GB +at peak GiB' -- --gib
 expect "qv targets" 0 '"adapter_params": 6815744,' -- "${p8[@]}" --method lora --targets q_proj,v_proj --json
 expect "realistic QLoRA" 0 '"qlora_layout": "realistic"' -- "${p8[@]}" --method qlora --exact-params --json
 expect "raw config.json" 0 '"params": 4022468096,' -- --config "$data/qwen3-4b-hf-config.json" --json
 expect "preset dir" 0 '"name": "gemma-2-2b-no-tie-key"' -- --preset-dir "$data" --preset gemma-2-2b-no-tie-key --json
 HEADROOM_PRESET_DIR=$data expect "env preset dir" 0 'gemma-2-2b-no-tie-key' -- --list-presets
-expect "fits budget" 0 'fits: 128\.000 GB' -- "${p8[@]}" --budget-gb 141
-expect "does not fit" 1 'does not fit: 128\.000 GB' -- "${p8[@]}" --budget-gb 80
+expect "fits budget" 0 'budget +200\.000 GB: fits, headroom 38\.490 GB' -- "${p8[@]}" --budget-gb 200
+expect "does not fit" 1 'budget +80\.000 GB: does not fit, over by 81\.510 GB' -- "${p8[@]}" --budget-gb 80
+expect "fits json" 0 '"headroom_bytes": 38490' -- "${p8[@]}" --budget-gb 200 --json
+expect "gpu budget" 1 '"budget_bytes": 80000000000' -- "${p8[@]}" --gpu h100-sxm --json
+
+# Dynamic memory (issue 3): the course's activation table (W16-W18) and the logits (W20).
+q4=(--preset qwen3-4b --method lora --batch 1 --seq-len 2048 --activation-formula korthikanti)
+expect "W16 eager" 0 '"activations": 30576476160,' -- "${q4[@]}" --eager-attention --no-checkpointing --json
+expect "W17 flash" 0 '"activations": 6417285120,' -- "${q4[@]}" --no-checkpointing --json
+expect "W18 checkpointing" 0 '"activations": 555745280,' -- "${q4[@]}" --json
+expect "W20 naive logits" 0 '"logits": 14935916544,' -- --preset qwen3-4b --method lora --seq-len 8192 --json
+expect "fused logits" 0 '"logits": 119767040,' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce --json
+expect "cce logits" 0 '"loss": "cce"' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce cce --json
+expect "chunked" 0 '"ce_chunk": 512,' -- --preset qwen3-4b --method lora --ce-chunk 512 --json
+expect "peak phase" 0 '"peak_phase": "backward_start"' -- --preset qwen3-4b --method qlora --seq-len 16384 --json
+expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
+expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
+expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24
+expect "advisor json" 1 '"found": true' -- "${p8[@]}" --method full --budget-gb 24 --json
+expect "bf16 on T4" 2 'no bf16 support: use fp16 with loss scaling' -- --gpu t4
+expect "unknown gpu" 2 "gpu: unknown 'h300'; valid: a100-40gb" -- --gpu h300
+expect "fit needs budget" 2 '--fit: needs a budget' -- --fit seq-len
+expect "unknown fit" 2 "--fit: unknown 'rank'" -- --fit rank --budget-gb 24
+expect "unknown attention" 2 "--attention: unknown 'xformers'; valid: eager, sdpa, flash" -- --attention xformers
+expect "unknown checkpointing" 2 "--checkpointing: unknown 'some'" -- --checkpointing some
+expect "bad fused" 2 "--fused-ce: unknown 'naive'; valid: liger, cce" -- --fused-ce naive
+expect "zero seq" 2 "--seq-len: expected a positive integer, got '0'" -- --seq-len 0
+expect "absurd seq" 2 "--seq-len: is absurdly large" -- --seq-len 1099511627776
+expect "zero batch" 2 "--batch: expected a positive integer" -- --batch 0
+expect "NaN overhead" 2 "--overhead-gb: expected a positive number" -- --overhead-gb nan
+expect "overhead override" 0 '"measured_override": true' -- --overhead-gb 2 --json
+
+# --fit answers exactly, and moves the right way with --fused-ce and --no-checkpointing.
+fit() { "$bin" --preset qwen3-4b --method qlora --budget-gb 24 --fit seq-len --json "$@" | sed -n 's/.*"max_seq_len": \([0-9]*\).*/\1/p'; }
+plain=$(fit); fused=$(fit --fused-ce); nockpt=$(fit --no-checkpointing)
+if [[ -n $plain && $fused -gt $plain && $nockpt -lt $plain && $nockpt -gt 0 ]]; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL fit ordering: plain=$plain fused=$fused no-ckpt=$nockpt"; fi
+expect "fit boundary" 0 "fits 24\.000 GB: $plain \($((plain + 1)) needs 24\.0" -- --preset qwen3-4b --method qlora --budget-gb 24 --fit seq-len
+expect "fit batch" 0 '"max_batch": [1-9]' -- --preset qwen3-4b --method qlora --budget-gb 24 --fit batch --json
 expect "help" 0 'Usage' -- --help
 
 expect "unknown preset" 2 "unknown 'llama-9b'.*llama-3.1-8b-like" -- --preset llama-9b

@@ -96,7 +96,7 @@ TEST_CASE("Loader errors name the file, the key and what was wrong", "[config_io
   require_input_error(load("does-not-exist.json"), "does-not-exist.json", "cannot open");
 }
 
-TEST_CASE("An unknown preset lists the valid names; paths are not preset names", "[config_io][errors]") {
+TEST_CASE("An unknown preset lists the valid names, paths are not preset names", "[config_io][errors]") {
   require_input_error([] { (void)load_preset("llama-9b", source_presets); }, "preset", "unknown 'llama-9b'",
                       "llama-3.1-8b-like", "qwen3-4b");
   require_input_error([] { (void)load_preset("../presets/qwen3-4b", source_presets); }, "unknown");

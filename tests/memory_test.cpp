@@ -62,7 +62,7 @@ TEST_CASE("W03: a bf16 gradient-accumulation buffer makes 18 bytes/param, 144.0 
   CHECK(estimate_static(spec_8b, s).buckets.static_bytes() == bytes(144'000'000'000));
 }
 
-TEST_CASE("W04: 8B full fine-tuning is 128.0 GB nominal, 128.5 GB exact; 7B is 112.0 GB",
+TEST_CASE("W04: 8B full fine-tuning is 128.0 GB nominal, 128.5 GB exact, 7B is 112.0 GB",
           "[memory][worked]") {
   CHECK(gb_rounded(estimate_static(spec_8b, full_a).buckets.static_bytes(), 1) == 128.0);
   const static_estimate exact = estimate_static(spec_8b, full_a, params_basis::exact);

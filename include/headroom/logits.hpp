@@ -123,7 +123,10 @@ constexpr std::uint64_t next_pow2(std::uint64_t v) {
       kept(e.forward);
       e.forward.add("logits tile", act(rows, V, ab),
                     "chunk × V logits, overwritten in place by their gradient");
-      if (head_trains) e.forward.add("head gradient product", act(V, d, f32), "mm(...).float() per chunk");
+      if (head_trains) {  // grad_weight += mm(...).float() when the head gradient is not fp32
+        e.forward.add("head gradient product", act(V, d, wb), "mm(grad_logitsᵀ, input) for the chunk");
+        if (wb < f32) e.forward.add("fp32 head gradient product", act(V, d, f32), ".float() of that product");
+      }
       kept(e.backward);
       if (head_trains) e.kept += act(V, d, wb);
       break;

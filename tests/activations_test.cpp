@@ -1,0 +1,228 @@
+// SPDX-License-Identifier: MIT
+// Activations: the course's activation table (W15–W19) and the per-tensor inventory.
+#include <headroom/activations.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+constexpr training_setup with_method(training_method m) {
+  training_setup s;
+  s.method = m;
+  return s;
+}
+constexpr training_setup lora16 = with_method(training_method::lora);
+constexpr training_setup full_ft = with_method(training_method::full);
+
+constexpr activation_config course(attention_impl a, checkpointing c) {
+  activation_config cfg;  // Qwen3-4B worked example: T 2048, B 1
+  cfg.batch = 1;
+  cfg.seq_len = 2048;
+  cfg.attention = a;
+  cfg.ckpt = c;
+  cfg.formula = activation_formula::korthikanti;
+  return cfg;
+}
+constexpr bytes korthikanti(attention_impl a, checkpointing c) {
+  return estimate_activations(qwen3_4b, lora16, course(a, c)).gpu;
+}
+}  // namespace
+
+// W16–W18 at compile time.
+static_assert(korthikanti(attention_impl::eager, checkpointing::none) == bytes(30'576'476'160));
+static_assert(korthikanti(attention_impl::flash, checkpointing::none) == bytes(6'417'285'120));
+static_assert(korthikanti(attention_impl::flash, checkpointing::full) == bytes(555'745'280));
+
+TEST_CASE("W15: Qwen3-4B at T 2048, B 1 has sbh = 5,242,880 and 5as/h = 128", "[activations][worked]") {
+  const activation_config c = course(attention_impl::eager, checkpointing::none);
+  CHECK(block_input_bytes(qwen3_4b, lora16, c) == bytes(2 * 5'242'880));  // 2 bytes per value
+  CHECK(5 * qwen3_4b.num_attention_heads * c.seq_len / qwen3_4b.hidden_size == 128);
+  CHECK(5 * qwen3_4b.num_attention_heads * c.seq_len % qwen3_4b.hidden_size == 0);
+}
+
+TEST_CASE("W16: eager attention without checkpointing is sbh·(34 + 128)·36 = 30.58 GB",
+          "[activations][worked]") {
+  CHECK(korthikanti(attention_impl::eager, checkpointing::none) == bytes(5'242'880ull * (34 + 128) * 36));
+  REQUIRE_THAT(in_gb(korthikanti(attention_impl::eager, checkpointing::none)),
+               Catch::Matchers::WithinAbs(30.58, 0.005));
+}
+
+TEST_CASE("W17: FlashAttention removes the 5as/h term: 34·sbh·36 = 6.42 GB", "[activations][worked]") {
+  CHECK(korthikanti(attention_impl::flash, checkpointing::none) == bytes(34 * 5'242'880ull * 36));
+  // Memory-efficient SDPA removes the same term, once.
+  CHECK(korthikanti(attention_impl::sdpa, checkpointing::none) ==
+        korthikanti(attention_impl::flash, checkpointing::none));
+}
+
+TEST_CASE("W18: checkpointing keeps 2·sbh per layer plus one block: 0.377 + 0.178 = 0.56 GB",
+          "[activations][worked]") {
+  const activation_estimate e =
+      estimate_activations(qwen3_4b, lora16, course(attention_impl::flash, checkpointing::full));
+  CHECK(e.per_layer_kept * 36 == bytes(377'487'360));  // 2·sbh·L
+  CHECK(e.recompute == bytes(178'257'920));            // 34·sbh
+  CHECK(e.gpu == bytes(555'745'280));
+  // With eager attention the recomputed block also holds its s² scores, but only one block's worth.
+  const activation_estimate eager =
+      estimate_activations(qwen3_4b, lora16, course(attention_impl::eager, checkpointing::full));
+  CHECK(eager.gpu - e.gpu == bytes(5'242'880ull * 128));
+}
+
+TEST_CASE("W19: full recomputation makes a step 4 forward passes instead of 3 (+33%)",
+          "[activations][worked]") {
+  CHECK(forward_passes_per_step(checkpointing::none) == 3);
+  CHECK(forward_passes_per_step(checkpointing::full) == 4);
+  CHECK(forward_passes_per_step(checkpointing::offload) == 3);
+  const double slowdown = static_cast<double>(forward_passes_per_step(checkpointing::full)) /
+                              static_cast<double>(forward_passes_per_step(checkpointing::none)) -
+                          1.0;
+  REQUIRE_THAT(slowdown, Catch::Matchers::WithinAbs(0.33, 0.005));
+}
+
+TEST_CASE("Detailed inventory of a Llama-3.1-8B block, full fine-tuning, flash, term by term",
+          "[activations]") {
+  activation_config c;
+  c.batch = 2;
+  c.seq_len = 1024;
+  c.ckpt = checkpointing::none;
+  const std::uint64_t t = 2048, d = 4096, q = 4096, kv = 1024, f = 14336, a = 32;
+  // Two RMSNorms (fp32 input 4td, rstd 4t, normalised bf16 2td), q/k/v input 2td, flash q/k/v
+  // 2t(q + 2kv), flash output 2tq, lse 4ta, gate/up input 2td, SwiGLU 3·2tf, down input 2tf.
+  const std::uint64_t by_hand = 2 * (4 * t * d + 4 * t + 2 * t * d) + 2 * t * d + 2 * t * (q + 2 * kv) +
+                                2 * t * q + 4 * t * a + 2 * t * d + 3 * 2 * t * f + 2 * t * f;
+  const activation_terms layer = layer_inventory(llama_3_1_8b, full_ft, c);
+  CHECK(layer.total() == bytes(by_hand));
+  for (const activation_term& term : layer) CHECK_FALSE(term.reason.empty());
+  // 32 layers plus the model-level terms (RoPE tables, final norm, lm_head input).
+  const activation_estimate e = estimate_activations(llama_3_1_8b, full_ft, c);
+  const std::uint64_t model_level = 2 * t * 2 * 128 + (4 * t * d + 4 * t + 2 * t * d) + 2 * t * d;
+  CHECK(e.gpu == bytes(32 * by_hand + model_level));
+}
+
+TEST_CASE("LoRA keeps only the inputs its adapters read, frozen linears save nothing", "[activations]") {
+  activation_config c;
+  c.ckpt = checkpointing::none;
+  const bytes full = layer_inventory(llama_3_1_8b, full_ft, c).total();
+  const bytes all_linear = layer_inventory(llama_3_1_8b, lora16, c).total();
+  training_setup qv = lora16;
+  qv.lora.targets = parse_lora_targets("q_proj,v_proj");
+  const bytes q_v_only = layer_inventory(llama_3_1_8b, qv, c).total();
+  const std::uint64_t t = 2048, d = 4096, f = 14336, r = 16;
+  // all-linear drops the two norm-weight products (2·2td) and adds lora_A outputs (7 adapters · t·r).
+  CHECK(full - all_linear + bytes(2 * 7 * t * r) == bytes(2 * 2 * t * d));
+  // q,v only also drops the MLP input (2td) and down_proj input (2tf), and has 2 adapters.
+  CHECK(all_linear - q_v_only == bytes(2 * t * d + 2 * t * f + 2 * 5 * t * r));
+}
+
+TEST_CASE("Eager attention stores s²-sized scores, flash and SDPA do not", "[activations]") {
+  activation_config c;
+  c.batch = 1;
+  c.seq_len = 4096;
+  c.ckpt = checkpointing::none;
+  c.attention = attention_impl::eager;
+  const bytes eager = layer_inventory(qwen3_4b, lora16, c).total();
+  c.attention_dropout = true;
+  const bytes eager_dropout = layer_inventory(qwen3_4b, lora16, c).total();
+  const std::uint64_t scores = 32ull * 4096 * 4096;
+  CHECK(eager_dropout - eager == bytes(scores));  // one byte per score for the mask
+  c.attention_dropout = false;
+  c.attention = attention_impl::flash;
+  const bytes flash = layer_inventory(qwen3_4b, lora16, c).total();
+  CHECK(eager - flash > bytes(6 * scores));  // fp32 softmax output + bf16 probabilities
+  c.attention = attention_impl::sdpa;
+  const bytes sdpa = layer_inventory(qwen3_4b, lora16, c).total();
+  CHECK(sdpa > flash);  // repeat_kv expands K and V to all 32 heads
+  CHECK(sdpa - flash ==
+        bytes(2 * 4096ull * (3 * 4096 - (4096 + 2 * 1024)) + 2 * 4096ull * 4096));  // + o_proj input
+}
+
+TEST_CASE("Selective and offloaded modes keep what their implementations keep", "[activations]") {
+  activation_config c;
+  const std::uint64_t t = 2048;
+  c.ckpt = checkpointing::full;
+  const activation_estimate full = estimate_activations(qwen3_4b, lora16, c);
+  c.ckpt = checkpointing::selective;
+  const activation_estimate selective = estimate_activations(qwen3_4b, lora16, c);
+  CHECK(selective.per_layer_kept - full.per_layer_kept == bytes(2 * t * 4096 + 4 * t * 32));  // output + lse
+  CHECK(selective.recompute == full.recompute);
+  c.ckpt = checkpointing::offload;
+  const activation_estimate offload = estimate_activations(qwen3_4b, lora16, c);
+  CHECK(offload.host == offload.layer.total() * 36);
+  CHECK(offload.gpu == offload.layer.total() + offload.model_level.total());
+  c.ckpt = checkpointing::offload_checkpointed;
+  const activation_estimate unsloth = estimate_activations(qwen3_4b, lora16, c);
+  CHECK(unsloth.host == block_input_bytes(qwen3_4b, lora16, c) * 36);
+  CHECK(unsloth.gpu < full.gpu);
+}
+
+TEST_CASE("MoE activations follow the routed tokens", "[activations]") {
+  activation_config c;
+  c.ckpt = checkpointing::none;
+  const std::uint64_t t = 2048, k = 8, fe = 768, d = 2048;
+  const activation_terms layer = layer_inventory(qwen3_30b_a3b, full_ft, c);
+  bytes swiglu{0};
+  for (const activation_term& term : layer)
+    if (term.name == "gate_proj output") swiglu = term.amount;
+  CHECK(swiglu == bytes(2 * t * k * fe));
+  bytes expert_inputs{0};
+  for (const activation_term& term : layer)
+    if (term.name == "expert inputs") expert_inputs = term.amount;
+  CHECK(expert_inputs == bytes(2 * t * k * d));
+}
+
+TEST_CASE("Activations grow with batch, sequence length and rank, checkpointing never raises them",
+          "[activations][property]") {
+  for (const model_shape& m : {llama_3_2_1b, qwen3_4b, gemma_2_2b, qwen3_30b_a3b}) {
+    for (activation_formula f : {activation_formula::korthikanti, activation_formula::detailed}) {
+      for (attention_impl a : {attention_impl::eager, attention_impl::sdpa, attention_impl::flash}) {
+        activation_config c;
+        c.formula = f;
+        c.attention = a;
+        bytes previous{0};
+        for (std::uint64_t s : {128u, 256u, 1000u, 1001u, 4096u}) {
+          c.seq_len = s;
+          c.ckpt = checkpointing::none;
+          const bytes none = estimate_activations(m, lora16, c).gpu;
+          CHECK(none > previous);
+          previous = none;
+          for (checkpointing k : {checkpointing::full, checkpointing::selective, checkpointing::offload,
+                                  checkpointing::offload_checkpointed}) {
+            c.ckpt = k;
+            CHECK(estimate_activations(m, lora16, c).gpu <= none);
+          }
+        }
+        c.seq_len = 512;
+        c.ckpt = checkpointing::full;
+        bytes last{0};
+        for (std::uint64_t b : {1u, 2u, 3u, 8u}) {
+          c.batch = b;
+          CHECK(estimate_activations(m, lora16, c).gpu > last);
+          last = estimate_activations(m, lora16, c).gpu;
+        }
+      }
+    }
+  }
+  activation_config c;
+  c.ckpt = checkpointing::none;
+  bytes previous{0};
+  for (std::uint64_t r : {1u, 8u, 16u, 64u}) {
+    training_setup s = lora16;
+    s.lora.rank = r;
+    const bytes now = estimate_activations(qwen3_4b, s, c).gpu;
+    CHECK(now > previous);
+    previous = now;
+  }
+}
+
+TEST_CASE("Bad workload sizes are errors naming the field", "[activations][errors]") {
+  activation_config c;
+  c.batch = 0;
+  require_input_error([&] { (void)estimate_activations(qwen3_4b, lora16, c); }, "batch", "positive");
+  c.batch = 1;
+  c.seq_len = 0;
+  require_input_error([&] { (void)estimate_activations(qwen3_4b, lora16, c); }, "seq_len", "positive");
+  c.seq_len = std::uint64_t{1} << 40;
+  require_input_error([&] { (void)estimate_activations(qwen3_4b, lora16, c); }, "seq_len", "absurd");
+}

@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// The peak over the phases of a step, fits(), and the exact solvers.
+#include <headroom/peak.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+constexpr model_spec qwen4{qwen3_4b, 4'000'000'000};
+constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+
+run_config qlora_run() {
+  run_config r;
+  r.setup.method = training_method::qlora;
+  return r;
+}
+const bytes gb24{24'000'000'000};
+}  // namespace
+
+TEST_CASE("Every phase's parts sum to its total, and the peak is the largest phase", "[peak][property]") {
+  for (const model_spec& spec : {qwen4, llama8}) {
+    for (training_method m : {training_method::full, training_method::lora, training_method::qlora}) {
+      for (checkpointing k : {checkpointing::none, checkpointing::full, checkpointing::selective,
+                              checkpointing::offload, checkpointing::offload_checkpointed}) {
+        for (loss_impl l :
+             {loss_impl::naive, loss_impl::chunked, loss_impl::fused_liger, loss_impl::fused_cce}) {
+          run_config r;
+          r.setup.method = m;
+          r.activations.ckpt = k;
+          r.loss.impl = l;
+          const training_estimate e = estimate_training(spec, r);
+          for (const memory_buckets& phase : e.phases) {
+            std::uint64_t sum = 0;
+            for (const bucket_field& f : bucket_fields) sum += (phase.*f.member).count();
+            CHECK(sum == phase.total_bytes().count());
+            CHECK(phase.total_bytes() <= e.total_bytes());
+            for (const bucket_field& f : bucket_fields) CHECK(phase.*f.member <= e.sizes.*f.member);
+          }
+          CHECK(e.total_bytes() > e.statics.buckets.static_bytes());
+          CHECK(e.peak_allocated_bytes() < e.total_bytes());
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("Gradients exist during forward only with gradient accumulation", "[peak]") {
+  run_config r;
+  const training_estimate one = estimate_training(llama8, r);
+  CHECK(one.phases[0].grads == bytes(0));  // zero_grad(set_to_none=True) after each step
+  r.grad_accum_steps = 4;
+  const training_estimate four = estimate_training(llama8, r);
+  CHECK(four.phases[0].grads == bytes(16'000'000'000));
+  CHECK(four.phases[0].total_bytes() - one.phases[0].total_bytes() == bytes(16'000'000'000));
+}
+
+TEST_CASE("The optimizer step: foreach AdamW holds a copy of the params, fused AdamW does not", "[peak]") {
+  run_config r;
+  const training_estimate foreach_adam = estimate_training(llama8, r);
+  CHECK(foreach_adam.peak_phase == step_phase::optimizer_step);
+  CHECK(foreach_adam.at_peak().temporaries == bytes(4 * 8'000'000'000ull));  // fp32 master-sized
+  r.setup.optimizer = optimizer_by_name("adamw_torch_fused");
+  const training_estimate fused = estimate_training(llama8, r);
+  CHECK(fused.phases[3].temporaries == bytes(0));
+  CHECK(foreach_adam.phases[3].total_bytes() - fused.phases[3].total_bytes() == bytes(4 * 8'000'000'000ull));
+}
+
+TEST_CASE("Route B's autocast cache holds bf16 copies of trainable weights during forward", "[peak]") {
+  run_config r;
+  r.setup.precision = precision_route::fp32_autocast;
+  CHECK(estimate_training(llama8, r).phases[0].temporaries == bytes(2 * 8'000'000'000ull));
+  r.setup.precision = precision_route::bf16_mixed;
+  CHECK(estimate_training(llama8, r).phases[0].temporaries == bytes(0));
+}
+
+TEST_CASE("Paged optimizer state is left out of the allocator peak", "[peak]") {
+  run_config r;
+  r.setup.optimizer = optimizer_by_name("paged_adamw_32bit");
+  const training_estimate e = estimate_training(llama8, r);
+  CHECK(e.total_bytes() - e.peak_allocated_bytes() ==
+        e.at_peak().optimizer + e.overhead.cuda_context + e.overhead.fragmentation);
+}
+
+TEST_CASE("The seq-len solver (--fit seq-len) is exact: the answer fits and one more token does not",
+          "[peak][solver]") {
+  for (loss_impl l : {loss_impl::naive, loss_impl::fused_liger}) {
+    for (checkpointing k : {checkpointing::full, checkpointing::none}) {
+      run_config r = qlora_run();
+      r.loss.impl = l;
+      r.activations.ckpt = k;
+      const std::uint64_t best = max_seq_len(qwen4, r, gb24);
+      INFO("loss " << static_cast<int>(l) << ", checkpointing " << static_cast<int>(k) << ": " << best);
+      REQUIRE(best > 0);
+      r.activations.seq_len = best;
+      CHECK(fits(qwen4, r, gb24));
+      r.activations.seq_len = best + 1;
+      CHECK_FALSE(fits(qwen4, r, gb24));
+    }
+  }
+  run_config plain = qlora_run(), fused = qlora_run(), nockpt = qlora_run();
+  fused.loss.impl = loss_impl::fused_liger;
+  nockpt.activations.ckpt = checkpointing::none;
+  CHECK(max_seq_len(qwen4, fused, gb24) > max_seq_len(qwen4, plain, gb24));
+  CHECK(max_seq_len(qwen4, nockpt, gb24) < max_seq_len(qwen4, plain, gb24));
+}
+
+TEST_CASE("The batch solver (--fit batch) is exact, and nothing fits a budget below the static state",
+          "[peak][solver]") {
+  run_config r = qlora_run();
+  const std::uint64_t best = max_batch(qwen4, r, gb24);
+  REQUIRE(best > 0);
+  r.activations.batch = best;
+  CHECK(fits(qwen4, r, gb24));
+  r.activations.batch = best + 1;
+  CHECK_FALSE(fits(qwen4, r, gb24));
+  CHECK(max_batch(llama8, run_config{}, gb24) == 0);
+  CHECK(max_seq_len(llama8, run_config{}, gb24) == 0);
+  CHECK(max_seq_len(qwen4, qlora_run(), bytes(std::uint64_t{1} << 60)) == max_solver_seq_len);
+}
+
+TEST_CASE("The peak grows with sequence length, batch and rank", "[peak][property]") {
+  for (training_method m : {training_method::full, training_method::lora, training_method::qlora}) {
+    run_config r;
+    r.setup.method = m;
+    bytes last{0};
+    for (std::uint64_t s : {256u, 512u, 2048u, 2049u, 8192u}) {
+      r.activations.seq_len = s;
+      const bytes now = estimate_training(qwen4, r).total_bytes();
+      CHECK(now >= last);
+      last = now;
+    }
+    last = bytes(0);
+    for (std::uint64_t b : {1u, 2u, 4u}) {
+      r.activations.batch = b;
+      const bytes now = estimate_training(qwen4, r).total_bytes();
+      CHECK(now >= last);
+      last = now;
+    }
+  }
+  run_config r = qlora_run();
+  bytes last{0};
+  for (std::uint64_t rank : {4u, 16u, 64u}) {
+    r.setup.lora.rank = rank;
+    const bytes now = estimate_training(qwen4, r).total_bytes();
+    CHECK(now > last);
+    last = now;
+  }
+}
