@@ -9,14 +9,6 @@ using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-constexpr training_setup with_method(training_method m) {
-  training_setup s;
-  s.method = m;
-  return s;
-}
-constexpr training_setup lora16 = with_method(training_method::lora);
-constexpr training_setup full_ft = with_method(training_method::full);
-
 constexpr activation_config course(attention_impl a, checkpointing c) {
   activation_config cfg;  // Qwen3-4B worked example: T 2048, B 1
   cfg.batch = 1;

@@ -14,14 +14,6 @@ using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-constexpr training_setup with_method(training_method m) {
-  training_setup s;
-  s.method = m;
-  return s;
-}
-constexpr training_setup lora16 = with_method(training_method::lora);
-constexpr training_setup full_ft = with_method(training_method::full);
-
 activation_config tokens(std::uint64_t b, std::uint64_t s) {
   activation_config c;
   c.batch = b;

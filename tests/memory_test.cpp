@@ -13,16 +13,6 @@ using namespace headroom::test;
 namespace {
 constexpr model_spec spec_8b{llama_3_1_8b, 8'000'000'000};
 
-constexpr training_setup setup(training_method m, precision_route p = precision_route::bf16_mixed) {
-  training_setup s;
-  s.method = m;
-  s.precision = p;
-  return s;
-}
-constexpr training_setup full_a = setup(training_method::full);
-constexpr training_setup lora16 = setup(training_method::lora);
-constexpr training_setup qlora16 = setup(training_method::qlora);
-
 /// Rounds GB the way the course prints it (round(x, k) in Python).
 double gb_rounded(bytes b, int decimals) {
   const double scale = std::pow(10.0, decimals);
@@ -31,12 +21,12 @@ double gb_rounded(bytes b, int decimals) {
 }  // namespace
 
 // W04 and W10/W11 at compile time: exact integers.
-static_assert(estimate_static(spec_8b, full_a).buckets.static_bytes() == bytes(128'000'000'000));
+static_assert(estimate_static(spec_8b, full_ft).buckets.static_bytes() == bytes(128'000'000'000));
 static_assert(estimate_static(spec_8b, lora16).buckets.static_bytes() == bytes(16'671'088'640));
 static_assert(estimate_static(spec_8b, qlora16).buckets.static_bytes() == bytes(4'798'088'640));
 
 TEST_CASE("W01: route A is 2 + 2 + 4 + 8 = 16 bytes per parameter", "[memory][worked]") {
-  const memory_buckets b = estimate_static(spec_8b, full_a).buckets;
+  const memory_buckets b = estimate_static(spec_8b, full_ft).buckets;
   CHECK(b.weights == bytes(2 * 8'000'000'000ull));
   CHECK(b.grads == bytes(2 * 8'000'000'000ull));
   CHECK(b.master == bytes(4 * 8'000'000'000ull));
@@ -47,7 +37,7 @@ TEST_CASE("W01: route A is 2 + 2 + 4 + 8 = 16 bytes per parameter", "[memory][wo
 TEST_CASE("W02: route B (fp32 weights and grads, autocast) is 4 + 4 + 8 = 16 bytes per parameter",
           "[memory][worked]") {
   const memory_buckets b =
-      estimate_static(spec_8b, setup(training_method::full, precision_route::fp32_autocast)).buckets;
+      estimate_static(spec_8b, with_method(training_method::full, precision_route::fp32_autocast)).buckets;
   CHECK(b.weights == bytes(4 * 8'000'000'000ull));
   CHECK(b.grads == bytes(4 * 8'000'000'000ull));
   CHECK(b.master == bytes(0));
@@ -57,40 +47,40 @@ TEST_CASE("W02: route B (fp32 weights and grads, autocast) is 4 + 4 + 8 = 16 byt
 
 TEST_CASE("W03: a bf16 gradient-accumulation buffer makes 18 bytes/param, 144.0 GB for 8B",
           "[memory][worked]") {
-  training_setup s = full_a;
+  training_setup s = full_ft;
   s.grad_accum_buffer = true;
   CHECK(estimate_static(spec_8b, s).buckets.static_bytes() == bytes(144'000'000'000));
 }
 
 TEST_CASE("W04: 8B full fine-tuning is 128.0 GB nominal, 128.5 GB exact, 7B is 112.0 GB",
           "[memory][worked]") {
-  CHECK(gb_rounded(estimate_static(spec_8b, full_a).buckets.static_bytes(), 1) == 128.0);
-  const static_estimate exact = estimate_static(spec_8b, full_a, params_basis::exact);
+  CHECK(gb_rounded(estimate_static(spec_8b, full_ft).buckets.static_bytes(), 1) == 128.0);
+  const static_estimate exact = estimate_static(spec_8b, full_ft, params_basis::exact);
   CHECK(exact.buckets.static_bytes() == bytes(16 * 8'030'261'248ull));  // 128.48e9
   CHECK(gb_rounded(exact.buckets.static_bytes(), 2) == 128.48);
   CHECK(gb_rounded(exact.buckets.static_bytes(), 1) == 128.5);
-  CHECK(estimate_static(model_spec{llama_3_1_8b, 7'000'000'000}, full_a).buckets.static_bytes() ==
+  CHECK(estimate_static(model_spec{llama_3_1_8b, 7'000'000'000}, full_ft).buckets.static_bytes() ==
         bytes(112'000'000'000));
 }
 
 TEST_CASE("W05: the third route (bf16 weights, plain AdamW, no master) is 8 bytes/param",
           "[memory][worked]") {
   const memory_buckets b =
-      estimate_static(spec_8b, setup(training_method::full, precision_route::bf16_pure)).buckets;
+      estimate_static(spec_8b, with_method(training_method::full, precision_route::bf16_pure)).buckets;
   CHECK(b.master == bytes(0));
   CHECK(b.optimizer == bytes(4 * 8'000'000'000ull));  // m and v in bf16
   CHECK(b.static_bytes() == bytes(8 * 8'000'000'000ull));
 }
 
 TEST_CASE("W05: bitsandbytes 32-bit state stays fp32 even on the third route", "[memory][worked]") {
-  training_setup s = setup(training_method::full, precision_route::bf16_pure);
+  training_setup s = with_method(training_method::full, precision_route::bf16_pure);
   s.optimizer = *find_optimizer("paged_adamw_32bit");
   CHECK(estimate_static(spec_8b, s).buckets.optimizer == bytes(8 * 8'000'000'000ull));
 }
 
 TEST_CASE("W06: 8-bit AdamW brings 8B full fine-tuning from 128 GB to about 80 GB (80.03)",
           "[memory][worked]") {
-  training_setup s = full_a;
+  training_setup s = full_ft;
   s.optimizer = *find_optimizer("adamw_8bit");
   s.optim.block_size = 2048;
   const memory_buckets b = estimate_static(spec_8b, s).buckets;
@@ -140,7 +130,7 @@ TEST_CASE("W14: Table 1 static totals for 1B, 8B, 32B and 70B (full / LoRA / QLo
   };
   for (const row& r : rows) {
     INFO("nominal N = " << r.spec.nominal_params);
-    CHECK(gb_rounded(estimate_static(r.spec, full_a).buckets.static_bytes(), 2) == r.full);
+    CHECK(gb_rounded(estimate_static(r.spec, full_ft).buckets.static_bytes(), 2) == r.full);
     CHECK(gb_rounded(estimate_static(r.spec, lora16).buckets.static_bytes(), 2) == r.lora);
     CHECK(gb_rounded(estimate_static(r.spec, qlora16).buckets.static_bytes(), 3) == r.qlora);
   }
@@ -171,7 +161,7 @@ TEST_CASE("QLoRA with exact counts keeps embeddings, lm_head and norms in bf16",
 }
 
 TEST_CASE("Shape-dependent optimizers are priced on real shapes even with a nominal N", "[memory]") {
-  training_setup s = full_a;
+  training_setup s = full_ft;
   s.optimizer = *find_optimizer("adafactor");
   const static_estimate e = estimate_static(spec_8b, s);
   CHECK(e.optimizer_from_shapes);
@@ -183,7 +173,7 @@ TEST_CASE("Shape-dependent optimizers are priced on real shapes even with a nomi
 }
 
 TEST_CASE("A preset without a nominal size is priced on its exact count", "[memory]") {
-  const static_estimate e = estimate_static(model_spec{qwen3_4b, 0}, full_a);
+  const static_estimate e = estimate_static(model_spec{qwen3_4b, 0}, full_ft);
   CHECK(e.basis == params_basis::exact);
   CHECK(e.priced_params == params(4'022'468'096));
 }
@@ -194,7 +184,7 @@ TEST_CASE("Buckets sum to the static total, and LoRA state grows with rank", "[m
          {precision_route::bf16_mixed, precision_route::fp32_autocast, precision_route::bf16_pure}) {
       for (params_basis basis : {params_basis::nominal, params_basis::exact}) {
         for (const optimizer_info& o : optimizer_catalog) {
-          training_setup s = setup(m, p);
+          training_setup s = with_method(m, p);
           s.optimizer = o;
           const memory_buckets b = estimate_static(model_spec{qwen3_4b, 4'000'000'000}, s, basis).buckets;
           std::uint64_t sum = 0;
@@ -210,7 +200,7 @@ TEST_CASE("Buckets sum to the static total, and LoRA state grows with rank", "[m
   for (training_method m : {training_method::lora, training_method::qlora}) {
     bytes previous{0};
     for (std::uint64_t r : {1u, 2u, 4u, 8u, 16u, 32u, 64u, 128u}) {
-      training_setup s = setup(m);
+      training_setup s = with_method(m);
       s.lora.rank = r;
       const bytes now = estimate_static(spec_8b, s).buckets.static_bytes();
       CHECK(now > previous);
@@ -223,7 +213,7 @@ TEST_CASE("Ordering holds: QLoRA < LoRA < full for every reference model", "[mem
   for (const model_shape& m : {llama_3_2_1b, llama_3_1_8b, gemma_2_2b, qwen3_1_7b, qwen3_30b_a3b}) {
     for (params_basis basis : {params_basis::nominal, params_basis::exact}) {
       const model_spec spec{m, 0};
-      const bytes full = estimate_static(spec, full_a, basis).buckets.static_bytes();
+      const bytes full = estimate_static(spec, full_ft, basis).buckets.static_bytes();
       const bytes lora = estimate_static(spec, lora16, basis).buckets.static_bytes();
       const bytes qlora = estimate_static(spec, qlora16, basis).buckets.static_bytes();
       CHECK(qlora < lora);

@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: MIT
 // constexpr shapes of the reference models, written from ../shared/reference/model-configs.md
-// (their config.json values), so code and the JSON presets can be checked against each other.
+// (their config.json values), so code and the JSON presets can be checked against each other;
+// and the training setups the tests share.
 #pragma once
 
+#include <headroom/memory.hpp>
 #include <headroom/model.hpp>
 
 namespace headroom::test {
@@ -52,5 +54,16 @@ constexpr model_shape qwen3_30b_a3b_shape() {
   return m;
 }
 constexpr model_shape qwen3_30b_a3b = qwen3_30b_a3b_shape();
+
+/// Training setups the tests share: the default route A with one method changed.
+constexpr training_setup with_method(training_method m, precision_route p = precision_route::bf16_mixed) {
+  training_setup s;
+  s.method = m;
+  s.precision = p;
+  return s;
+}
+constexpr training_setup full_ft = with_method(training_method::full);
+constexpr training_setup lora16 = with_method(training_method::lora);
+constexpr training_setup qlora16 = with_method(training_method::qlora);
 
 }  // namespace headroom::test
