@@ -45,6 +45,12 @@ inline double parse_positive(const std::string& flag, const std::string& text) {
   return v;
 }
 
+/// A finite decimal flag value ≥ 0 (NaN, infinity and negatives are errors).
+inline double parse_nonnegative(const std::string& flag, const std::string& text) {
+  if (text == "0" || text == "0.0") return 0.0;
+  return parse_positive(flag, text);
+}
+
 /// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
 template <class Body>
 int run(CLI::App& app, int argc, char** argv, Body&& body) {

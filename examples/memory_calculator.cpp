@@ -298,7 +298,7 @@ int main(int argc, char** argv) {
     }
     if (o.smoke) return smoke(dirs);
     std::optional<gpu_info> gpu;
-    if (!o.gpu.empty()) gpu = gpu_by_name(o.gpu);
+    if (!o.gpu.empty()) gpu = load_gpu(o.gpu, dirs);
     const run_config r = run_from(o, gpu);
     std::optional<bytes> budget;
     if (gpu) budget = gpu->memory();

@@ -17,6 +17,7 @@
 #include <nlohmann/json.hpp>
 
 #include "error.hpp"
+#include "gpu.hpp"
 #include "memory.hpp"
 #include "model.hpp"
 
@@ -104,6 +105,21 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
 }
 }  // namespace detail
 
+namespace detail {
+/// Reads and parses a JSON file; errors name the file and the byte offset.
+inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
+  std::ifstream in(file);
+  if (!in) throw input_error(file.string(), "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  try {
+    return nlohmann::json::parse(text.str());
+  } catch (const nlohmann::json::parse_error& e) {
+    throw input_error(file.string(), "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+  }
+}
+}  // namespace detail
+
 /// Builds a model from a parsed config.json object. `origin` names the file in errors.
 [[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
   using detail::read_count;
@@ -169,17 +185,7 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
 
 /// Reads and parses a config.json or preset file; errors name the file (and byte offset).
 [[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& file) {
-  std::ifstream in(file);
-  if (!in) throw input_error(file.string(), "cannot open file");
-  std::stringstream text;
-  text << in.rdbuf();
-  nlohmann::json j;
-  try {
-    j = nlohmann::json::parse(text.str());
-  } catch (const nlohmann::json::parse_error& e) {
-    throw input_error(file.string(), "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
-  }
-  return model_from_config(j, file.string());
+  return model_from_config(detail::parse_json_file(file), file.string());
 }
 
 /// Directories searched for presets, in order: `explicit_dir` (--preset-dir), then
@@ -212,18 +218,27 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
   return names;
 }
 
+namespace detail {
+/// `<dir>/<subdir>/<name>.json` in the first directory that has it; names with path parts never match.
+inline std::optional<std::filesystem::path> find_named_json(std::string_view name,
+                                                            const std::vector<std::filesystem::path>& dirs,
+                                                            std::string_view subdir = "") {
+  const bool plain =
+      !name.empty() && name.find_first_of("/\\") == std::string_view::npos && name != "." && name != "..";
+  if (!plain) return std::nullopt;
+  for (const auto& dir : dirs) {
+    const auto file = (subdir.empty() ? dir : dir / std::string(subdir)) / (std::string(name) + ".json");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) return file;
+  }
+  return std::nullopt;
+}
+}  // namespace detail
+
 /// Loads preset `name` from the first directory that has `<name>.json`.
 [[nodiscard]] inline loaded_model load_preset(std::string_view name,
                                               const std::vector<std::filesystem::path>& dirs) {
-  const bool plain =
-      !name.empty() && name.find_first_of("/\\") == std::string_view::npos && name != "." && name != "..";
-  if (plain) {
-    for (const auto& dir : dirs) {
-      const auto file = dir / (std::string(name) + ".json");
-      std::error_code ec;
-      if (std::filesystem::is_regular_file(file, ec)) return load_model_config(file);
-    }
-  }
+  if (const auto file = detail::find_named_json(name, dirs)) return load_model_config(*file);
   std::string known;
   for (const auto& n : preset_names(dirs)) detail::append_listed(known, n);
   std::string searched;
@@ -231,6 +246,65 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
   throw input_error("preset", "unknown '" + std::string(name) +
                                   "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
                                   " (searched: " + searched + ")");
+}
+
+namespace detail {
+inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_view key,
+                                         const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6)
+    throw input_error(key_path(origin, key), "must be a positive TFLOP/s figure or null, got " + it->dump());
+  return it->get<double>();
+}
+}  // namespace detail
+
+/// Reads one GPU file of presets/gpus/ (schema in docs/gpus.md).
+[[nodiscard]] inline gpu_info gpu_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw input_error(origin, "expected a JSON object");
+  gpu_info g;
+  g.name = detail::read_string_or(j, "name", origin, "");
+  if (g.name.empty()) throw input_error(detail::key_path(origin, "name"), "missing required key");
+  g.memory_gb = detail::read_count(j, "memory_gb", origin, 100'000);
+  const auto bw = j.find("memory_bandwidth_gb_s");
+  if (bw == j.end() || !bw->is_number() || !(bw->get<double>() > 0))
+    throw input_error(detail::key_path(origin, "memory_bandwidth_gb_s"), "must be a positive number");
+  g.bandwidth_gb_s = bw->get<double>();
+  const auto peaks = j.find("dense_tflops");
+  if (peaks == j.end() || !peaks->is_object())
+    throw input_error(detail::key_path(origin, "dense_tflops"), "must be an object of TFLOP/s per dtype");
+  const std::string peak_origin = origin + ": /dense_tflops";
+  g.bf16_tflops = detail::read_tflops(*peaks, "bf16", peak_origin);
+  g.fp16_tflops = detail::read_tflops(*peaks, "fp16", peak_origin);
+  g.tf32_tflops = detail::read_tflops(*peaks, "tf32", peak_origin);
+  g.fp8_tflops = detail::read_tflops(*peaks, "fp8", peak_origin);
+  g.bf16 = detail::read_bool_or(j, "bf16_supported", origin, g.bf16_tflops.has_value());
+  g.rocm = detail::read_string_or(j, "vendor", origin, "nvidia") == "amd";
+  const auto cc = j.find("compute_capability");
+  if (cc != j.end() && !cc->is_null()) {
+    if (!cc->is_number() || cc->get<double>() < 1 || cc->get<double>() >= 100)
+      throw input_error(detail::key_path(origin, "compute_capability"), "must be a number such as 9.0");
+    g.cc_major = static_cast<std::uint8_t>(cc->get<double>());
+  }
+  return g;
+}
+
+/// Names of the GPUs in the `gpus/` subdirectory of each preset directory.
+[[nodiscard]] inline std::vector<std::string> gpu_names(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::filesystem::path> gpu_dirs;
+  for (const auto& d : dirs) gpu_dirs.push_back(d / "gpus");
+  return preset_names(gpu_dirs);
+}
+
+/// Loads GPU `name` from `<dir>/gpus/<name>.json` in the first directory that has it.
+[[nodiscard]] inline gpu_info load_gpu(std::string_view name,
+                                       const std::vector<std::filesystem::path>& dirs) {
+  if (const auto file = detail::find_named_json(name, dirs, "gpus"))
+    return gpu_from_json(detail::parse_json_file(*file), file->string());
+  std::string known;
+  for (const auto& n : gpu_names(dirs)) detail::append_listed(known, n);
+  throw input_error(
+      "gpu", "unknown '" + std::string(name) + "'; valid: " + (known.empty() ? "(none found)" : known));
 }
 
 }  // namespace headroom

@@ -4,6 +4,7 @@
 
 #include "activations.hpp"
 #include "advisor.hpp"
+#include "batching.hpp"
 #include "error.hpp"
 #include "gpu.hpp"
 #include "logits.hpp"
@@ -13,6 +14,8 @@
 #include "optimizer.hpp"
 #include "overhead.hpp"
 #include "peak.hpp"
+#include "precision.hpp"
 #include "quantization.hpp"
+#include "schedules.hpp"
 #include "units.hpp"
 #include "version.hpp"

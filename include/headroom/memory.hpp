@@ -25,6 +25,7 @@ enum class precision_route : std::uint8_t {
   fp32_autocast,  ///< route B: fp32 weights + grads, bf16 autocast matmuls, no separate master
   bf16_pure,      ///< third route: bf16 weights, no master; torch optimizers keep bf16 state
   fp32,           ///< no mixed precision at all: fp32 weights, grads, state and activations
+  fp16_autocast,  ///< fp16=True on an fp32 model: route B with fp16 matmuls and a GradScaler (T4, V100)
 };
 
 /// Whether the frozen/full base is priced on the preset's nominal size or the exact count.
@@ -44,11 +45,12 @@ struct named {
 };
 inline constexpr std::array<named<training_method>, 3> method_names{
     {{"full", training_method::full}, {"lora", training_method::lora}, {"qlora", training_method::qlora}}};
-inline constexpr std::array<named<precision_route>, 4> precision_names{
+inline constexpr std::array<named<precision_route>, 5> precision_names{
     {{"bf16-mixed", precision_route::bf16_mixed},
      {"fp32-autocast", precision_route::fp32_autocast},
      {"bf16-pure", precision_route::bf16_pure},
-     {"fp32", precision_route::fp32}}};
+     {"fp32", precision_route::fp32},
+     {"fp16-autocast", precision_route::fp16_autocast}}};
 
 /// Looks `text` up in a name table; throws input_error naming `field` and the choices.
 template <class E, std::size_t N>
@@ -120,9 +122,15 @@ struct static_estimate {
 namespace detail {
 inline constexpr std::uint64_t bf16_bytes = 2;
 
-constexpr std::uint64_t weight_bytes(precision_route p) {
-  return p == precision_route::fp32_autocast || p == precision_route::fp32 ? fp32_bytes : bf16_bytes;
+/// Routes whose weights stay fp32 (autocast casts per matmul; nothing is kept in 16-bit).
+constexpr bool fp32_weights(precision_route p) {
+  return p == precision_route::fp32_autocast || p == precision_route::fp16_autocast ||
+         p == precision_route::fp32;
 }
+constexpr bool autocasts(precision_route p) {
+  return p == precision_route::fp32_autocast || p == precision_route::fp16_autocast;
+}
+constexpr std::uint64_t weight_bytes(precision_route p) { return fp32_weights(p) ? fp32_bytes : bf16_bytes; }
 /// Saved activations are bf16 under bf16 weights or autocast, fp32 only without mixed precision.
 constexpr std::uint64_t activation_bytes(precision_route p) {
   return p == precision_route::fp32 ? fp32_bytes : bf16_bytes;

@@ -24,7 +24,7 @@ struct overhead_config {
 };
 
 /// The overhead for a GPU from the catalogue, with the default context and fragmentation.
-[[nodiscard]] constexpr overhead_config overhead_for(const gpu_info& g) {
+[[nodiscard]] inline overhead_config overhead_for(const gpu_info& g) {
   overhead_config c;
   c.cc_major = g.cc_major;
   c.rocm = g.rocm;

@@ -68,7 +68,7 @@ constexpr bytes step_temporaries(const static_estimate& st, const training_setup
 }
 /// torch.autocast caches a bf16 copy of every trainable fp32 leaf weight for the forward.
 constexpr bytes autocast_cache(const static_estimate& st, const training_setup& s) {
-  if (s.precision != precision_route::fp32_autocast) return bytes(0);
+  if (!autocasts(s.precision)) return bytes(0);
   return per_param(st.trainable_params, bf16_bytes);
 }
 }  // namespace detail
