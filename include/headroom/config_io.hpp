@@ -307,4 +307,32 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
       "gpu", "unknown '" + std::string(name) + "'; valid: " + (known.empty() ? "(none found)" : known));
 }
 
+/// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line
+/// (an optional header line such as "length" is skipped).
+[[nodiscard]] inline std::vector<std::uint64_t> load_lengths(const std::filesystem::path& file) {
+  std::vector<std::uint64_t> out;
+  if (file.extension() == ".json") {
+    const nlohmann::json j = detail::parse_json_file(file);
+    if (!j.is_array()) throw input_error(file.string(), "expected a JSON array of sequence lengths");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_number_unsigned() || j[i].get<std::uint64_t>() == 0)
+        throw input_error(file.string() + ": /" + std::to_string(i), "must be a positive integer, got " + j[i].dump());
+      out.push_back(j[i].get<std::uint64_t>());
+    }
+  } else {
+    std::ifstream in(file);
+    if (!in) throw input_error(file.string(), "cannot open file");
+    std::string line;
+    for (std::size_t n = 1; std::getline(in, line); ++n) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || (n == 1 && line.find_first_not_of("0123456789") != std::string::npos)) continue;
+      if (line.find_first_not_of("0123456789") != std::string::npos || line.size() > 12 || std::stoull(line) == 0)
+        throw input_error(file.string() + ":" + std::to_string(n), "expected a positive integer length, got '" + line + "'");
+      out.push_back(std::stoull(line));
+    }
+  }
+  if (out.empty()) throw input_error(file.string(), "holds no sequence lengths");
+  return out;
+}
+
 }  // namespace headroom

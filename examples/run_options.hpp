@@ -1,0 +1,153 @@
+// SPDX-License-Identifier: MIT
+// The flags that describe a training run, shared by memory_calculator and throughput_calculator:
+// the model (--preset / --config), the method and optimizer, the micro-batch, and the loss head.
+#pragma once
+
+#include <filesystem>
+#include <optional>
+#include <string>
+
+#include <headroom/headroom.hpp>
+
+#include "cli_common.hpp"
+
+namespace headroom::cli {
+
+struct run_options {
+  std::string preset = "llama-3.1-8b-like";
+  std::string config;
+  std::string preset_dir;
+  std::string gpu;
+  std::string method = "full";
+  std::string rank = "16";
+  std::string targets = "all-linear";
+  std::string optimizer = "adamw_torch";
+  std::string precision = "bf16-mixed";
+  std::string block = "256";
+  std::string batch = "1";
+  std::string seq_len = "2048";
+  std::string grad_accum = "1";
+  std::string formula = "detailed";
+  std::string attention = "flash";
+  std::string checkpointing = "full";
+  std::string loss = "naive";
+  std::string ce_chunk;
+  std::string fused_ce;
+  std::string overhead_gb;
+  bool fused_ce_given = false;  ///< set from app.count("--fused-ce") after parsing
+  bool eager_attention = false;
+  bool no_checkpointing = false;
+  bool attention_dropout = false;
+  bool exact_params = false;
+  bool grad_accum_buffer = false;
+  bool no_double_quant = false;
+
+  [[nodiscard]] std::vector<std::filesystem::path> search_path() const {
+    std::optional<std::filesystem::path> dir;
+    if (!preset_dir.empty()) dir = preset_dir;
+    return preset_search_path(dir);
+  }
+  [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
+    return config.empty() ? load_preset(preset, dirs) : load_model_config(config);
+  }
+};
+
+inline void add_run_options(CLI::App& app, run_options& o) {
+  auto* preset =
+      app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
+  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")->excludes(preset);
+  app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets (and its gpus/)");
+  app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
+  app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
+  app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
+  app.add_option("--targets", o.targets, "LoRA target_modules: all-linear or e.g. q_proj,v_proj")
+      ->capture_default_str();
+  app.add_option("--optimizer", o.optimizer, "transformers optim string, e.g. adamw_torch, adamw_8bit")
+      ->capture_default_str();
+  app.add_option("--precision", o.precision, "bf16-mixed | fp32-autocast | bf16-pure | fp32 | fp16-autocast")
+      ->capture_default_str();
+  app.add_option("--optim-block-size", o.block, "8-bit optimizer block (bnb >= 0.44: 256; course W06: 2048)")
+      ->capture_default_str();
+  app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length)")->capture_default_str();
+  app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
+  app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
+      ->capture_default_str();
+  app.add_option("--attention", o.attention, "eager | sdpa | flash")->capture_default_str();
+  app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)");
+  app.add_option("--checkpointing", o.checkpointing, "none | full | selective | offload | unsloth")
+      ->capture_default_str();
+  app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
+  app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
+  app.add_option("--loss", o.loss, "naive | chunked | liger | cce")->capture_default_str();
+  app.add_option("--ce-chunk", o.ce_chunk,
+                 "chunked cross-entropy with N tokens per chunk (TRL chunked_nll: 256)");
+  app.add_option("--fused-ce", o.fused_ce, "fused linear cross-entropy: liger (default) or cce")
+      ->expected(0, 1);
+  app.add_option("--overhead-gb", o.overhead_gb,
+                 "measured overhead (context + workspaces + fragmentation), GB");
+  app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
+  app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
+  app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
+}
+
+/// Bytes from a decimal GB flag value.
+inline bytes gb_flag(const std::string& flag, const std::string& text) {
+  const double gb = parse_positive(flag, text);
+  if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
+  return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
+}
+
+inline training_setup setup_from(const run_options& o) {
+  training_setup s;
+  s.method = parse_choice(method_names, o.method, "--method");
+  s.precision = parse_choice(precision_names, o.precision, "--precision");
+  s.optimizer = optimizer_by_name(o.optimizer);
+  s.optim.block_size = parse_count("--optim-block-size", o.block, 1u << 20);
+  s.grad_accum_buffer = o.grad_accum_buffer;
+  s.lora.rank = parse_count("--rank", o.rank, max_lora_rank);
+  s.lora.targets = parse_lora_targets(o.targets);
+  s.nf4.double_quant = !o.no_double_quant;
+  return s;
+}
+
+inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu) {
+  run_config r;
+  r.setup = setup_from(o);
+  r.basis = o.exact_params ? params_basis::exact : params_basis::nominal;
+  r.activations.batch = parse_count("--batch", o.batch, max_solver_batch);
+  r.activations.seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+  r.grad_accum_steps = parse_count("--grad-accum", o.grad_accum, 1u << 20);
+  r.activations.formula = parse_choice(activation_formula_names, o.formula, "--activation-formula");
+  r.activations.attention =
+      o.eager_attention ? attention_impl::eager : parse_choice(attention_names, o.attention, "--attention");
+  r.activations.ckpt = o.no_checkpointing
+                           ? checkpointing::none
+                           : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
+  r.activations.attention_dropout = o.attention_dropout;
+  r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
+  if (!o.ce_chunk.empty()) {
+    r.loss.impl = loss_impl::chunked;
+    r.loss.chunk_tokens = parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
+  }
+  if (o.fused_ce_given) {
+    if (!o.ce_chunk.empty()) throw input_error("--fused-ce", "cannot be combined with --ce-chunk");
+    r.loss.impl =
+        o.fused_ce.empty() ? loss_impl::fused_liger : parse_choice(loss_names, o.fused_ce, "--fused-ce");
+    if (r.loss.impl != loss_impl::fused_liger && r.loss.impl != loss_impl::fused_cce)
+      throw input_error("--fused-ce", "unknown '" + o.fused_ce + "'; valid: liger, cce");
+  }
+  if (gpu) r.overhead = overhead_for(*gpu);
+  if (!o.overhead_gb.empty()) {
+    r.overhead.override_total = true;
+    r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb);
+  }
+  const bool bf16_compute =
+      r.setup.precision != precision_route::fp32 && r.setup.precision != precision_route::fp16_autocast;
+  if (gpu && !gpu->bf16 && bf16_compute)
+    throw input_error(
+        "--gpu", gpu->name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
+  return r;
+}
+
+}  // namespace headroom::cli

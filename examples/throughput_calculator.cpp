@@ -1,0 +1,147 @@
+// SPDX-License-Identifier: MIT
+// throughput_calculator: FLOPs per token under a named convention, and either MFU/HFU from a
+// measured tokens/s (--tokens-per-second) or a roofline prediction of step time, tokens/s and MFU.
+// With --tokens, the time and GPU-hours to train that many tokens.
+#include <cstdint>
+#include <optional>
+#include <string>
+
+#include <fmt/format.h>
+
+#include <headroom/headroom.hpp>
+
+#include "run_options.hpp"
+
+namespace {
+
+using namespace headroom;
+
+struct options {
+  cli::run_options run;
+  std::string tokens_per_second;
+  std::string convention = "6n";
+  std::string tokens;
+  std::string gpus = "1";
+  std::string lengths;
+  std::string matmul_efficiency = "0.7";
+  std::string bandwidth_efficiency = "0.8";
+  bool packing = false;
+  bool json = false;
+};
+
+double fraction(const std::string& flag, const std::string& text) {
+  const double v = cli::parse_positive(flag, text);
+  if (v > 1) throw input_error(flag, "must be in (0, 1], got '" + text + "'");
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"headroom throughput_calculator: FLOPs per token, MFU, and predicted step time and tokens/s"};
+  options o;
+  cli::add_run_options(app, o.run);
+  app.add_option("--tokens-per-second", o.tokens_per_second, "measured trained tokens/s per GPU: report MFU and HFU");
+  app.add_option("--flops-convention", o.convention, "6n | palm | megatron")->capture_default_str();
+  app.add_option("--tokens", o.tokens, "a token budget to train: time and GPU-hours");
+  app.add_option("--gpus", o.gpus, "data-parallel GPUs sharing the token budget")->capture_default_str();
+  app.add_option("--lengths", o.lengths, "sequence lengths (CSV or JSON array) for padding waste");
+  app.add_flag("--packing", o.packing, "pack sequences (best-fit decreasing, padding-free)");
+  app.add_option("--matmul-efficiency", o.matmul_efficiency, "fraction of dense peak large GEMMs reach")
+      ->capture_default_str();
+  app.add_option("--bandwidth-efficiency", o.bandwidth_efficiency, "fraction of datasheet bandwidth reached")
+      ->capture_default_str();
+  app.add_flag("--json", o.json, "print one JSON object");
+  return cli::run(app, argc, argv, [&]() {
+    o.run.fused_ce_given = app.count("--fused-ce") > 0;
+    const auto dirs = o.run.search_path();
+    if (o.run.gpu.empty()) throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
+    const gpu_info gpu = load_gpu(o.run.gpu, dirs);
+    const run_config r = cli::run_from(o.run, gpu);
+    const loaded_model model = o.run.load_model(dirs);
+    roofline_config rc;
+    rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
+    rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
+    rc.bandwidth_efficiency = fraction("--bandwidth-efficiency", o.bandwidth_efficiency);
+    nlohmann::json j;
+    std::optional<padding_summary> pad;
+    if (!o.lengths.empty()) {
+      pad = summarize_lengths(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len);
+      rc.padding_waste = o.packing ? 0.0 : pad->padding_waste();
+      j["padding"] = {{"sequences", pad->sequences},
+                      {"trained_tokens", pad->trained_tokens},
+                      {"padded_tokens", pad->padded_tokens},
+                      {"padding_waste", pad->padding_waste()},
+                      {"grouped_by_length_waste", pad->grouped_waste()},
+                      {"packed_rows", pad->packed_rows},
+                      {"packed_row_fill", 1.0 - pad->packed_waste()},
+                      {"packing", o.packing}};
+    }
+    const throughput_estimate predicted = predict_throughput(model.spec, r, gpu, rc);
+    const flops peak = gpu.peak(r.setup.precision == precision_route::fp16_autocast ? compute_dtype::fp16
+                                : r.setup.precision == precision_route::fp32        ? compute_dtype::tf32
+                                                                                    : compute_dtype::bf16);
+    const bool measured = !o.tokens_per_second.empty();
+    double tps = predicted.tokens_per_second, step = predicted.step_time.count();
+    double mfu = predicted.mfu, hfu = predicted.hfu;
+    if (measured) {
+      tps = cli::parse_positive("--tokens-per-second", o.tokens_per_second);
+      step = static_cast<double>(predicted.tokens_per_step) / tps;
+      mfu = utilisation(tps, predicted.per_token.model, peak);
+      hfu = utilisation(tps / (1.0 - rc.padding_waste), predicted.per_token.hardware, peak);
+    }
+    j["model"] = model.name;
+    j["gpu"] = gpu.name;
+    j["mode"] = measured ? "measured" : "predicted";
+    j["method"] = choice_name(method_names, r.setup.method);
+    j["flops_convention"] = predicted.per_token.convention;
+    j["flops_per_token"] = predicted.per_token.model.count();
+    j["hardware_flops_per_token"] = predicted.per_token.hardware.count();
+    j["peak_flops"] = peak.count();
+    j["tokens_per_second"] = tps;
+    j["step_time_s"] = step;
+    j["tokens_per_step"] = predicted.tokens_per_step;
+    j["mfu"] = mfu;
+    j["hfu"] = hfu;
+    j["efficiency"] = {{"matmul", rc.matmul_efficiency}, {"bandwidth", rc.bandwidth_efficiency}};
+    if (!measured)
+      j["step_time_parts_s"] = {{"matmuls", predicted.parts.matmuls},     {"attention", predicted.parts.attention},
+                                {"elementwise", predicted.parts.elementwise}, {"loss_head", predicted.parts.loss_head},
+                                {"recompute", predicted.parts.recompute}, {"optimizer", predicted.parts.optimizer}};
+    std::string text = fmt::format(
+        "model      {} on {} ({}), {} | {} FLOP/s peak\n"
+        "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
+        "{:<10} {:.0f} tokens/s per GPU, {:.3f} s per optimizer step ({} tokens)\n"
+        "MFU        {:.1f}%   HFU {:.1f}%\n",
+        model.name, gpu.name, choice_name(method_names, r.setup.method),
+        choice_name(precision_names, r.setup.precision), fmt::format("{:.4g}", peak.count()),
+        predicted.per_token.model.count(), predicted.per_token.convention, predicted.per_token.hardware.count(),
+        measured ? "measured" : "predicted", tps, step, predicted.tokens_per_step, 100 * mfu, 100 * hfu);
+    if (!measured)
+      text += fmt::format("step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
+                          "recompute {:.3f}, optimizer {:.3f} (roofline at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth)\n",
+                          predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
+                          predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
+                          100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
+    if (pad)
+      text += fmt::format("padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "
+                          "packing fills {:.1f}% of {} rows{}\n",
+                          100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
+                          pad->packed_rows, o.packing ? " (used)" : "");
+    if (!o.tokens.empty()) {
+      const double budget = static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
+      const double gpus = static_cast<double>(cli::parse_count("--gpus", o.gpus, 1u << 20));
+      const double seconds_total = budget / (tps * gpus);
+      j["time_to_train_s"] = seconds_total;
+      j["gpu_hours"] = seconds_total * gpus / 3600.0;
+      text += fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n", budget,
+                          gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
+    }
+    text += "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
+            "Predictions assume well-tuned kernels at the stated efficiencies.\n";
+    if (r.setup.method != training_method::full)
+      text += "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
+    fmt::print("{}", o.json ? j.dump(2) + "\n" : text);
+    return cli::exit_ok;
+  });
+}
