@@ -41,7 +41,8 @@ int main(int argc, char** argv) {
   CLI::App app{"headroom throughput_calculator: FLOPs per token, MFU, and predicted step time and tokens/s"};
   options o;
   cli::add_run_options(app, o.run);
-  app.add_option("--tokens-per-second", o.tokens_per_second, "measured trained tokens/s per GPU: report MFU and HFU");
+  app.add_option("--tokens-per-second", o.tokens_per_second,
+                 "measured trained tokens/s per GPU: report MFU and HFU");
   app.add_option("--flops-convention", o.convention, "6n | palm | megatron")->capture_default_str();
   app.add_option("--tokens", o.tokens, "a token budget to train: time and GPU-hours");
   app.add_option("--gpus", o.gpus, "data-parallel GPUs sharing the token budget")->capture_default_str();
@@ -55,7 +56,8 @@ int main(int argc, char** argv) {
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
     const auto dirs = o.run.search_path();
-    if (o.run.gpu.empty()) throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
+    if (o.run.gpu.empty())
+      throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
     const gpu_info gpu = load_gpu(o.run.gpu, dirs);
     const run_config r = cli::run_from(o.run, gpu);
     const loaded_model model = o.run.load_model(dirs);
@@ -105,9 +107,10 @@ int main(int argc, char** argv) {
     j["hfu"] = hfu;
     j["efficiency"] = {{"matmul", rc.matmul_efficiency}, {"bandwidth", rc.bandwidth_efficiency}};
     if (!measured)
-      j["step_time_parts_s"] = {{"matmuls", predicted.parts.matmuls},     {"attention", predicted.parts.attention},
-                                {"elementwise", predicted.parts.elementwise}, {"loss_head", predicted.parts.loss_head},
-                                {"recompute", predicted.parts.recompute}, {"optimizer", predicted.parts.optimizer}};
+      j["step_time_parts_s"] = {
+          {"matmuls", predicted.parts.matmuls},         {"attention", predicted.parts.attention},
+          {"elementwise", predicted.parts.elementwise}, {"loss_head", predicted.parts.loss_head},
+          {"recompute", predicted.parts.recompute},     {"optimizer", predicted.parts.optimizer}};
     std::string text = fmt::format(
         "model      {} on {} ({}), {} | {} FLOP/s peak\n"
         "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
@@ -115,32 +118,39 @@ int main(int argc, char** argv) {
         "MFU        {:.1f}%   HFU {:.1f}%\n",
         model.name, gpu.name, choice_name(method_names, r.setup.method),
         choice_name(precision_names, r.setup.precision), fmt::format("{:.4g}", peak.count()),
-        predicted.per_token.model.count(), predicted.per_token.convention, predicted.per_token.hardware.count(),
-        measured ? "measured" : "predicted", tps, step, predicted.tokens_per_step, 100 * mfu, 100 * hfu);
+        predicted.per_token.model.count(), predicted.per_token.convention,
+        predicted.per_token.hardware.count(), measured ? "measured" : "predicted", tps, step,
+        predicted.tokens_per_step, 100 * mfu, 100 * hfu);
     if (!measured)
-      text += fmt::format("step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
-                          "recompute {:.3f}, optimizer {:.3f} (roofline at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth)\n",
-                          predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
-                          predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
-                          100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
+      text += fmt::format(
+          "step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
+          "recompute {:.3f}, optimizer {:.3f} (roofline at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth)\n",
+          predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
+          predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
+          100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
     if (pad)
-      text += fmt::format("padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "
-                          "packing fills {:.1f}% of {} rows{}\n",
-                          100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
-                          pad->packed_rows, o.packing ? " (used)" : "");
+      text += fmt::format(
+          "padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "
+          "packing fills {:.1f}% of {} rows{}\n",
+          100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
+          pad->packed_rows, o.packing ? " (used)" : "");
     if (!o.tokens.empty()) {
-      const double budget = static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
+      const double budget =
+          static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
       const double gpus = static_cast<double>(cli::parse_count("--gpus", o.gpus, 1u << 20));
       const double seconds_total = budget / (tps * gpus);
       j["time_to_train_s"] = seconds_total;
       j["gpu_hours"] = seconds_total * gpus / 3600.0;
-      text += fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n", budget,
-                          gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
+      text +=
+          fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n",
+                      budget, gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
     }
-    text += "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
-            "Predictions assume well-tuned kernels at the stated efficiencies.\n";
+    text +=
+        "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
+        "Predictions assume well-tuned kernels at the stated efficiencies.\n";
     if (r.setup.method != training_method::full)
-      text += "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
+      text +=
+          "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
     fmt::print("{}", o.json ? j.dump(2) + "\n" : text);
     return cli::exit_ok;
   });

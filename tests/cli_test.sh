@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# End-to-end checks of memory_calculator: the issue's "done when" numbers and the exit-code
-# contract (0 ok, 1 does not fit a given budget, 2 bad input). Usage: cli_test.sh BINARY DATA_DIR
+# End-to-end checks of the example programs: the issues' "done when" numbers and the exit-code
+# contract (0 ok, 1 does not fit a given budget, 2 bad input). Usage: cli_test.sh BIN_DIR DATA_DIR
 set -u
-bin=$1
+dir=$1
 data=$2
+bin=$dir/memory_calculator
 passed=0
 failed=0
 
@@ -104,6 +105,41 @@ expect "missing file" 2 "cannot open file" -- --config "$data/nope.json"
 expect "unknown flag" 2 "error: " -- --no-such-flag
 expect "preset and config" 2 "excludes" -- --preset qwen3-4b --config "$data/qwen3-4b-hf-config.json"
 expect "both sources" 0 '"name": "qwen3-4b-hf-config"' -- --config "$data/qwen3-4b-hf-config.json" --json
+
+# throughput_calculator (issue 4): W33 from a measured rate, a prediction that names its convention.
+bin=$dir/throughput_calculator
+expect "W33 mfu" 0 '"mfu": 0\.1455' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000 --json
+expect "W33 text" 0 'MFU +14\.6%' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000
+expect "prediction" 0 '"flops_convention": "6n"' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --batch 2 --seq-len 2048 --json
+expect "prediction mfu" 0 '"mfu": 0\.[0-9]' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --batch 2 --seq-len 2048 --json
+expect "json keys" 0 '"step_time_s": [0-9]' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --json
+expect "megatron" 0 "under convention 'megatron'" -- --preset qwen3-1.7b --gpu a100-80gb --flops-convention megatron
+expect "token budget" 0 'GPU-hours' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --gpus 8
+expect "gpu hours json" 0 '"gpu_hours": [0-9]' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --json
+expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu rtx-4090 --method lora --batch 4 --lengths "$data/../../examples/data/chat_lengths.csv"
+expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
+expect "t4 bf16" 2 'no bf16 support: use fp16 with loss scaling' -- --preset qwen3-1.7b --gpu t4
+expect "t4 fp16" 0 'MFU' -- --preset qwen3-1.7b --gpu t4 --method lora --precision fp16-autocast
+expect "bad convention" 2 "--flops-convention: unknown 'kaplan'; valid: 6n, palm, megatron" -- --gpu h100-sxm --flops-convention kaplan
+expect "bad tps" 2 '--tokens-per-second: expected a positive number' -- --gpu h100-sxm --tokens-per-second=-5
+expect "bad efficiency" 2 '--matmul-efficiency: must be in' -- --gpu h100-sxm --matmul-efficiency 1.5
+
+# lr_schedule (issue 4): W26 and W27 as CSV, and the terminal chart.
+bin=$dir/lr_schedule
+cosine=$("$bin" --type cosine --peak 2e-4 --warmup 10 --total 100 --csv)
+wsd=$("$bin" --type warmup_stable_decay --decay-type linear --decay-steps 20 --peak 2e-4 --warmup 10 --total 100 --csv)
+row() { grep -x "$2,$3" <<<"$1" >/dev/null; }
+if row "$cosine" 5 0.0001 && row "$cosine" 10 0.0002 && row "$cosine" 55 0.0001 && row "$cosine" 100 0 &&
+  [[ $(wc -l <<<"$cosine") -eq 102 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL W26 csv"; fi
+stable=$(awk -F, 'NR > 1 && $1 >= 10 && $1 < 80 && $2 != "0.0002"' <<<"$wsd" | wc -l)
+if [[ $stable -eq 0 ]] && row "$wsd" 100 0 && row "$wsd" 9 0.00018; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL W27 csv"; fi
+expect "chart" 0 '\*' -- --type cosine --peak 2e-4 --warmup 10 --total 100
+expect "fraction warmup" 0 'warmup 5 of 100 steps' -- --type linear --peak 1e-4 --warmup 0.05 --total 100
+expect "wsd needs decay" 2 'num_decay_steps: is required' -- --type warmup_stable_decay --peak 1e-4 --total 100
+expect "bad type" 2 "--type: unknown 'onecycle'" -- --type onecycle --total 100
+expect "no total" 2 'total' -- --type cosine
+expect "bad warmup" 2 'warmup_steps: a value >= 1 must be a whole number' -- --type cosine --total 100 --warmup 2.5
 
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]

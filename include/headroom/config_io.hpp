@@ -316,7 +316,8 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
     if (!j.is_array()) throw input_error(file.string(), "expected a JSON array of sequence lengths");
     for (std::size_t i = 0; i < j.size(); ++i) {
       if (!j[i].is_number_unsigned() || j[i].get<std::uint64_t>() == 0)
-        throw input_error(file.string() + ": /" + std::to_string(i), "must be a positive integer, got " + j[i].dump());
+        throw input_error(file.string() + ": /" + std::to_string(i),
+                          "must be a positive integer, got " + j[i].dump());
       out.push_back(j[i].get<std::uint64_t>());
     }
   } else {
@@ -326,8 +327,10 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
     for (std::size_t n = 1; std::getline(in, line); ++n) {
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
       if (line.empty() || (n == 1 && line.find_first_not_of("0123456789") != std::string::npos)) continue;
-      if (line.find_first_not_of("0123456789") != std::string::npos || line.size() > 12 || std::stoull(line) == 0)
-        throw input_error(file.string() + ":" + std::to_string(n), "expected a positive integer length, got '" + line + "'");
+      if (line.find_first_not_of("0123456789") != std::string::npos || line.size() > 12 ||
+          std::stoull(line) == 0)
+        throw input_error(file.string() + ":" + std::to_string(n),
+                          "expected a positive integer length, got '" + line + "'");
       out.push_back(std::stoull(line));
     }
   }

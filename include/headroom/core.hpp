@@ -19,6 +19,7 @@
 #include "precision.hpp"
 #include "quantization.hpp"
 #include "schedules.hpp"
+#include "signals.hpp"
 #include "throughput.hpp"
 #include "units.hpp"
 #include "version.hpp"

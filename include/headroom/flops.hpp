@@ -20,7 +20,9 @@ enum class flops_convention : std::uint8_t {
   megatron,  ///< per-GEMM count, causal mask halving attention (Megatron-LM num_floating_point_operations)
 };
 inline constexpr std::array<named<flops_convention>, 3> flops_convention_names{
-    {{"6n", flops_convention::six_n}, {"palm", flops_convention::palm}, {"megatron", flops_convention::megatron}}};
+    {{"6n", flops_convention::six_n},
+     {"palm", flops_convention::palm},
+     {"megatron", flops_convention::megatron}}};
 
 /// One matmul kind of a decoder layer, per token: in_features × out_features MACs, applied to
 /// `rows_per_token` rows (MoE experts: k of E; dense: 1).
@@ -112,7 +114,8 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
 /// base still back-propagates activation gradients but computes no weight gradients, ≈ 4N, plus 6
 /// per adapter parameter (W34). Recomputation adds a forward to the hardware count only.
 [[nodiscard]] constexpr token_flops flops_per_token(const model_shape& m, const training_setup& s, params n,
-                                                    std::uint64_t seq_len, flops_convention c, checkpointing ckpt) {
+                                                    std::uint64_t seq_len, flops_convention c,
+                                                    checkpointing ckpt) {
   token_flops r;
   r.convention = choice_name(flops_convention_names, c);
   const double L = static_cast<double>(m.num_hidden_layers);
@@ -120,7 +123,8 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
   const bool full = s.method == training_method::full;
   double adapters = 0;
   if (!full)
-    for (const param_tensor& t : adapter_inventory(m, s.lora)) adapters += static_cast<double>(t.total().count());
+    for (const param_tensor& t : adapter_inventory(m, s.lora))
+      adapters += static_cast<double>(t.total().count());
   const double N = static_cast<double>(n.count());
   double forward = 0, attention_forward = 0;
   switch (c) {

@@ -23,7 +23,9 @@ struct padding_summary {
 
   /// Fraction of computed tokens that are padding.
   [[nodiscard]] double padding_waste() const {
-    return padded_tokens == 0 ? 0.0 : 1.0 - static_cast<double>(trained_tokens) / static_cast<double>(padded_tokens);
+    return padded_tokens == 0
+               ? 0.0
+               : 1.0 - static_cast<double>(trained_tokens) / static_cast<double>(padded_tokens);
   }
   [[nodiscard]] double grouped_waste() const {
     return grouped_padded_tokens == 0
@@ -63,8 +65,8 @@ struct padding_summary {
 }
 
 /// Waste of padded, grouped and packed batching for micro-batches of `batch` sequences.
-[[nodiscard]] inline padding_summary summarize_lengths(const std::vector<std::uint64_t>& lengths, std::uint64_t batch,
-                                                       std::uint64_t max_length) {
+[[nodiscard]] inline padding_summary summarize_lengths(const std::vector<std::uint64_t>& lengths,
+                                                       std::uint64_t batch, std::uint64_t max_length) {
   if (lengths.empty()) throw input_error("lengths", "no sequence lengths given");
   if (batch == 0) throw input_error("batch", "must be a positive integer");
   if (max_length == 0) throw input_error("max_length", "must be a positive integer");

@@ -26,22 +26,24 @@ struct roofline_config {
 
 /// Seconds per optimizer step, by part.
 struct step_time_parts {
-  double matmuls = 0;      ///< linear layers, forward and backward (incl. LoRA adapters, QLoRA dequantisation)
-  double attention = 0;    ///< the attention kernel
+  double matmuls = 0;    ///< linear layers, forward and backward (incl. LoRA adapters, QLoRA dequantisation)
+  double attention = 0;  ///< the attention kernel
   double elementwise = 0;  ///< norms, activations, residuals, RoPE (memory-bound)
   double loss_head = 0;    ///< lm_head matmuls and the loss
   double recompute = 0;    ///< checkpointing's extra forward
   double optimizer = 0;    ///< the update (memory-bound)
-  [[nodiscard]] double total() const { return matmuls + attention + elementwise + loss_head + recompute + optimizer; }
+  [[nodiscard]] double total() const {
+    return matmuls + attention + elementwise + loss_head + recompute + optimizer;
+  }
 };
 
 struct throughput_estimate {
   token_flops per_token{};
   step_time_parts parts{};
-  seconds step_time{0};            ///< one optimizer step: grad_accum micro-batches + the update
-  double tokens_per_second = 0;    ///< trained (non-padding) tokens per second per GPU
-  double mfu = 0;                  ///< model FLOPs utilisation under the convention
-  double hfu = 0;                  ///< hardware FLOPs utilisation (recomputation counted)
+  seconds step_time{0};               ///< one optimizer step: grad_accum micro-batches + the update
+  double tokens_per_second = 0;       ///< trained (non-padding) tokens per second per GPU
+  double mfu = 0;                     ///< model FLOPs utilisation under the convention
+  double hfu = 0;                     ///< hardware FLOPs utilisation (recomputation counted)
   std::uint64_t tokens_per_step = 0;  ///< trained tokens per optimizer step per GPU
 };
 
@@ -70,19 +72,22 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
 
 /// Predicts one optimizer step of `r` on `gpu`.
 [[nodiscard]] inline throughput_estimate predict_throughput(const model_spec& spec, const run_config& r,
-                                                            const gpu_info& gpu, const roofline_config& rc = {}) {
+                                                            const gpu_info& gpu,
+                                                            const roofline_config& rc = {}) {
   if (!(rc.matmul_efficiency > 0 && rc.matmul_efficiency <= 1))
     throw input_error("matmul_efficiency", "must be in (0, 1]");
   if (!(rc.bandwidth_efficiency > 0 && rc.bandwidth_efficiency <= 1))
     throw input_error("bandwidth_efficiency", "must be in (0, 1]");
-  if (!(rc.padding_waste >= 0 && rc.padding_waste < 1)) throw input_error("padding_waste", "must be in [0, 1)");
+  if (!(rc.padding_waste >= 0 && rc.padding_waste < 1))
+    throw input_error("padding_waste", "must be in [0, 1)");
   const model_shape& m = spec.shape;
   const training_setup& s = r.setup;
   const compute_dtype dtype = s.precision == precision_route::fp16_autocast ? compute_dtype::fp16
                               : s.precision == precision_route::fp32        ? compute_dtype::tf32
                                                                             : compute_dtype::bf16;
   const flops peak = gpu.peak(dtype);
-  const detail::roofline roof{peak.count() * rc.matmul_efficiency, gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
+  const detail::roofline roof{peak.count() * rc.matmul_efficiency,
+                              gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
   const activation_config& a = r.activations;
   const double t = static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens"));
   const double L = static_cast<double>(m.num_hidden_layers);
@@ -101,7 +106,8 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     const double fwd = detail::gemm_time(roof, rows, K, N, copies);
     double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
     if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
-    const double bwd = detail::gemm_time(roof, rows, N, K, copies) + (g.trainable ? detail::gemm_time(roof, K, rows, N, copies) : 0);
+    const double bwd = detail::gemm_time(roof, rows, N, K, copies) +
+                       (g.trainable ? detail::gemm_time(roof, K, rows, N, copies) : 0);
     p.matmuls += L * (fwd + dequant + bwd + dequant);
     forward_only += L * (fwd + dequant);
   }
@@ -113,24 +119,35 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     const double scores = bsz * heads * sl * sl;
     attn_fwd = roof.time(4 * bsz * sl * sl * q, qk_bytes + scores * (2 + 2 + 4 + 4 + 2 + 2));
   } else {
-    attn_fwd = roof.time(2 * bsz * sl * sl * q, qk_bytes + (a.attention == attention_impl::sdpa ? 4 * t * (q - kv) : 0));
+    attn_fwd = roof.time(2 * bsz * sl * sl * q,
+                         qk_bytes + (a.attention == attention_impl::sdpa ? 4 * t * (q - kv) : 0));
   }
   p.attention = L * attn_fwd * 3.5;
   // Elementwise traffic per layer, forward (backward ≈ 2×): norms read/write with an fp32 pass,
   // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
-  const double ff = static_cast<double>(is_moe(m) ? m.moe_intermediate_size * m.num_experts_per_tok : m.intermediate_size);
+  const double ff =
+      static_cast<double>(is_moe(m) ? m.moe_intermediate_size * m.num_experts_per_tok : m.intermediate_size);
   const double norms = static_cast<double>(m.norms_per_layer);
-  const double elem_bytes = norms * t * d * (2 + 4 + 4 + 2) + t * ff * (2 + 2 + 2) * 2 + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
+  const double elem_bytes =
+      norms * t * d * (2 + 4 + 4 + 2) + t * ff * (2 + 2 + 2) * 2 + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
   p.elementwise = L * roof.time(0, elem_bytes) * 3;
   forward_only += L * (roof.time(0, elem_bytes));
   // Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.
   const bool head_trains = s.method == training_method::full;
   double head = detail::gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
   switch (r.loss.impl) {
-    case loss_impl::naive: head += roof.time(0, t * V * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2)); break;
-    case loss_impl::chunked: head += roof.time(0, t * V * 4 * 8) + detail::gemm_time(roof, t, d, V, 2); break;
-    case loss_impl::fused_liger: head += roof.time(0, t * V * 2 * 3); break;
-    case loss_impl::fused_cce: head += detail::gemm_time(roof, t, d, V, 1); break;
+    case loss_impl::naive:
+      head += roof.time(0, t * V * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2));
+      break;
+    case loss_impl::chunked:
+      head += roof.time(0, t * V * 4 * 8) + detail::gemm_time(roof, t, d, V, 2);
+      break;
+    case loss_impl::fused_liger:
+      head += roof.time(0, t * V * 2 * 3);
+      break;
+    case loss_impl::fused_cce:
+      head += detail::gemm_time(roof, t, d, V, 1);
+      break;
   }
   p.loss_head = head;
   if (a.ckpt == checkpointing::full || a.ckpt == checkpointing::offload_checkpointed)
@@ -147,9 +164,9 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   // The update streams weights, grads, master and state: read and write each (bytes from the buckets).
   const static_estimate st = estimate_static(spec, s, r.basis);
   const memory_buckets& b = st.buckets;
-  double update_bytes = static_cast<double>(b.grads.count()) +
-                        2.0 * static_cast<double>((b.master + b.optimizer).count()) +
-                        static_cast<double>((s.method == training_method::full ? b.weights : b.adapter_weights).count());
+  double update_bytes =
+      static_cast<double>(b.grads.count()) + 2.0 * static_cast<double>((b.master + b.optimizer).count()) +
+      static_cast<double>((s.method == training_method::full ? b.weights : b.adapter_weights).count());
   if (s.optimizer.foreach_temps) update_bytes += 2.0 * static_cast<double>(st.trainable_params.count()) * 4;
   p.optimizer = roof.time(0, update_bytes);
 
@@ -160,7 +177,8 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   const double trained = computed_tokens * (1.0 - rc.padding_waste);
   e.tokens_per_step = static_cast<std::uint64_t>(trained);
   e.tokens_per_second = trained / e.step_time.count();
-  e.per_token = flops_per_token(m, s, detail::credited_params(spec, r.basis), a.seq_len, rc.convention, a.ckpt);
+  e.per_token =
+      flops_per_token(m, s, detail::credited_params(spec, r.basis), a.seq_len, rc.convention, a.ckpt);
   e.mfu = e.tokens_per_second * e.per_token.model.count() / peak.count();
   e.hfu = (computed_tokens / e.step_time.count()) * e.per_token.hardware.count() / peak.count();
   return e;
