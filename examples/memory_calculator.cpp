@@ -177,7 +177,9 @@ int main(int argc, char** argv) {
     if (o.smoke) return smoke(dirs);
     std::optional<gpu_info> gpu;
     if (!o.run.gpu.empty()) gpu = load_gpu(o.run.gpu, dirs);
-    const run_config r = cli::run_from(o.run, gpu);
+    const loaded_model model = o.run.load_model(dirs);
+    const std::optional<training_args> args = o.run.load_args(model);
+    const run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
     std::optional<bytes> budget;
     if (gpu) budget = gpu->memory();
     if (!o.budget_gb.empty()) budget = cli::gb_flag("--budget-gb", o.budget_gb);
@@ -185,10 +187,22 @@ int main(int argc, char** argv) {
       throw input_error("--fit", "unknown '" + o.fit + "'; valid: seq-len, batch");
     if (!o.fit.empty() && !budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
 
-    const loaded_model model = o.run.load_model(dirs);
     const training_estimate e = estimate_training(model.spec, r);
     nlohmann::json j = training_estimate_json(model, r, e, budget);
     std::string text = format_training_table(model, r, e, o.gib, budget);
+    if (args) {  // what the config said, what was assumed, what was ignored
+      j["training_args"] = {{"config_class", args->config_class},
+                            {"notes", args->notes},
+                            {"ignored_fields", args->ignored},
+                            {"lr_scheduler_type", args->lr_scheduler_type},
+                            {"learning_rate", args->learning_rate}};
+      for (const std::string& n : args->notes) text += "args: " + n + "\n";
+      if (!args->ignored.empty()) {
+        std::string list;
+        for (const std::string& f : args->ignored) detail::append_listed(list, f);
+        text += "args: ignored fields (not used by the estimate): " + list + "\n";
+      }
+    }
     int code = cli::exit_ok;
     if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
       const bool seq = o.fit == "seq-len";

@@ -8,6 +8,7 @@
 #include <string>
 
 #include <headroom/headroom.hpp>
+#include <headroom/training_args.hpp>
 
 #include "cli_common.hpp"
 
@@ -34,6 +35,7 @@ struct run_options {
   std::string ce_chunk;
   std::string fused_ce;
   std::string overhead_gb;
+  std::string args_file;    ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
   bool fused_ce_given = false;  ///< set from app.count("--fused-ce") after parsing
   bool eager_attention = false;
   bool no_checkpointing = false;
@@ -49,6 +51,10 @@ struct run_options {
   }
   [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
     return config.empty() ? load_preset(preset, dirs) : load_model_config(config);
+  }
+  [[nodiscard]] std::optional<headroom::training_args> load_args(const loaded_model& model) const {
+    if (args_file.empty()) return std::nullopt;
+    return load_training_args(args_file, model);
   }
 };
 
@@ -89,6 +95,13 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
   app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
   app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
+  auto* args =
+      app.add_option("--training-args", o.args_file,
+                     "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
+  for (const char* flag : {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch",
+                           "--seq-len", "--grad-accum", "--attention", "--eager-attention", "--checkpointing",
+                           "--no-checkpointing", "--loss", "--ce-chunk", "--fused-ce"})
+    args->excludes(app.get_option(flag));
 }
 
 /// Bytes from a decimal GB flag value.
@@ -111,7 +124,12 @@ inline training_setup setup_from(const run_options& o) {
   return s;
 }
 
-inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu) {
+/// The run from a training-args file, with the machine flags (--gpu, --overhead-gb) applied.
+inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu);
+
+inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu,
+                           const training_args* args = nullptr) {
+  if (args != nullptr) return apply_machine(args->run, o, gpu);
   run_config r;
   r.setup = setup_from(o);
   r.basis = o.exact_params ? params_basis::exact : params_basis::nominal;
@@ -137,6 +155,10 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
     if (r.loss.impl != loss_impl::fused_liger && r.loss.impl != loss_impl::fused_cce)
       throw input_error("--fused-ce", "unknown '" + o.fused_ce + "'; valid: liger, cce");
   }
+  return apply_machine(r, o, gpu);
+}
+
+inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
   if (gpu) r.overhead = overhead_for(*gpu);
   if (!o.overhead_gb.empty()) {
     r.overhead.override_total = true;

@@ -59,8 +59,9 @@ int main(int argc, char** argv) {
     if (o.run.gpu.empty())
       throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
     const gpu_info gpu = load_gpu(o.run.gpu, dirs);
-    const run_config r = cli::run_from(o.run, gpu);
     const loaded_model model = o.run.load_model(dirs);
+    const std::optional<training_args> args = o.run.load_args(model);
+    const run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
     roofline_config rc;
     rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
     rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);

@@ -106,6 +106,17 @@ expect "unknown flag" 2 "error: " -- --no-such-flag
 expect "preset and config" 2 "excludes" -- --preset qwen3-4b --config "$data/qwen3-4b-hf-config.json"
 expect "both sources" 0 '"name": "qwen3-4b-hf-config"' -- --config "$data/qwen3-4b-hf-config.json" --json
 
+# Issue 5: every architecture's config.json alone, and TRL-style training args.
+for cfg in qwen2.5-0.5b mixtral-8x7b phi-3-mini-4k gemma-3-1b; do
+  expect "config $cfg" 0 'total \(peak\)' -- --config "$data/configs/$cfg.json"
+done
+expect "args qlora" 0 'method     qlora \| precision bf16-pure' -- --preset qwen3-4b --training-args "$data/args/sft-qlora.json"
+expect "args ignored" 0 'ignored fields \(not used by the estimate\): output_dir, report_to' -- --preset qwen3-4b --training-args "$data/args/sft-qlora.json"
+expect "args defaults" 0 'TRL loads the model in float32' -- --training-args "$data/args/sft-defaults.json"
+expect "args json" 0 '"config_class": "SFTConfig"' -- --training-args "$data/args/sft-defaults.json" --json
+expect "args bad" 2 'per_device_train_batch_size: must be a positive integer, got -2' -- --training-args "$data/args/bad-batch.json"
+expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.json" --method lora
+
 # throughput_calculator (issue 4): W33 from a measured rate, a prediction that names its convention.
 bin=$dir/throughput_calculator
 expect "W33 mfu" 0 '"mfu": 0\.1455' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000 --json

@@ -129,7 +129,8 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
   activation_terms out;
 
   detail::add_rms_norm(out, "input_layernorm", t, d, m, s, ab);
-  if (keeps_input(s, mn::q_proj) || keeps_input(s, mn::k_proj) || keeps_input(s, mn::v_proj))
+  if (keeps_input(s, mn::q_proj) || keeps_input(s, mn::k_proj) || keeps_input(s, mn::v_proj) ||
+      keeps_input(s, mn::qkv_proj))
     out.add("q/k/v_proj input", act(t, d, ab), "the norm output, saved once for q_proj, k_proj and v_proj");
   if (m.qk_norm) {
     detail::add_rms_norm(out, "q_norm", detail::checked_mul(t, a), m.head_dim, m, s, ab);
@@ -179,7 +180,8 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
     out.add("router softmax", act(t, m.num_experts, detail::fp32_bytes), "routing probabilities in fp32");
     out.add("expert inputs", act(routed, d, ab), "each token copied to its k experts (index_select)");
     out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
-  } else if (keeps_input(s, mn::gate_proj) || keeps_input(s, mn::up_proj)) {
+  } else if (keeps_input(s, mn::gate_proj) || keeps_input(s, mn::up_proj) ||
+             keeps_input(s, mn::gate_up_proj)) {
     out.add("gate/up_proj input", act(t, d, ab), "the norm output, saved once for gate_proj and up_proj");
   }
   out.add("gate_proj output", act(routed, ff, ab), "saved by the activation function (SiLU / GELU)");
@@ -194,10 +196,16 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
 
   // LoRA: lora_B saves lora_A's output (t × r) for every adapted module.
   std::uint64_t adapter_rows = 0;
-  for (mn mod : {mn::q_proj, mn::k_proj, mn::v_proj, mn::o_proj})
-    if (detail::adapted(s, mod)) adapter_rows += t;
-  for (mn mod : {mn::gate_proj, mn::up_proj, mn::down_proj})
-    if (detail::adapted(s, mod)) adapter_rows += routed;
+  const auto present = parameter_inventory(m);
+  auto has = [&](mn mod) {
+    for (const param_tensor& p : present)
+      if (p.module == mod) return true;
+    return false;
+  };
+  for (mn mod : {mn::q_proj, mn::k_proj, mn::v_proj, mn::o_proj, mn::qkv_proj})
+    if (detail::adapted(s, mod) && has(mod)) adapter_rows += t;
+  for (mn mod : {mn::gate_proj, mn::up_proj, mn::down_proj, mn::gate_up_proj})
+    if (detail::adapted(s, mod) && has(mod)) adapter_rows += routed;
   if (moe && detail::adapted(s, mn::router)) adapter_rows += t;
   if (adapter_rows != 0)
     out.add("LoRA A outputs", act(adapter_rows, s.lora.rank, ab),

@@ -43,9 +43,10 @@ struct architecture {
   std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
   std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
   std::string_view expert_width_key;
+  bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 9> architectures{{
+inline constexpr std::array<architecture, 10> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -55,6 +56,7 @@ inline constexpr std::array<architecture, 9> architectures{{
     {"gemma", 2, false, false, true, 256, "", ""},
     {"gemma2", 4, false, false, true, 256, "", ""},
     {"gemma3_text", 4, true, false, true, 256, "", ""},
+    {"phi3", 2, false, false, false, 0, "", "", true},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -77,8 +79,10 @@ inline std::uint64_t read_count(const json& j, std::string_view key, const std::
   if (it == j.end()) throw input_error(key_path(origin, key), "missing required key");
   const std::string field = key_path(origin, key);
   if (!it->is_number_integer()) throw input_error(field, "must be a positive integer, got " + it->dump());
-  if (it->is_number_unsigned()) {
-    const auto v = it->get<std::uint64_t>();
+  // Parsed JSON gives non-negative integers as unsigned; json built in code may hold them signed.
+  if (it->is_number_unsigned() || it->get<std::int64_t>() >= 0) {
+    const auto v = it->is_number_unsigned() ? it->get<std::uint64_t>()
+                                            : static_cast<std::uint64_t>(it->get<std::int64_t>());
     if (v == 0) throw input_error(field, "must be a positive integer, got 0");
     if (v > limit) throw input_error(field, "is absurdly large (" + it->dump() + ")");
     return v;
@@ -150,6 +154,8 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
   m.norms_per_layer = arch->norms_per_layer;
   m.qk_norm = arch->qk_norm;
+  m.fused_qkv = arch->fused;
+  m.fused_gate_up = arch->fused;
   m.norm_scale_fp32 = arch->model_type.substr(0, 5) == "gemma";  // GemmaRMSNorm: x·(1 + w) in fp32
   if (arch->experts_key.empty()) {
     m.intermediate_size = read_count(j, "intermediate_size", origin);

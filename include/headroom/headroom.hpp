@@ -7,3 +7,4 @@
 #include "core.hpp"
 #include "report_json.hpp"
 #include "report_text.hpp"
+#include "training_args.hpp"

@@ -44,7 +44,7 @@ struct target_name {
   module_name module;
 };
 /// `gate` is the MoE router's attribute name (mlp.gate); PEFT matches by name suffix.
-inline constexpr std::array<target_name, 11> lora_target_names{{
+inline constexpr std::array<target_name, 13> lora_target_names{{
     {"q_proj", module_name::q_proj},
     {"k_proj", module_name::k_proj},
     {"v_proj", module_name::v_proj},
@@ -56,6 +56,8 @@ inline constexpr std::array<target_name, 11> lora_target_names{{
     {"shared_expert_gate", module_name::shared_expert_gate},
     {"lm_head", module_name::lm_head},
     {"embed_tokens", module_name::embed_tokens},
+    {"qkv_proj", module_name::qkv_proj},
+    {"gate_up_proj", module_name::gate_up_proj},
 }};
 
 [[nodiscard]] inline std::string lora_target_choices() {
@@ -101,6 +103,8 @@ inline constexpr std::array<target_name, 11> lora_target_names{{
 struct lora_config {
   std::uint64_t rank = 16;  ///< r
   lora_targets targets = lora_targets::all_linear();
+  bool use_dora = false;           ///< DoRA: + a magnitude vector of out_features per adapted module
+  lora_targets modules_to_save{};  ///< full trainable copies (ModulesToSaveWrapper), e.g. lm_head
 };
 
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
@@ -116,8 +120,18 @@ inline constexpr std::uint64_t max_lora_rank = 1u << 16;
     if (!linear || !c.targets.contains(t.module)) continue;
     out.add({t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});  // lora_A
     out.add({t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});  // lora_B
+    if (c.use_dora)
+      out.add({t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // lora_magnitude_vector
   }
   if (out.size == 0) detail::fail("target_modules", "matches no module of this model");
+  return out;
+}
+
+/// The trainable copies PEFT's modules_to_save keeps (the frozen original stays in the base).
+[[nodiscard]] constexpr param_inventory saved_module_inventory(const model_shape& m, const lora_config& c) {
+  param_inventory out;
+  for (const param_tensor& t : parameter_inventory(m))
+    if (c.modules_to_save.contains(t.module)) out.add(t);
   return out;
 }
 

@@ -109,10 +109,11 @@ struct memory_buckets {
 
 /// The static estimate with the counts it was priced on.
 struct static_estimate {
-  params model_params{0};      ///< exact count from shapes
-  params priced_params{0};     ///< N the base buckets used (nominal or exact)
-  params adapter_params{0};    ///< LoRA A + B
-  params trainable_params{0};  ///< what gets gradients and optimizer state
+  params model_params{0};         ///< exact count from shapes
+  params priced_params{0};        ///< N the base buckets used (nominal or exact)
+  params adapter_params{0};       ///< LoRA A + B (+ DoRA magnitudes)
+  params saved_module_params{0};  ///< modules_to_save copies (trained in full, counted with the adapters)
+  params trainable_params{0};     ///< what gets gradients and optimizer state
   params_basis basis = params_basis::exact;
   qlora_layout layout = qlora_layout::not_applicable;
   bool optimizer_from_shapes = false;  ///< nominal run whose optimizer needed the real shapes
@@ -190,10 +191,12 @@ constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup&
     }
   } else {
     const param_inventory adapters = adapter_inventory(spec.shape, s.lora);
+    const param_inventory saved = saved_module_inventory(spec.shape, s.lora);
     for (const param_tensor& t : adapters) e.adapter_params += t.total();
-    e.trainable_params = e.adapter_params;
-    b.adapter_weights = detail::per_param(e.adapter_params, wb);
-    b.optimizer = detail::inventory_state(adapters, s);
+    for (const param_tensor& t : saved) e.saved_module_params += t.total();
+    e.trainable_params = e.adapter_params + e.saved_module_params;
+    b.adapter_weights = detail::per_param(e.trainable_params, wb);
+    b.optimizer = detail::inventory_state(adapters, s) + detail::inventory_state(saved, s);
     if (s.method == training_method::lora) {
       b.weights = detail::per_param(e.priced_params, wb);
     } else if (e.basis == params_basis::nominal) {

@@ -27,6 +27,8 @@ struct model_shape {
   bool mlp_bias = false;                ///< biases on gate/up/down (Llama mlp_bias)
   std::uint64_t norms_per_layer = 2;    ///< RMSNorms per block: 2 (Llama), 4 (Gemma-2/3)
   bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
+  bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
+  bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
   bool norm_scale_fp32 = false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
@@ -49,6 +51,8 @@ enum class module_name : std::uint8_t {
   shared_expert_gate,  ///< Qwen2-MoE's sigmoid gate of the shared expert (hidden → 1)
   norm,                ///< every RMSNorm weight (input/post-attention/pre/post-FFN, q/k, final)
   lm_head,
+  qkv_proj,      ///< Phi-3's fused q/k/v projection
+  gate_up_proj,  ///< Phi-3's fused gate/up projection
 };
 
 /// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
@@ -149,10 +153,14 @@ constexpr void validate(const model_shape& m) {
   using mn = module_name;
   using tr = tensor_role;
   inv.add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
-  inv.add({mn::q_proj, tr::linear_weight, q, d, L});               // q_proj: d → a·head_dim
-  inv.add({mn::k_proj, tr::linear_weight, kv, d, L});              // k_proj: d → g·head_dim
-  inv.add({mn::v_proj, tr::linear_weight, kv, d, L});              // v_proj: d → g·head_dim
-  inv.add({mn::o_proj, tr::linear_weight, d, q, L});               // o_proj: a·head_dim → d
+  if (m.fused_qkv) {
+    inv.add({mn::qkv_proj, tr::linear_weight, q + 2 * kv, d, L});  // qkv_proj: d → (a + 2g)·head_dim
+  } else {
+    inv.add({mn::q_proj, tr::linear_weight, q, d, L});   // q_proj: d → a·head_dim
+    inv.add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
+    inv.add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
+  }
+  inv.add({mn::o_proj, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
   if (m.attention_bias) {
     inv.add({mn::q_proj, tr::bias, q, 0, L});
     inv.add({mn::k_proj, tr::bias, kv, 0, L});
@@ -162,8 +170,12 @@ constexpr void validate(const model_shape& m) {
   // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) plus router.
   const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
   const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
-  inv.add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
-  inv.add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+  if (m.fused_gate_up) {
+    inv.add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
+  } else {
+    inv.add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
+    inv.add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+  }
   inv.add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
   if (m.mlp_bias) {
     inv.add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});

@@ -1,0 +1,266 @@
+// SPDX-License-Identifier: MIT
+// Training configs as users write them: transformers TrainingArguments / TRL SFTConfig fields, with a
+// PEFT LoraConfig section ("peft_config") and a BitsAndBytesConfig section ("quantization_config"),
+// resolved with each library's own defaults into a run_config (docs/training-args.md). nlohmann_json.
+#pragma once
+
+#include <array>
+#include <filesystem>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "config_io.hpp"
+#include "peak.hpp"
+#include "schedules.hpp"
+
+namespace headroom {
+
+/// A training config, resolved: the run, the schedule, and what was assumed or ignored.
+struct training_args {
+  run_config run{};
+  std::string config_class;  ///< "SFTConfig" (default) or "TrainingArguments"
+  std::string lr_scheduler_type = "linear";
+  double learning_rate = 5e-5;
+  double warmup_steps = 0;    ///< as written: a count, or a fraction below 1
+  bool packing = false;       ///< rows packed to max_length (throughput: no padding)
+  bool padding_free = false;  ///< TRL: forced on by packing with the bfd strategies
+  bool torch_compile = false;
+  std::vector<std::string> notes;    ///< defaults applied and consequences worth knowing
+  std::vector<std::string> ignored;  ///< fields read but not used by the estimate
+};
+
+namespace detail {
+using json = nlohmann::json;
+
+inline std::uint64_t args_count(const json& j, std::string_view key, const std::string& origin,
+                                std::uint64_t fallback, std::uint64_t limit) {
+  if (!j.contains(key) || j.at(std::string(key)).is_null()) return fallback;
+  return read_count(j, key, origin, limit);
+}
+inline double args_number(const json& j, std::string_view key, const std::string& origin, double fallback) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (!it->is_number() || !std::isfinite(it->get<double>()) || it->get<double>() < 0)
+    throw input_error(key_path(origin, key), "must be a finite number >= 0, got " + it->dump());
+  return it->get<double>();
+}
+inline std::string dtype_name(const json& j, const std::string& origin) {
+  const auto it = j.find("dtype") != j.end() ? j.find("dtype") : j.find("torch_dtype");
+  if (it == j.end() || it->is_null()) return "";
+  if (!it->is_string()) throw input_error(origin + ": /dtype", "must be a string such as \"bfloat16\"");
+  std::string d = it->get<std::string>();
+  if (d.rfind("torch.", 0) == 0) d = d.substr(6);
+  static const std::set<std::string> known{"float32", "bfloat16", "float16", "auto"};
+  if (known.count(d) == 0)
+    throw input_error(origin + ": /dtype", "unknown '" + d + "'; valid: float32, bfloat16, float16, auto");
+  return d;
+}
+/// PEFT's default target_modules when none are given (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
+inline lora_targets peft_default_targets(const std::string& model_type) {
+  if (model_type == "phi3") return parse_lora_targets("qkv_proj");
+  return parse_lora_targets("q_proj,v_proj");
+}
+}  // namespace detail
+
+/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets).
+[[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
+                                                           const std::string& origin) {
+  using detail::args_count;
+  if (!j.is_object())
+    throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
+  training_args a;
+  a.config_class = detail::read_string_or(j, "config_class", origin, "SFTConfig");
+  if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
+    throw input_error(origin + ": /config_class",
+                      "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
+  const bool sft = a.config_class == "SFTConfig";
+  run_config& r = a.run;
+  r.basis = params_basis::exact;  // a real config: exact counts
+
+  // Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
+  r.activations.batch = args_count(j, "per_device_train_batch_size", origin, 8, max_solver_batch);
+  r.grad_accum_steps = args_count(j, "gradient_accumulation_steps", origin, 1, 1u << 20);
+  r.activations.seq_len = args_count(j, "max_length", origin, 1024, max_solver_seq_len);
+  if (!j.contains("max_length")) a.notes.emplace_back("max_length not set: SFTConfig's default 1024 is used");
+
+  // Precision: the load dtype (TRL loads float32 unless model_init_kwargs.dtype says otherwise) and
+  // bf16 / fp16 autocast. bf16=True on a bf16 model is the course's third route (no master copy).
+  const bool bf16_given = j.contains("bf16") && !j.at("bf16").is_null();
+  const bool fp16 = detail::read_bool_or(j, "fp16", origin, false);
+  bool bf16 = detail::read_bool_or(j, "bf16", origin, false);
+  if (sft && !bf16_given) bf16 = !fp16;  // TRL: bf16 defaults to `not fp16`
+  if (bf16 && fp16) throw input_error(origin + ": /bf16", "bf16 and fp16 cannot both be true");
+  nlohmann::json init = j.value("model_init_kwargs", nlohmann::json::object());
+  if (init.is_null()) init = nlohmann::json::object();
+  if (!init.is_object()) throw input_error(origin + ": /model_init_kwargs", "must be an object");
+  std::string dtype = detail::dtype_name(init, origin + ": /model_init_kwargs");
+  if (dtype.empty()) {
+    dtype = sft ? "float32" : "auto";
+    a.notes.emplace_back(
+        sft ? "model_init_kwargs.dtype not set: TRL loads the model in float32"
+            : "no load dtype given: transformers v5 loads the checkpoint's dtype (assumed bfloat16)");
+  }
+  const bool fp32_load = dtype == "float32";
+  if (fp32_load) {
+    r.setup.precision = bf16   ? precision_route::fp32_autocast
+                        : fp16 ? precision_route::fp16_autocast
+                               : precision_route::fp32;
+  } else {
+    r.setup.precision = precision_route::bf16_pure;
+    if (dtype == "float16")
+      a.notes.emplace_back("a float16 model is priced like bfloat16 (same bytes); fp16 needs loss scaling");
+  }
+
+  // Checkpointing (TRL turns it on for every trainer), selective mode, activation offloading.
+  const bool ckpt = detail::read_bool_or(j, "gradient_checkpointing", origin, sft);
+  nlohmann::json ckpt_kwargs = j.value("gradient_checkpointing_kwargs", nlohmann::json::object());
+  if (ckpt_kwargs.is_null()) ckpt_kwargs = nlohmann::json::object();
+  const bool selective =
+      detail::read_bool_or(ckpt_kwargs, "selective", origin + ": /gradient_checkpointing_kwargs", false);
+  const bool offload = detail::read_bool_or(j, "activation_offloading", origin, false);
+  r.activations.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
+                             : (offload     ? checkpointing::offload_checkpointed
+                                : selective ? checkpointing::selective
+                                            : checkpointing::full);
+
+  // Attention implementation (transformers' default is sdpa).
+  const std::string attn =
+      detail::read_string_or(init, "attn_implementation", origin + ": /model_init_kwargs", "sdpa");
+  if (attn == "eager")
+    r.activations.attention = attention_impl::eager;
+  else if (attn == "sdpa")
+    r.activations.attention = attention_impl::sdpa;
+  else if (attn.find("flash") != std::string::npos)
+    r.activations.attention = attention_impl::flash;
+  else
+    throw input_error(
+        origin + ": /model_init_kwargs/attn_implementation",
+        "unknown '" + attn +
+            "'; valid: eager, sdpa, flash_attention_2, flash_attention_3, kernels-community/flash-attn2");
+
+  // Loss head: SFTConfig's loss_type defaults to chunked_nll, or nll with use_liger_kernel.
+  const bool liger = detail::read_bool_or(j, "use_liger_kernel", origin, false);
+  const std::string loss =
+      detail::read_string_or(j, "loss_type", origin, sft ? (liger ? "nll" : "chunked_nll") : "nll");
+  if (loss == "chunked_nll") {
+    if (liger)
+      throw input_error(origin + ": /loss_type", "chunked_nll cannot be combined with use_liger_kernel");
+    r.loss = {loss_impl::chunked, 256};
+  } else if (loss == "nll" || loss == "dft") {
+    r.loss.impl = liger ? loss_impl::fused_liger : loss_impl::naive;
+  } else {
+    throw input_error(origin + ": /loss_type", "unknown '" + loss + "'; valid: nll, dft, chunked_nll");
+  }
+
+  r.setup.optimizer = optimizer_by_name(detail::read_string_or(j, "optim", origin, "adamw_torch_fused"));
+  a.learning_rate = detail::args_number(j, "learning_rate", origin, sft ? 2e-5 : 5e-5);
+  a.warmup_steps = detail::args_number(j, "warmup_steps", origin, 0);
+  a.lr_scheduler_type = detail::read_string_or(j, "lr_scheduler_type", origin, "linear");
+  if (a.lr_scheduler_type != "reduce_lr_on_plateau")
+    (void)parse_choice(schedule_names, a.lr_scheduler_type, "lr_scheduler_type");
+  a.packing = detail::read_bool_or(j, "packing", origin, false);
+  const std::string strategy = detail::read_string_or(j, "packing_strategy", origin, "bfd");
+  a.padding_free = detail::read_bool_or(j, "padding_free", origin, false) ||
+                   (a.packing && (strategy == "bfd" || strategy == "bfd_split"));
+  if (a.padding_free && r.activations.attention != attention_impl::flash)
+    a.notes.emplace_back(
+        "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
+  a.torch_compile = detail::read_bool_or(j, "torch_compile", origin, false);
+
+  // PEFT LoraConfig and BitsAndBytesConfig sections.
+  r.setup.method = training_method::full;
+  if (const auto peft = j.find("peft_config"); peft != j.end() && !peft->is_null()) {
+    if (!peft->is_object())
+      throw input_error(origin + ": /peft_config", "must be an object (LoraConfig fields)");
+    const std::string po = origin + ": /peft_config";
+    r.setup.method = training_method::lora;
+    r.setup.lora.rank = args_count(*peft, "r", po, 8, max_lora_rank);  // LoraConfig default r = 8
+    const auto tm = peft->find("target_modules");
+    if (tm == peft->end() || tm->is_null()) {
+      r.setup.lora.targets = detail::peft_default_targets(model.model_type);
+      a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +
+                        lora_targets_text(r.setup.lora.targets));
+    } else if (tm->is_string()) {
+      r.setup.lora.targets = parse_lora_targets(tm->get<std::string>());
+    } else if (tm->is_array()) {
+      std::string list;
+      for (const auto& item : *tm) {
+        if (!item.is_string()) throw input_error(po + "/target_modules", "must hold strings");
+        detail::append_listed(list, item.get<std::string>(), ",");
+      }
+      r.setup.lora.targets = parse_lora_targets(list);
+    } else {
+      throw input_error(po + "/target_modules", "must be a string or a list of strings");
+    }
+    r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
+    if (r.setup.lora.use_dora)
+      a.notes.emplace_back(
+          "DoRA: magnitude vectors are counted; the weight-sized temporaries its forward builds are not");
+    if (const auto mts = peft->find("modules_to_save"); mts != peft->end() && !mts->is_null()) {
+      if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
+      std::string list;
+      for (const auto& item : *mts) {
+        if (!item.is_string()) throw input_error(po + "/modules_to_save", "must hold strings");
+        detail::append_listed(list, item.get<std::string>(), ",");
+      }
+      if (!list.empty()) r.setup.lora.modules_to_save = parse_lora_targets(list);
+    }
+  }
+  if (const auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
+    if (!q->is_object())
+      throw input_error(origin + ": /quantization_config", "must be an object (BitsAndBytesConfig)");
+    const std::string qo = origin + ": /quantization_config";
+    if (detail::read_bool_or(*q, "load_in_8bit", qo, false))
+      throw input_error(qo + "/load_in_8bit", "8-bit base weights are not modelled yet; use load_in_4bit");
+    if (detail::read_bool_or(*q, "load_in_4bit", qo, false)) {
+      if (r.setup.method != training_method::lora)
+        throw input_error(qo + "/load_in_4bit", "a 4-bit base needs a peft_config (QLoRA)");
+      r.setup.method = training_method::qlora;
+      const std::string qt = detail::read_string_or(*q, "bnb_4bit_quant_type", qo, "fp4");
+      if (qt != "nf4" && qt != "fp4")
+        throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
+      r.setup.nf4.double_quant =
+          detail::read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
+      r.setup.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
+    }
+  }
+
+  static const std::set<std::string> used{"config_class",
+                                          "per_device_train_batch_size",
+                                          "gradient_accumulation_steps",
+                                          "max_length",
+                                          "bf16",
+                                          "fp16",
+                                          "model_init_kwargs",
+                                          "gradient_checkpointing",
+                                          "gradient_checkpointing_kwargs",
+                                          "activation_offloading",
+                                          "use_liger_kernel",
+                                          "loss_type",
+                                          "optim",
+                                          "learning_rate",
+                                          "warmup_steps",
+                                          "lr_scheduler_type",
+                                          "packing",
+                                          "packing_strategy",
+                                          "padding_free",
+                                          "torch_compile",
+                                          "peft_config",
+                                          "quantization_config"};
+  for (const auto& item : j.items())
+    if (used.count(item.key()) == 0) a.ignored.push_back(item.key());
+  return a;
+}
+
+/// Reads a training-args JSON file for `model`.
+[[nodiscard]] inline training_args load_training_args(const std::filesystem::path& file,
+                                                      const loaded_model& model) {
+  return training_args_from_json(detail::parse_json_file(file), model, file.string());
+}
+
+}  // namespace headroom

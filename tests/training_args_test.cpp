@@ -1,0 +1,133 @@
+// SPDX-License-Identifier: MIT
+// Training configs as users write them (TrainingArguments / SFTConfig + LoraConfig + BitsAndBytesConfig),
+// and config.json files of every supported architecture.
+#include <headroom/flops.hpp>
+#include <headroom/training_args.hpp>
+
+#include "catch.hpp"
+
+using namespace headroom;
+
+namespace {
+const std::filesystem::path data_dir = HEADROOM_TEST_DATA_DIR;
+loaded_model preset(const char* name) { return load_preset(name, {HEADROOM_PRESET_SOURCE_DIR}); }
+training_args args(const char* file, const loaded_model& m) {
+  return load_training_args(data_dir / "args" / file, m);
+}
+}  // namespace
+
+TEST_CASE("Every supported architecture's config.json gives an exact parameter count",
+          "[training_args][config_io]") {
+  struct row {
+    const char* file;
+    std::uint64_t count;
+  };
+  for (const row r : {row{"qwen2.5-0.5b.json", 494'032'768}, row{"mixtral-8x7b.json", 46'702'792'704},
+                      row{"phi-3-mini-4k.json", 3'821'079'552}, row{"gemma-3-1b.json", 999'885'952}}) {
+    INFO(r.file);
+    const loaded_model m = load_model_config(data_dir / "configs" / r.file);
+    CHECK(parameter_count(m.spec.shape).count() == r.count);
+    CHECK(estimate_training(m.spec, run_config{}).total_bytes().count() > 0);
+  }
+  const loaded_model phi = load_model_config(data_dir / "configs" / "phi-3-mini-4k.json");
+  CHECK(phi.spec.shape.fused_qkv);
+  // LoRA on the fused qkv_proj: r·(d + 3d) per layer, not three separate adapters.
+  CHECK(adapter_count(phi.spec.shape, lora_config{16, parse_lora_targets("qkv_proj")}).count() ==
+        32ull * 16 * (3072 + 3 * 3072));
+}
+
+TEST_CASE("MoE: memory counts every expert, FLOPs count the active ones", "[training_args]") {
+  const loaded_model mixtral = load_model_config(data_dir / "configs" / "mixtral-8x7b.json");
+  const params active = active_parameter_count(mixtral.spec.shape);
+  // Two of eight experts: 46.7B total, about 12.9B active.
+  CHECK(active.count() == 46'702'792'704ull - 32ull * 6 * 3 * 4096 * 14336);
+  const token_flops f = flops_per_token(mixtral.spec.shape, training_setup{}, active, 4096,
+                                        flops_convention::six_n, checkpointing::none);
+  CHECK(f.model.count() == 6.0 * static_cast<double>(active.count()));
+}
+
+TEST_CASE("An SFTConfig with LoRA and 4-bit quantisation becomes a QLoRA run", "[training_args]") {
+  const loaded_model m = preset("qwen3-4b");
+  const training_args a = args("sft-qlora.json", m);
+  const run_config& r = a.run;
+  CHECK(r.setup.method == training_method::qlora);
+  CHECK(r.setup.lora.rank == 16);
+  CHECK(r.setup.lora.targets == lora_targets::all_linear());
+  CHECK(r.setup.nf4.double_quant);
+  CHECK(r.activations.batch == 2);
+  CHECK(r.grad_accum_steps == 8);
+  CHECK(r.activations.seq_len == 2048);
+  CHECK(r.activations.attention == attention_impl::flash);
+  CHECK(r.activations.ckpt == checkpointing::full);  // TRL's default
+  CHECK(r.loss.impl == loss_impl::chunked);          // SFTConfig's loss_type default: chunked_nll
+  CHECK(r.setup.optimizer.name == "adamw_torch_fused");
+  CHECK(r.basis == params_basis::exact);
+  CHECK(a.lr_scheduler_type == "cosine");
+  CHECK(a.warmup_steps == 0.05);
+  CHECK(a.ignored == std::vector<std::string>{"output_dir", "report_to"});
+}
+
+TEST_CASE(
+    "SFTConfig defaults: fp32 load, bf16 autocast, checkpointing, chunked loss, batch 8, max_length 1024",
+    "[training_args]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  const training_args a = args("sft-defaults.json", m);
+  CHECK(a.run.setup.method == training_method::full);
+  CHECK(a.run.setup.precision == precision_route::fp32_autocast);  // route B: 16 bytes/param
+  CHECK(a.run.activations.batch == 8);
+  CHECK(a.run.activations.seq_len == 1024);
+  CHECK(a.run.activations.attention == attention_impl::sdpa);
+  CHECK(a.learning_rate == 2e-5);
+  CHECK(estimate_static(m.spec, a.run.setup, a.run.basis).buckets.static_bytes() ==
+        bytes(16 * 8'030'261'248ull));
+  CHECK(a.notes.size() >= 2);  // the float32 load and the max_length default are said
+}
+
+TEST_CASE("TrainingArguments with bf16 on a bf16 model is the third route", "[training_args]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  const training_args a = args("trainer-full.json", m);
+  CHECK(a.config_class == "TrainingArguments");
+  CHECK(a.run.setup.precision == precision_route::bf16_pure);
+  CHECK(a.run.loss.impl == loss_impl::naive);
+  CHECK(estimate_static(m.spec, a.run.setup, a.run.basis).buckets.static_bytes() ==
+        bytes(8 * 8'030'261'248ull));
+  CHECK(std::find(a.ignored.begin(), a.ignored.end(), "train_sampling_strategy") != a.ignored.end());
+}
+
+TEST_CASE("PEFT defaults, DoRA and modules_to_save", "[training_args]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  nlohmann::json j = {{"peft_config", nlohmann::json::object()}};
+  training_args a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.lora.rank == 8);                                       // LoraConfig default
+  CHECK(a.run.setup.lora.targets == parse_lora_targets("q_proj,v_proj"));  // PEFT's llama default
+  j["peft_config"] = {{"r", 16},
+                      {"target_modules", {"q_proj", "v_proj"}},
+                      {"use_dora", true},
+                      {"modules_to_save", {"lm_head"}}};
+  a = training_args_from_json(j, m, "inline");
+  const static_estimate e = estimate_static(m.spec, a.run.setup, params_basis::exact);
+  CHECK(e.adapter_params.count() ==
+        6'815'744ull + 32ull * (4096 + 1024));                // + DoRA magnitudes (out features)
+  CHECK(e.saved_module_params.count() == 128'256ull * 4096);  // a trainable copy of lm_head
+  CHECK(e.trainable_params == e.adapter_params + e.saved_module_params);
+}
+
+TEST_CASE("Invalid training args are errors naming the field", "[training_args][errors]") {
+  const loaded_model m = preset("qwen3-4b");
+  test::require_input_error([&] { (void)args("bad-batch.json", m); }, "/per_device_train_batch_size",
+                            "got -2");
+  test::require_input_error([&] { (void)args("bad-optim.json", m); }, "optimizer", "unknown 'adam'");
+  auto with = [&](nlohmann::json j) { return [j, &m] { (void)training_args_from_json(j, m, "inline"); }; };
+  test::require_input_error(with({{"bf16", true}, {"fp16", true}}), "/bf16", "cannot both");
+  test::require_input_error(with({{"loss_type", "focal"}}), "/loss_type", "unknown 'focal'");
+  test::require_input_error(with({{"lr_scheduler_type", "onecycle"}}), "lr_scheduler_type", "unknown");
+  test::require_input_error(with({{"model_init_kwargs", {{"dtype", "float64"}}}}), "/dtype",
+                            "unknown 'float64'");
+  test::require_input_error(with({{"model_init_kwargs", {{"attn_implementation", "xformers"}}}}),
+                            "attn_implementation");
+  test::require_input_error(with({{"quantization_config", {{"load_in_4bit", true}}}}), "needs a peft_config");
+  test::require_input_error(with({{"peft_config", {{"target_modules", 7}}}}), "/target_modules");
+  test::require_input_error(with({{"config_class", "DPOConfig"}}), "/config_class", "SFTConfig");
+  test::require_input_error(with({{"gradient_checkpointing", "yes"}}), "/gradient_checkpointing",
+                            "true or false");
+}
