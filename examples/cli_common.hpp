@@ -7,10 +7,13 @@
 #include <cstdint>
 #include <cstdio>
 #include <exception>
+#include <filesystem>
+#include <optional>
 #include <string>
 
 #include <CLI/CLI.hpp>
 
+#include <headroom/config_io.hpp>
 #include <headroom/error.hpp>
 
 namespace headroom::cli {
@@ -49,6 +52,26 @@ inline double parse_positive(const std::string& flag, const std::string& text) {
 inline double parse_nonnegative(const std::string& flag, const std::string& text) {
   if (text == "0" || text == "0.0") return 0.0;
   return parse_positive(flag, text);
+}
+
+/// Where the programs look for presets: --preset-dir, $HEADROOM_PRESET_DIR, then the data dir of an
+/// installed program (<prefix>/share/headroom/presets beside <prefix>/bin), then the source tree.
+inline std::vector<std::filesystem::path> program_search_path(const std::string& preset_dir) {
+  std::optional<std::filesystem::path> dir;
+  if (!preset_dir.empty()) dir = preset_dir;
+  std::vector<std::filesystem::path> dirs = preset_search_path(dir);
+  std::error_code ec;
+  const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);
+  if (!ec) {
+    const auto installed = exe.parent_path().parent_path() / "share" / "headroom" / "presets";
+    auto before = dirs.end();  // ahead of the source tree's presets/, when the build knows it
+#ifdef HEADROOM_PRESET_SOURCE_DIR
+    if (!dirs.empty() && dirs.back() == std::filesystem::path(HEADROOM_PRESET_SOURCE_DIR))
+      before = dirs.end() - 1;
+#endif
+    if (std::filesystem::is_directory(installed, ec)) dirs.insert(before, installed);
+  }
+  return dirs;
 }
 
 /// Parses the command line and runs `body`, mapping every failure to the exit-code contract.

@@ -35,7 +35,7 @@ struct run_options {
   std::string ce_chunk;
   std::string fused_ce;
   std::string overhead_gb;
-  std::string args_file;    ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
+  std::string args_file;        ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
   bool fused_ce_given = false;  ///< set from app.count("--fused-ce") after parsing
   bool eager_attention = false;
   bool no_checkpointing = false;
@@ -45,9 +45,7 @@ struct run_options {
   bool no_double_quant = false;
 
   [[nodiscard]] std::vector<std::filesystem::path> search_path() const {
-    std::optional<std::filesystem::path> dir;
-    if (!preset_dir.empty()) dir = preset_dir;
-    return preset_search_path(dir);
+    return program_search_path(preset_dir);
   }
   [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
     return config.empty() ? load_preset(preset, dirs) : load_model_config(config);

@@ -24,7 +24,7 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "micro-batch")->capture_default_str();
   app.add_option("--max-length", max_length, "max_length")->capture_default_str();
   return cli::run(app, argc, argv, [&]() {
-    const auto dirs = preset_search_path();
+    const auto dirs = cli::program_search_path("");
     const loaded_model model = load_preset(preset, dirs);
     const gpu_info gpu = load_gpu(gpu_name, dirs);
     run_config base;
