@@ -22,6 +22,7 @@ struct options {
   cli::run_options run;
   std::string budget_gb;
   std::string fit;
+  std::string solve_gpus;
   bool json = false;
   bool gib = false;
   bool smoke = false;
@@ -162,6 +163,8 @@ int main(int argc, char** argv) {
   cli::add_run_options(app, o.run);
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
+  app.add_option("--solve-gpus", o.solve_gpus, "with a budget: the fewest GPUs per sharding layout, up to N")
+      ->expected(0, 1);
   app.add_flag("--json", o.json, "print one JSON object (docs/json-schema.md)");
   app.add_flag("--gib", o.gib, "add a GiB (2^30 bytes) column");
   app.add_flag("--smoke", o.smoke, "assert the course's numbers; non-zero exit on a miss");
@@ -204,7 +207,24 @@ int main(int argc, char** argv) {
       }
     }
     int code = cli::exit_ok;
-    if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
+    if (app.count("--solve-gpus") > 0) {  // the fewest GPUs for each data-parallel layout
+      if (!budget) throw input_error("--solve-gpus", "needs a budget: --gpu NAME or --budget-gb G");
+      const std::uint64_t most =
+          o.solve_gpus.empty() ? 1024 : cli::parse_count("--solve-gpus", o.solve_gpus, 1u << 16);
+      nlohmann::json rows = nlohmann::json::array();
+      std::string best;
+      text += fmt::format("gpus       fewest GPUs with {} each (tensor {} x pipeline {}):\n",
+                          gb_text(*budget), r.parallel.tensor_parallel, r.parallel.pipeline_parallel);
+      for (const layout_choice& l : layout_choices) {
+        const std::uint64_t n = fewest_gpus(model.spec, r, l, *budget, most);
+        rows.push_back({{"layout", l.name}, {"gpus", n}});
+        text += fmt::format("           {:<38} {}\n", l.name,
+                            n == 0 ? std::string("does not fit") : std::to_string(n));
+        if (n != 0 && best.empty()) best = std::string(l.name);
+      }
+      j["gpus_needed"] = rows;
+      if (best.empty()) code = cli::exit_does_not_fit;
+    } else if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
       const bool seq = o.fit == "seq-len";
       const std::uint64_t best =
           seq ? max_seq_len(model.spec, r, *budget) : max_batch(model.spec, r, *budget);

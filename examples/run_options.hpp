@@ -35,7 +35,15 @@ struct run_options {
   std::string ce_chunk;
   std::string fused_ce;
   std::string overhead_gb;
-  std::string args_file;        ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
+  std::string args_file;
+  std::string gpus = "1";
+  std::string zero;
+  std::string fsdp;
+  std::string tp = "1";
+  std::string pp = "1";
+  bool sp = false;
+  bool offload_optimizer = false;
+  bool offload_params = false;  ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
   bool fused_ce_given = false;  ///< set from app.count("--fused-ce") after parsing
   bool eager_attention = false;
   bool no_checkpointing = false;
@@ -93,6 +101,16 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
   app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
   app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
+  app.add_option("--gpus", o.gpus, "data-parallel GPUs (per-GPU numbers; x --tp x --pp in all)")
+      ->capture_default_str();
+  auto* zero = app.add_option("--zero", o.zero, "DeepSpeed ZeRO stage: 1 | 2 | 3");
+  app.add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard | shard_grad_op | hybrid_shard")
+      ->excludes(zero);
+  app.add_flag("--offload-optimizer", o.offload_optimizer, "optimizer state (and master) in CPU RAM");
+  app.add_flag("--offload-params", o.offload_params, "parameters in CPU RAM (ZeRO-3 / FSDP full shard)");
+  app.add_option("--tp", o.tp, "tensor-parallel degree")->capture_default_str();
+  app.add_flag("--sp", o.sp, "sequence parallelism (with --tp)");
+  app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
@@ -157,6 +175,24 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
 }
 
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
+  r.parallel.data_parallel = parse_count("--gpus", o.gpus, 1u << 20);
+  r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
+  r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);
+  r.parallel.sequence_parallel = o.sp;
+  if (!o.zero.empty()) {
+    if (o.zero != "1" && o.zero != "2" && o.zero != "3")
+      throw input_error("--zero", "unknown '" + o.zero + "'; valid: 1, 2, 3");
+    r.parallel.shard = parse_choice(sharding_names, "zero" + o.zero, "--zero");
+  }
+  if (!o.fsdp.empty()) {
+    r.parallel.shard = parse_choice(sharding_names, o.fsdp, "--fsdp");
+    if (r.parallel.shard == sharding::none || headroom::detail::is_deepspeed(r.parallel.shard))
+      throw input_error("--fsdp", "unknown '" + o.fsdp + "'; valid: full_shard, shard_grad_op, hybrid_shard");
+  }
+  r.parallel.offload_optimizer = o.offload_optimizer;
+  r.parallel.offload_params = o.offload_params;
+  if (o.offload_optimizer && r.parallel.shard == sharding::none)
+    throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if (gpu) r.overhead = overhead_for(*gpu);
   if (!o.overhead_gb.empty()) {
     r.overhead.override_total = true;

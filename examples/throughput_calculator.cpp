@@ -21,7 +21,6 @@ struct options {
   std::string tokens_per_second;
   std::string convention = "6n";
   std::string tokens;
-  std::string gpus = "1";
   std::string lengths;
   std::string matmul_efficiency = "0.7";
   std::string bandwidth_efficiency = "0.8";
@@ -45,7 +44,6 @@ int main(int argc, char** argv) {
                  "measured trained tokens/s per GPU: report MFU and HFU");
   app.add_option("--flops-convention", o.convention, "6n | palm | megatron")->capture_default_str();
   app.add_option("--tokens", o.tokens, "a token budget to train: time and GPU-hours");
-  app.add_option("--gpus", o.gpus, "data-parallel GPUs sharing the token budget")->capture_default_str();
   app.add_option("--lengths", o.lengths, "sequence lengths (CSV or JSON array) for padding waste");
   app.add_flag("--packing", o.packing, "pack sequences (best-fit decreasing, padding-free)");
   app.add_option("--matmul-efficiency", o.matmul_efficiency, "fraction of dense peak large GEMMs reach")
@@ -138,7 +136,7 @@ int main(int argc, char** argv) {
     if (!o.tokens.empty()) {
       const double budget =
           static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
-      const double gpus = static_cast<double>(cli::parse_count("--gpus", o.gpus, 1u << 20));
+      const double gpus = static_cast<double>(r.parallel.gpus());
       const double seconds_total = budget / (tps * gpus);
       j["time_to_train_s"] = seconds_total;
       j["gpu_hours"] = seconds_total * gpus / 3600.0;

@@ -117,6 +117,19 @@ expect "args json" 0 '"config_class": "SFTConfig"' -- --training-args "$data/arg
 expect "args bad" 2 'per_device_train_batch_size: must be a positive integer, got -2' -- --training-args "$data/args/bad-batch.json"
 expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.json" --method lora
 
+# Across GPUs: a 70B full fine-tune reports the GPUs it needs under ZeRO-3 and FSDP with CPU offload.
+expect "solve gpus zero3" 0 'zero3 +[0-9]+$' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
+expect "solve gpus fsdp" 0 'fsdp full_shard \+ cpu offload +[0-9]+' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
+expect "solve json" 0 '"layout": "zero3"' -- --preset llama-3.1-70b-like --gpu h100-sxm --solve-gpus --json
+expect "zero3 per gpu" 0 '"sharding": "zero3"' -- --preset llama-3.1-70b-like --gpus 32 --zero 3 --json
+expect "fsdp offload host" 0 'CPU offload keeps' -- --preset llama-3.1-70b-like --gpus 4 --fsdp full_shard --offload-optimizer --offload-params
+expect "tp sp" 0 '"tensor_parallel": 8' -- --preset llama-3.1-70b-like --tp 8 --sp --json
+expect "bad zero" 2 "--zero: unknown '4'" -- --zero 4
+expect "bad fsdp" 2 "--fsdp: unknown 'zero3'" -- --fsdp zero3
+expect "offload needs sharding" 2 '--offload-optimizer: needs --zero or --fsdp' -- --offload-optimizer
+expect "params offload" 2 'offload_params: needs parameter sharding' -- --zero 2 --offload-params
+expect "solve needs budget" 2 '--solve-gpus: needs a budget' -- --solve-gpus
+
 # throughput_calculator (issue 4): W33 from a measured rate, a prediction that names its convention.
 bin=$dir/throughput_calculator
 expect "W33 mfu" 0 '"mfu": 0\.1455' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000 --json

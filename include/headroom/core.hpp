@@ -15,6 +15,7 @@
 #include "optimizer.hpp"
 #include "overhead.hpp"
 #include "packing.hpp"
+#include "parallel.hpp"
 #include "peak.hpp"
 #include "precision.hpp"
 #include "quantization.hpp"

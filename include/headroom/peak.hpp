@@ -15,6 +15,7 @@
 #include "logits.hpp"
 #include "memory.hpp"
 #include "overhead.hpp"
+#include "parallel.hpp"
 
 namespace headroom {
 
@@ -26,6 +27,7 @@ struct run_config {
   std::uint64_t grad_accum_steps = 1;  ///< gradient_accumulation_steps (>1 keeps grads during forward)
   overhead_config overhead{};
   params_basis basis = params_basis::nominal;
+  parallel_config parallel{};  ///< data/tensor/pipeline parallel layout and sharding (one GPU by default)
 };
 
 enum class step_phase : std::uint8_t { forward_end, backward_start, backward_end, optimizer_step };
@@ -37,7 +39,8 @@ inline constexpr std::array<named<step_phase>, 4> phase_names{
 
 /// The full estimate: each bucket's size, what is alive in each phase, and the peak.
 struct training_estimate {
-  static_estimate statics{};
+  static_estimate statics{};       ///< the whole model's static state (before sharding)
+  sharded_state per_gpu_static{};  ///< one GPU's share under the parallel layout, and what is offloaded
   activation_estimate activations{};
   logits_estimate logits{};
   overhead_estimate overhead{};
@@ -78,13 +81,24 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
   if (r.grad_accum_steps == 0) detail::fail("gradient_accumulation_steps", "must be a positive integer");
   training_estimate e;
   e.statics = estimate_static(spec, r.setup, r.basis);
+  e.per_gpu_static = shard_static(spec.shape, e.statics, r.setup, r.parallel);
   e.activations = estimate_activations(spec.shape, r.setup, r.activations);
+  const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
+  if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
+    auto scale = [&](bytes b) { return bytes(detail::checked_mul(b.count() / tp.den, tp.num)); };
+    e.activations.per_layer_kept = scale(e.activations.per_layer_kept);
+    e.activations.recompute = scale(e.activations.recompute);
+    e.activations.gpu = scale(e.activations.gpu);
+    e.activations.host = scale(e.activations.host);
+  }
   e.logits = estimate_logits(spec.shape, r.setup, r.activations, r.loss);
   e.overhead = estimate_overhead(r.overhead);
   e.paged_state = r.setup.optimizer.paged;
-  const memory_buckets& st = e.statics.buckets;
+  const memory_buckets& st = e.per_gpu_static.per_gpu;
+  const bytes gathered = st.temporaries;  // ZeRO-3 / FSDP: parameters gathered for compute
 
   memory_buckets base = st;  // weights, adapters, master and optimizer state persist all step
+  base.logits = bytes(0);
   base.grads = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none) empties them
   base.overhead = e.overhead.total();
   const bytes kept_activations = e.activations.gpu - e.activations.recompute;
@@ -93,23 +107,30 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
   fwd = base;  // saved tensors of every block (and the one in flight when offloading) + the loss
   fwd.activations =
       kept_activations + (r.activations.ckpt == checkpointing::offload ? e.activations.recompute : bytes(0));
-  fwd.logits = e.logits.forward_peak();
-  fwd.temporaries = detail::autocast_cache(e.statics, r.setup);
+  fwd.logits = detail::div_up(e.logits.forward_peak(), r.parallel.tensor_parallel);  // vocab-parallel head
+  fwd.temporaries = gathered + detail::autocast_cache(e.statics, r.setup);
 
   memory_buckets& bws = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
   bws = base;  // the loss backward runs while the last block is being recomputed
   bws.activations = e.activations.gpu;
-  bws.logits = e.logits.backward_peak();
+  bws.temporaries = gathered;
+  bws.logits = detail::div_up(e.logits.backward_peak(), r.parallel.tensor_parallel);
 
   memory_buckets& bwe = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
   bwe = st;  // all gradients exist; at most the first block's recompute is still alive
   bwe.overhead = e.overhead.total();
   bwe.activations = e.activations.recompute;
+  bwe.temporaries = gathered;
 
   memory_buckets& opt = e.phases[static_cast<std::size_t>(step_phase::optimizer_step)];
   opt = st;
   opt.overhead = e.overhead.total();
-  opt.temporaries = detail::step_temporaries(e.statics, r.setup);
+  // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
+  const std::uint64_t state_shards = (r.parallel.shard == sharding::none ? 1 : r.parallel.data_parallel) *
+                                     r.parallel.tensor_parallel * r.parallel.pipeline_parallel;
+  opt.temporaries = r.parallel.offload_optimizer
+                        ? bytes(0)
+                        : detail::div_up(detail::step_temporaries(e.statics, r.setup), state_shards);
 
   std::size_t peak = 0;
   for (std::size_t i = 1; i < e.phases.size(); ++i)
@@ -118,7 +139,7 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
 
   e.sizes = st;
   e.sizes.activations = e.activations.gpu;
-  e.sizes.logits = e.logits.peak();
+  e.sizes.logits = detail::div_up(e.logits.peak(), r.parallel.tensor_parallel);
   e.sizes.temporaries = fwd.temporaries > opt.temporaries ? fwd.temporaries : opt.temporaries;
   e.sizes.overhead = e.overhead.total();
   return e;
@@ -166,6 +187,40 @@ constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
   });
 }
 
+/// A data-parallel layout the GPU-count solver tries, simplest (least communication) first.
+struct layout_choice {
+  std::string_view name;
+  sharding shard;
+  bool offload_optimizer;
+  bool offload_params;
+};
+inline constexpr std::array<layout_choice, 8> layout_choices{{
+    {"ddp", sharding::none, false, false},
+    {"zero1", sharding::zero1, false, false},
+    {"zero2", sharding::zero2, false, false},
+    {"fsdp full_shard", sharding::fsdp_full, false, false},
+    {"zero3", sharding::zero3, false, false},
+    {"zero3 + offload optimizer", sharding::zero3, true, false},
+    {"fsdp full_shard + cpu offload", sharding::fsdp_full, true, true},
+    {"zero3 + offload optimizer and params", sharding::zero3, true, true},
+}};
+
+/// The fewest data-parallel GPUs (1…max_gpus) with which `layout` fits `budget` per GPU; 0 if none.
+/// Memory per GPU falls as ranks are added, so the first fit is the answer.
+[[nodiscard]] inline std::uint64_t fewest_gpus(const model_spec& spec, run_config r,
+                                               const layout_choice& layout, bytes budget,
+                                               std::uint64_t max_gpus = 1024) {
+  r.parallel.shard = layout.shard;
+  r.parallel.offload_optimizer = layout.offload_optimizer;
+  r.parallel.offload_params = layout.offload_params;
+  for (std::uint64_t n = 1; n <= max_gpus; ++n) {
+    r.parallel.data_parallel = n;
+    if (fits(spec, r, budget)) return n;
+    if (layout.shard == sharding::none) return 0;  // replication: more GPUs never help
+  }
+  return 0;
+}
+
 /// Plain-language notes about an estimate (printed by the text and JSON front ends).
 [[nodiscard]] inline std::vector<std::string> training_notes(const training_estimate& e,
                                                              const run_config& r) {
@@ -182,6 +237,16 @@ constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
         "fragmentation model");
   if (e.activations.host.count() != 0)
     notes.push_back("offloading keeps " + gb_text(e.activations.host) + " of activations in pinned host RAM");
+  if (e.per_gpu_static.host.count() != 0)
+    notes.push_back(
+        "CPU offload keeps " + gb_text(e.per_gpu_static.host) +
+        " of optimizer state / parameters in host RAM per GPU (DeepSpeed's estimator adds a 1.5x buffer)");
+  if (r.parallel.gpus() > 1)
+    notes.push_back(
+        "per GPU, for " + std::to_string(r.parallel.gpus()) + " GPUs (data " +
+        std::to_string(r.parallel.data_parallel) + " x tensor " + std::to_string(r.parallel.tensor_parallel) +
+        " x pipeline " + std::to_string(r.parallel.pipeline_parallel) + ", sharding " +
+        std::string(choice_name(sharding_names, r.parallel.shard)) + "); communication buffers not counted");
   if (r.activations.formula == activation_formula::korthikanti)
     notes.emplace_back(
         "activations by the course's Korthikanti formula (a GPT block with a 4h GELU MLP, +-30% "

@@ -85,7 +85,16 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["peak_phase"] = choice_name(phase_names, e.peak_phase);
   j["total_bytes"] = e.total_bytes().count();
   j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();
-  j["host_bytes"] = e.activations.host.count();
+  j["host_bytes"] = (e.activations.host + e.per_gpu_static.host).count();
+  const parallel_config& par = r.parallel;
+  j["parallel"] = {{"gpus", par.gpus()},
+                   {"data_parallel", par.data_parallel},
+                   {"sharding", choice_name(sharding_names, par.shard)},
+                   {"offload_optimizer", par.offload_optimizer},
+                   {"offload_params", par.offload_params},
+                   {"tensor_parallel", par.tensor_parallel},
+                   {"sequence_parallel", par.sequence_parallel},
+                   {"pipeline_parallel", par.pipeline_parallel}};
   j["activations_detail"] = {{"layer_terms", detail::terms_json(e.activations.layer)},
                              {"model_terms", detail::terms_json(e.activations.model_level)},
                              {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},

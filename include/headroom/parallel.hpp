@@ -1,0 +1,148 @@
+// SPDX-License-Identifier: MIT
+// Across GPUs: ZeRO-1/2/3 and FSDP sharding of each bucket, CPU offload of optimizer state and
+// parameters, tensor / sequence parallelism for activations (Korthikanti et al. 2022), pipeline
+// stages, and a solver for the fewest GPUs and the simplest layout that fit (docs/parallel.md).
+#pragma once
+
+#include <array>
+#include <cstdint>
+#include <string_view>
+
+#include "memory.hpp"
+#include "model.hpp"
+
+namespace headroom {
+
+enum class sharding : std::uint8_t {
+  none,          ///< DDP: every rank holds everything
+  zero1,         ///< DeepSpeed ZeRO-1: optimizer state (and master) partitioned
+  zero2,         ///< + gradients partitioned
+  zero3,         ///< + parameters partitioned, gathered layer by layer
+  fsdp_full,     ///< FSDP full_shard (like ZeRO-3)
+  fsdp_grad_op,  ///< FSDP shard_grad_op (like ZeRO-2)
+  fsdp_hybrid,   ///< FSDP hybrid_shard: full_shard inside a node, replicated across nodes
+};
+inline constexpr std::array<named<sharding>, 7> sharding_names{{{"none", sharding::none},
+                                                                {"zero1", sharding::zero1},
+                                                                {"zero2", sharding::zero2},
+                                                                {"zero3", sharding::zero3},
+                                                                {"full_shard", sharding::fsdp_full},
+                                                                {"shard_grad_op", sharding::fsdp_grad_op},
+                                                                {"hybrid_shard", sharding::fsdp_hybrid}}};
+
+struct parallel_config {
+  std::uint64_t data_parallel = 1;  ///< ranks that shard (or replicate) the state
+  sharding shard = sharding::none;
+  std::uint64_t node_gpus = 8;  ///< hybrid_shard's shard group
+  bool offload_optimizer =
+      false;  ///< ZeRO-Offload / FSDP cpu_offload: master, state (and fp32 grads) in host RAM
+  bool offload_params = false;          ///< ZeRO-3 offload_param / FSDP offload_params: weights in host RAM
+  std::uint64_t tensor_parallel = 1;    ///< t
+  bool sequence_parallel = false;       ///< shard the TP-replicated activations too
+  std::uint64_t pipeline_parallel = 1;  ///< p stages; the first keeps p micro-batches in flight
+  [[nodiscard]] constexpr std::uint64_t gpus() const {
+    return detail::checked_mul(detail::checked_mul(data_parallel, tensor_parallel, "GPUs"), pipeline_parallel,
+                               "GPUs");
+  }
+};
+
+/// One GPU's static state under a layout, and what leaves for host RAM.
+struct sharded_state {
+  memory_buckets per_gpu{};  ///< static buckets on one GPU (temporaries: gathered parameters)
+  bytes host{0};             ///< offloaded to CPU RAM per GPU
+};
+
+namespace detail {
+constexpr bool is_deepspeed(sharding s) {
+  return s == sharding::zero1 || s == sharding::zero2 || s == sharding::zero3;
+}
+constexpr bool shards_params(sharding s) {
+  return s == sharding::zero3 || s == sharding::fsdp_full || s == sharding::fsdp_hybrid;
+}
+/// Parameters of the largest unit gathered at once: a decoder layer (FSDP's wrap unit) or the
+/// embedding / head, whichever is larger (DeepSpeed's "largest layer").
+constexpr std::uint64_t largest_unit_params(const model_shape& m) {
+  std::uint64_t layer = 0, largest = 0;
+  for (const param_tensor& t : parameter_inventory(m)) {
+    if (t.copies == 1)
+      largest = t.numel() > largest ? t.numel() : largest;
+    else
+      layer += t.numel() * (t.copies / m.num_hidden_layers);
+  }
+  return layer > largest ? layer : largest;
+}
+constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
+}  // namespace detail
+
+/// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
+/// optimizer (its estimators' 2P + 18P/N for ZeRO-2 and 4·LL + 18P/N for ZeRO-3 with AdamW);
+/// ZeRO-3 and FSDP gather two units at once (the one computing and the one prefetched).
+[[nodiscard]] constexpr sharded_state shard_static(const model_shape& m, const static_estimate& st,
+                                                   const training_setup& s, const parallel_config& p) {
+  if (p.data_parallel == 0 || p.tensor_parallel == 0 || p.pipeline_parallel == 0 || p.node_gpus == 0)
+    detail::fail("parallel layout", "GPU counts must be positive integers");
+  if (p.offload_params && !detail::shards_params(p.shard))
+    detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
+  if (p.sequence_parallel && p.tensor_parallel == 1)
+    detail::fail("sequence_parallel", "needs tensor_parallel > 1");
+  sharded_state out;
+  memory_buckets b = st.buckets;
+  // Tensor and pipeline parallelism split every layer's weights (norms are small and ignored).
+  const std::uint64_t split = p.tensor_parallel * p.pipeline_parallel;
+  for (bytes memory_buckets::*f :
+       {&memory_buckets::weights, &memory_buckets::adapter_weights, &memory_buckets::grads,
+        &memory_buckets::master, &memory_buckets::optimizer})
+    b.*f = detail::div_up(b.*f, split);
+  const std::uint64_t n = p.shard == sharding::fsdp_hybrid
+                              ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
+                              : p.data_parallel;
+  const bytes fp32_grad_partition =
+      detail::is_deepspeed(p.shard)
+          ? detail::div_up(detail::per_param(st.trainable_params, detail::fp32_bytes), split * n)
+          : bytes(0);
+  if (p.shard != sharding::none) {
+    b.master = detail::div_up(b.master, n);
+    b.optimizer = detail::div_up(b.optimizer, n);
+  }
+  if (p.shard == sharding::zero2 || p.shard == sharding::fsdp_grad_op) b.grads = detail::div_up(b.grads, n);
+  if (detail::shards_params(p.shard)) {
+    b.weights = detail::div_up(b.weights, n);
+    b.adapter_weights = detail::div_up(b.adapter_weights, n);
+    // ZeRO-3 reduce-scatters straight into the fp32 partition; FSDP keeps sharded grads.
+    b.grads = p.shard == sharding::zero3 ? bytes(0) : detail::div_up(b.grads, n);
+    const std::uint64_t unit = detail::ceil_div(detail::largest_unit_params(m), p.tensor_parallel);
+    b.temporaries =
+        bytes(detail::checked_mul(2 * detail::weight_bytes(s.precision), unit, "gathered parameters"));
+  }
+  b.grads += fp32_grad_partition;
+  if (p.offload_optimizer) {
+    out.host += b.master + b.optimizer + fp32_grad_partition;
+    b.master = bytes(0);
+    b.optimizer = bytes(0);
+    b.grads = b.grads - fp32_grad_partition;
+  }
+  if (p.offload_params) {
+    out.host += b.weights + b.adapter_weights;
+    b.weights = bytes(0);
+    b.adapter_weights = bytes(0);
+  }
+  out.per_gpu = b;
+  return out;
+}
+
+/// Activations on one GPU relative to one GPU without model parallelism: Korthikanti et al. 2022 —
+/// tensor parallel keeps sbh·(10 + 24/t + 5as/(ht)) per layer (the 10 is replicated), sequence
+/// parallel sbh·(34/t + 5as/(ht)); the first pipeline stage holds p micro-batches of L/p layers,
+/// i.e. L layers' worth, so pipelining does not shrink it. Returned as numerator/denominator.
+struct activation_scale {
+  std::uint64_t num = 1;
+  std::uint64_t den = 1;
+};
+[[nodiscard]] constexpr activation_scale tensor_parallel_activation_scale(const parallel_config& p) {
+  const std::uint64_t t = p.tensor_parallel;
+  if (t == 1) return {1, 1};
+  if (p.sequence_parallel) return {1, t};
+  return {10 * t + 24, 34 * t};  // (10 + 24/t) / 34 of the 34·sbh part
+}
+
+}  // namespace headroom

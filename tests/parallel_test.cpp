@@ -1,0 +1,151 @@
+// SPDX-License-Identifier: MIT
+// Sharding across GPUs, checked against DeepSpeed's published estimator formulas, tensor/sequence
+// parallel activations (Korthikanti et al. 2022), and the GPU-count solver.
+#include <headroom/parallel.hpp>
+#include <headroom/peak.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+constexpr model_spec llama70{llama_3_1_70b, 70'000'000'000};
+sharded_state shard(const model_spec& spec, sharding s, std::uint64_t n, bool off_opt = false,
+                    bool off_par = false) {
+  parallel_config p;
+  p.shard = s;
+  p.data_parallel = n;
+  p.offload_optimizer = off_opt;
+  p.offload_params = off_par;
+  return shard_static(spec.shape, estimate_static(spec, full_ft), full_ft, p);
+}
+}  // namespace
+
+TEST_CASE("ZeRO-2 matches DeepSpeed's estimator: 2P + 18P/N on the GPU", "[parallel]") {
+  // deepspeed/runtime/zero/stage_1_and_2.py (after PR #5099): 2 fp16 params + (2 fp16 grads +
+  // 4 fp32 grads + 4 fp32 params + 8 Adam)/N. With optimizer offload: 2P.
+  const std::uint64_t P = 70'000'000'000, N = 8;
+  CHECK(shard(llama70, sharding::zero2, N).per_gpu.static_bytes() == bytes(2 * P + 18 * P / N));
+  CHECK(shard(llama70, sharding::zero2, N, true).per_gpu.static_bytes() == bytes(2 * P + 2 * P / N));
+}
+
+TEST_CASE("ZeRO-3 matches DeepSpeed's estimator: 4·LL + 18P/N, 4·LL + 2P/N offloading the optimizer",
+          "[parallel]") {
+  // deepspeed/runtime/zero/stage3.py: GPU 4·largest_layer + 18P/N (no offload), + 2P/N with the
+  // optimizer offloaded, 4·LL with parameters offloaded too. LL = the largest unit gathered at once.
+  const std::uint64_t P = 70'000'000'000, N = 16;
+  // The largest unit is the 128,256 x 8,192 embedding (1.05B), larger than one decoder layer
+  // (8192·(8192 + 2·1024 + 8192) + 3·8192·28672 + 2·8192 = 855,654,400).
+  const std::uint64_t LL = 128'256ull * 8192;  // one decoder layer
+  const sharded_state z3 = shard(llama70, sharding::zero3, N);
+  CHECK(z3.per_gpu.static_bytes() == bytes(18 * P / N));
+  CHECK(z3.per_gpu.temporaries == bytes(4 * LL));
+  const sharded_state off = shard(llama70, sharding::zero3, N, true);
+  CHECK(off.per_gpu.static_bytes() == bytes(2 * P / N));
+  CHECK(off.host == bytes(16 * P / N));  // fp32 master, Adam m and v, fp32 gradient partition
+  const sharded_state both = shard(llama70, sharding::zero3, N, true, true);
+  CHECK(both.per_gpu.static_bytes() == bytes(0));
+  CHECK(both.per_gpu.temporaries == bytes(4 * LL));
+}
+
+TEST_CASE("ZeRO-1, FSDP shard_grad_op and hybrid_shard shard what they promise", "[parallel]") {
+  const std::uint64_t P = 70'000'000'000, N = 8;
+  const memory_buckets z1 = shard(llama70, sharding::zero1, N).per_gpu;
+  CHECK(z1.weights == bytes(2 * P));
+  CHECK(z1.grads == bytes(2 * P + 4 * P / N));
+  CHECK(z1.optimizer == bytes(8 * P / N));
+  const memory_buckets grad_op = shard(llama70, sharding::fsdp_grad_op, N).per_gpu;
+  CHECK(grad_op.weights == bytes(2 * P));
+  CHECK(grad_op.grads == bytes(2 * P / N));
+  const memory_buckets full = shard(llama70, sharding::fsdp_full, N).per_gpu;
+  CHECK(full.static_bytes() == bytes(16 * P / N));
+  parallel_config hybrid;
+  hybrid.shard = sharding::fsdp_hybrid;
+  hybrid.data_parallel = 32;  // four nodes of eight: shard within a node
+  CHECK(shard_static(llama70.shape, estimate_static(llama70, full_ft), full_ft, hybrid)
+            .per_gpu.static_bytes() == bytes(16 * P / 8));
+}
+
+TEST_CASE("Sharding over more GPUs never raises per-GPU memory", "[parallel][property]") {
+  for (const layout_choice& l : layout_choices) {
+    bytes last(~std::uint64_t{0});
+    for (std::uint64_t n : {1u, 2u, 4u, 8u, 16u, 64u}) {
+      run_config r;
+      r.parallel.shard = l.shard;
+      r.parallel.offload_optimizer = l.offload_optimizer;
+      r.parallel.offload_params = l.offload_params;
+      r.parallel.data_parallel = n;
+      const bytes now = estimate_training(llama70, r).total_bytes();
+      INFO(l.name << " at " << n);
+      CHECK(now <= last);
+      last = now;
+    }
+  }
+}
+
+TEST_CASE("Tensor parallelism keeps sbh·(10 + 24/t) per layer, with sequence parallelism 34·sbh/t",
+          "[parallel]") {
+  parallel_config p;
+  p.tensor_parallel = 8;
+  activation_scale s = tensor_parallel_activation_scale(p);
+  CHECK(s.num * 34 * 8 == (10 * 8 + 24) * s.den);  // (10 + 24/8)/34
+  p.sequence_parallel = true;
+  s = tensor_parallel_activation_scale(p);
+  CHECK(s.num == 1);
+  CHECK(s.den == 8);
+  run_config r;
+  r.activations.formula = activation_formula::korthikanti;
+  r.activations.ckpt = checkpointing::none;
+  const bytes one = estimate_training(llama70, r).sizes.activations;
+  r.parallel.tensor_parallel = 8;
+  r.parallel.sequence_parallel = true;
+  CHECK(estimate_training(llama70, r).sizes.activations == bytes(one.count() / 8));
+}
+
+TEST_CASE("Pipeline stages split the weights, not the first stage's activations", "[parallel]") {
+  run_config r;
+  const training_estimate one = estimate_training(llama70, r);
+  r.parallel.pipeline_parallel = 4;
+  const training_estimate four = estimate_training(llama70, r);
+  CHECK(four.sizes.weights == bytes(one.sizes.weights.count() / 4));
+  CHECK(four.sizes.activations == one.sizes.activations);  // p micro-batches of L/p layers in flight
+  CHECK(r.parallel.gpus() == 4);
+}
+
+TEST_CASE("A 70B full fine-tune: the GPUs it needs under ZeRO-3 and under FSDP with CPU offload",
+          "[parallel][solver]") {
+  const bytes h100(80'000'000'000);
+  const std::uint64_t zero3 = fewest_gpus(llama70, run_config{}, layout_choices[4], h100);
+  const std::uint64_t fsdp_offload = fewest_gpus(llama70, run_config{}, layout_choices[6], h100);
+  CHECK(layout_choices[4].name == "zero3");
+  CHECK(layout_choices[6].name == "fsdp full_shard + cpu offload");
+  REQUIRE(zero3 > 0);
+  REQUIRE(fsdp_offload > 0);
+  CHECK(fsdp_offload < zero3);
+  run_config r;
+  r.parallel.shard = sharding::zero3;
+  r.parallel.data_parallel = zero3;
+  CHECK(fits(llama70, r, h100));
+  r.parallel.data_parallel = zero3 - 1;
+  CHECK_FALSE(fits(llama70, r, h100));
+  CHECK(fewest_gpus(llama70, run_config{}, layout_choices[0], h100) == 0);  // DDP never fits 70B
+}
+
+TEST_CASE("Impossible layouts are errors naming the setting", "[parallel][errors]") {
+  parallel_config p;
+  p.offload_params = true;
+  require_input_error(
+      [&] { (void)shard_static(llama70.shape, estimate_static(llama70, full_ft), full_ft, p); },
+      "offload_params", "zero3");
+  p = parallel_config{};
+  p.sequence_parallel = true;
+  require_input_error(
+      [&] { (void)shard_static(llama70.shape, estimate_static(llama70, full_ft), full_ft, p); },
+      "sequence_parallel");
+  p = parallel_config{};
+  p.data_parallel = 0;
+  require_input_error(
+      [&] { (void)shard_static(llama70.shape, estimate_static(llama70, full_ft), full_ft, p); }, "positive");
+}
