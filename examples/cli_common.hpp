@@ -10,6 +10,7 @@
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <vector>
 
 #include <CLI/CLI.hpp>
 
@@ -52,6 +53,45 @@ inline double parse_positive(const std::string& flag, const std::string& text) {
 inline double parse_nonnegative(const std::string& flag, const std::string& text) {
   if (text == "0" || text == "0.0") return 0.0;
   return parse_positive(flag, text);
+}
+
+/// A sweep such as "seq-len=512:32768:x2" (doubling) or "batch=1:64" (step 1, or ":+K").
+struct sweep_spec {
+  std::string dimension;  ///< "seq-len" or "batch"
+  std::vector<std::uint64_t> values;
+};
+inline sweep_spec parse_sweep(const std::string& text) {
+  const auto eq = text.find('=');
+  if (eq == std::string::npos)
+    throw input_error("--sweep", "expected DIM=FROM:TO[:xK|:+K], e.g. seq-len=512:32768:x2");
+  sweep_spec s;
+  s.dimension = text.substr(0, eq);
+  if (s.dimension != "seq-len" && s.dimension != "batch")
+    throw input_error("--sweep", "unknown dimension '" + s.dimension + "'; valid: seq-len, batch");
+  std::vector<std::string> parts;
+  std::string rest = text.substr(eq + 1);
+  for (std::size_t pos; (pos = rest.find(':')) != std::string::npos; rest = rest.substr(pos + 1))
+    parts.push_back(rest.substr(0, pos));
+  parts.push_back(rest);
+  if (parts.size() < 2 || parts.size() > 3) throw input_error("--sweep", "expected FROM:TO or FROM:TO:STEP");
+  const std::uint64_t from = parse_count("--sweep", parts[0], std::uint64_t{1} << 26);
+  const std::uint64_t to = parse_count("--sweep", parts[1], std::uint64_t{1} << 26);
+  if (to < from) throw input_error("--sweep", "TO must not be below FROM");
+  bool geometric = false;
+  std::uint64_t step = 1;
+  if (parts.size() == 3) {
+    const std::string& st = parts[2];
+    if (st.size() < 2 || (st[0] != 'x' && st[0] != '+'))
+      throw input_error("--sweep", "STEP must be xK or +K");
+    geometric = st[0] == 'x';
+    step = parse_count("--sweep", st.substr(1), 1u << 20);
+    if (geometric && step < 2) throw input_error("--sweep", "a geometric step must be at least x2");
+  }
+  for (std::uint64_t v = from; v <= to; v = geometric ? v * step : v + step) {
+    s.values.push_back(v);
+    if (s.values.size() > 4096) throw input_error("--sweep", "more than 4,096 values");
+  }
+  return s;
 }
 
 /// Where the programs look for presets: --preset-dir, $HEADROOM_PRESET_DIR, then the data dir of an

@@ -3,6 +3,7 @@
 // computes it. --csv prints step,lr rows for steps 0…total; otherwise a chart is drawn in the terminal.
 #include <algorithm>
 #include <cstdint>
+#include <cstdio>
 #include <optional>
 #include <string>
 #include <vector>
@@ -10,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <headroom/schedules.hpp>
+#include <headroom/svg.hpp>
 
 #include "cli_common.hpp"
 
@@ -49,6 +51,7 @@ int main(int argc, char** argv) {
   std::string type = "linear", peak = "5e-5", warmup = "0", total, decay_steps, stable_steps, decay_type,
               warmup_type, min_lr_ratio, num_cycles, min_lr, min_lr_rate, lr_end, power;
   bool csv = false;
+  std::string svg;
   app.add_option("--type", type, "lr_scheduler_type: linear, cosine, warmup_stable_decay, ...")
       ->capture_default_str();
   app.add_option("--peak", peak, "peak (base) learning rate")->capture_default_str();
@@ -68,6 +71,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr-end", lr_end, "polynomial: final learning rate (default 1e-7)");
   app.add_option("--power", power, "polynomial: power (default 1)");
   app.add_flag("--csv", csv, "print step,lr rows for steps 0..total");
+  app.add_option("--svg", svg, "write the curve as an SVG file");
   return cli::run(app, argc, argv, [&]() {
     schedule_config c;
     c.type = parse_choice(schedule_names, type, "--type");
@@ -87,6 +91,19 @@ int main(int argc, char** argv) {
     if (!lr_end.empty()) c.lr_end = cli::parse_nonnegative("--lr-end", lr_end);
     if (!power.empty()) c.power = cli::parse_positive("--power", power);
     validate(c);
+    if (!svg.empty()) {
+      std::vector<double> steps, lrs;
+      for (std::uint64_t t = 0; t <= c.total_steps; ++t) {
+        steps.push_back(static_cast<double>(t));
+        lrs.push_back(learning_rate(c, t));
+      }
+      const std::string chart = svg_line_chart(type + " schedule, peak " + fmt::format("{:g}", c.peak_lr),
+                                               "optimizer step", "learning rate", steps, lrs);
+      std::FILE* f = std::fopen(svg.c_str(), "w");
+      if (f == nullptr) throw input_error("--svg", "cannot write '" + svg + "'");
+      std::fputs(chart.c_str(), f);
+      std::fclose(f);
+    }
     if (csv) {
       fmt::print("step,lr\n");
       for (std::uint64_t t = 0; t <= c.total_steps; ++t) fmt::print("{},{:.12g}\n", t, learning_rate(c, t));

@@ -11,6 +11,7 @@
 #include <fmt/format.h>
 
 #include <headroom/headroom.hpp>
+#include <headroom/svg.hpp>
 
 #include "run_options.hpp"
 
@@ -23,6 +24,9 @@ struct options {
   std::string budget_gb;
   std::string fit;
   std::string solve_gpus;
+  std::string sweep;
+  std::string svg;
+  bool csv = false;
   bool json = false;
   bool gib = false;
   bool smoke = false;
@@ -155,6 +159,58 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
   return r.failures == 0 ? cli::exit_ok : cli::exit_bad_input;
 }
 
+/// One estimate per swept value: CSV rows, an SVG chart, or a compact table.
+int sweep(const loaded_model& model, const run_config& base, const options& o,
+          const std::optional<bytes>& budget) {
+  const cli::sweep_spec spec = cli::parse_sweep(o.sweep.empty() ? "seq-len=512:32768:x2" : o.sweep);
+  const bool seq = spec.dimension == "seq-len";
+  std::vector<std::string> xs;
+  std::vector<chart_series> series;
+  for (const bucket_field& f : bucket_fields) series.push_back({std::string(f.name), {}});
+  std::string csv = std::string(seq ? "seq_len" : "batch");
+  for (const bucket_field& f : bucket_fields) csv += "," + std::string(f.name);
+  csv += ",total_bytes,peak_phase" + std::string(budget ? ",fits" : "") + "\n";
+  std::string table;
+  bool all_fit = true;
+  for (std::uint64_t v : spec.values) {
+    run_config r = base;
+    (seq ? r.activations.seq_len : r.activations.batch) = v;
+    const training_estimate e = estimate_training(model.spec, r);
+    const memory_buckets& b = e.at_peak();
+    xs.push_back(std::to_string(v));
+    csv += std::to_string(v);
+    for (std::size_t k = 0; k < bucket_fields.size(); ++k) {
+      const bytes part = b.*bucket_fields[k].member;
+      series[k].values.push_back(in_gb(part));
+      csv += "," + std::to_string(part.count());
+    }
+    const bool ok = !budget || fits(e, *budget);
+    all_fit = all_fit && ok;
+    csv += "," + std::to_string(e.total_bytes().count()) + "," +
+           std::string(choice_name(phase_names, e.peak_phase)) +
+           (budget ? std::string(ok ? ",true" : ",false") : std::string()) + "\n";
+    table +=
+        fmt::format("{:>10} {:>12.3f} GB  {}{}\n", v, in_gb(e.total_bytes()),
+                    choice_name(phase_names, e.peak_phase), budget ? (ok ? "  fits" : "  does not fit") : "");
+  }
+  if (!o.svg.empty()) {
+    const std::string title = model.name + " " + std::string(choice_name(method_names, base.setup.method)) +
+                              ": peak memory by bucket";
+    const std::string chart =
+        svg_stacked_chart(title, seq ? "sequence length (tokens)" : "micro-batch",
+                          "GB (1e9 bytes) at the peak phase", xs, series, budget ? in_gb(*budget) : 0.0);
+    std::FILE* f = std::fopen(o.svg.c_str(), "w");
+    if (f == nullptr) throw input_error("--svg", "cannot write '" + o.svg + "'");
+    std::fputs(chart.c_str(), f);
+    std::fclose(f);
+  }
+  if (o.csv)
+    fmt::print("{}", csv);
+  else if (o.svg.empty() || !o.sweep.empty())
+    fmt::print("{:>10} {:>15}  peak phase\n{}", seq ? "seq-len" : "batch", "total", table);
+  return all_fit ? cli::exit_ok : cli::exit_does_not_fit;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -163,6 +219,10 @@ int main(int argc, char** argv) {
   cli::add_run_options(app, o.run);
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
+  app.add_option("--sweep", o.sweep, "seq-len=FROM:TO[:xK|:+K] or batch=...: one estimate per value");
+  app.add_flag("--csv", o.csv, "with --sweep: CSV rows of the peak-phase buckets in bytes");
+  app.add_option("--svg", o.svg,
+                 "write a stacked-bucket chart of the peak against the sweep (default seq-len=512:32768:x2)");
   app.add_option("--solve-gpus", o.solve_gpus, "with a budget: the fewest GPUs per sharding layout, up to N")
       ->expected(0, 1);
   app.add_flag("--json", o.json, "print one JSON object (docs/json-schema.md)");
@@ -191,6 +251,7 @@ int main(int argc, char** argv) {
     if (!o.fit.empty() && !budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
 
     const training_estimate e = estimate_training(model.spec, r);
+    if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, r, o, budget);
     nlohmann::json j = training_estimate_json(model, r, e, budget);
     std::string text = format_training_table(model, r, e, o.gib, budget);
     if (args) {  // what the config said, what was assumed, what was ignored

@@ -7,4 +7,5 @@
 #include "core.hpp"
 #include "report_json.hpp"
 #include "report_text.hpp"
+#include "svg.hpp"
 #include "training_args.hpp"
