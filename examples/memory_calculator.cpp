@@ -27,6 +27,7 @@ struct options {
   std::string sweep;
   std::string svg;
   bool csv = false;
+  bool explain = false;
   bool json = false;
   bool gib = false;
   bool smoke = false;
@@ -220,6 +221,7 @@ int main(int argc, char** argv) {
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
   app.add_option("--sweep", o.sweep, "seq-len=FROM:TO[:xK|:+K] or batch=...: one estimate per value");
+  app.add_flag("--explain", o.explain, "follow every number with its formula, shapes and source");
   app.add_flag("--csv", o.csv, "with --sweep: CSV rows of the peak-phase buckets in bytes");
   app.add_option("--svg", o.svg,
                  "write a stacked-bucket chart of the peak against the sweep (default seq-len=512:32768:x2)");
@@ -254,6 +256,7 @@ int main(int argc, char** argv) {
     if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, r, o, budget);
     nlohmann::json j = training_estimate_json(model, r, e, budget);
     std::string text = format_training_table(model, r, e, o.gib, budget);
+    if (o.explain) text += "\n" + format_explanation(model, r, e);
     if (args) {  // what the config said, what was assumed, what was ignored
       j["training_args"] = {{"config_class", args->config_class},
                             {"notes", args->notes},

@@ -130,6 +130,19 @@ expect "offload needs sharding" 2 '--offload-optimizer: needs --zero or --fsdp' 
 expect "params offload" 2 'offload_params: needs parameter sharding' -- --zero 2 --offload-params
 expect "solve needs budget" 2 '--solve-gpus: needs a budget' -- --solve-gpus
 
+# Output people would rather look at: sweeps as CSV, SVG charts, --explain.
+svg=$(mktemp --suffix=.svg)
+expect "sweep table" 1 '16384 +39\.565 GB  backward_start  does not fit' -- --preset qwen3-4b --method qlora --gpu rtx-4090 --sweep seq-len=1024:32768:x2
+expect "sweep csv" 0 '^seq_len,weights,adapter_weights,grads,master,optimizer,activations,logits,temporaries,overhead,total_bytes,peak_phase$' -- --preset qwen3-4b --method qlora --sweep seq-len=512:2048:x2 --csv
+expect "sweep batch" 0 '^4,' -- --preset qwen3-4b --method qlora --sweep batch=1:4 --csv
+expect "svg written" 0 '' -- --preset qwen3-4b --method qlora --svg "$svg"
+if grep -q '</svg>' "$svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL svg content"; fi
+expect "bad sweep" 2 "--sweep: unknown dimension 'rank'" -- --sweep rank=1:8
+expect "bad sweep step" 2 '--sweep: a geometric step must be at least x2' -- --sweep seq-len=512:1024:x1
+expect "explain" 0 'per layer flash-attn q, k, v' -- --preset qwen3-4b --method lora --explain
+expect "explain optimizer" 0 'optimizer adamw_torch: 2 state' -- --preset qwen3-4b --explain
+rm -f "$svg"
+
 # throughput_calculator (issue 4): W33 from a measured rate, a prediction that names its convention.
 bin=$dir/throughput_calculator
 expect "W33 mfu" 0 '"mfu": 0\.1455' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000 --json
@@ -159,6 +172,10 @@ stable=$(awk -F, 'NR > 1 && $1 >= 10 && $1 < 80 && $2 != "0.0002"' <<<"$wsd" | w
 if [[ $stable -eq 0 ]] && row "$wsd" 100 0 && row "$wsd" 9 0.00018; then passed=$((passed + 1)); else
   failed=$((failed + 1)); echo "FAIL W27 csv"; fi
 expect "chart" 0 '\*' -- --type cosine --peak 2e-4 --warmup 10 --total 100
+lr_svg=$(mktemp --suffix=.svg)
+expect "lr svg" 0 'step,lr' -- --type cosine --peak 2e-4 --warmup 10 --total 100 --csv --svg "$lr_svg"
+if grep -q '<polyline' "$lr_svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL lr svg"; fi
+rm -f "$lr_svg"
 expect "fraction warmup" 0 'warmup 5 of 100 steps' -- --type linear --peak 1e-4 --warmup 0.05 --total 100
 expect "wsd needs decay" 2 'num_decay_steps: is required' -- --type warmup_stable_decay --peak 1e-4 --total 100
 expect "bad type" 2 "--type: unknown 'onecycle'" -- --type onecycle --total 100

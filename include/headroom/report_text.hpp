@@ -147,4 +147,90 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   return line.out;
 }
 
+/// Every bucket followed by its formula, the shapes it used and its source (--explain).
+[[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
+                                                    const training_estimate& e) {
+  detail::text_lines line;
+  const model_shape& m = model.spec.shape;
+  const training_setup& s = r.setup;
+  const static_estimate& st = e.statics;
+  const std::uint64_t wb = detail::weight_bytes(s.precision), mb = detail::master_bytes(s.precision);
+  const std::uint64_t pb = detail::optimizer_param_bytes(s.precision);
+  auto gb = [](bytes b) { return gb_text(b); };
+  line("explain    shapes: d " + std::to_string(m.hidden_size) + ", layers " +
+       std::to_string(m.num_hidden_layers) + ", heads " + std::to_string(m.num_attention_heads) + " (KV " +
+       std::to_string(m.num_key_value_heads) + ", head_dim " + std::to_string(m.head_dim) + "), d_ff " +
+       std::to_string(is_moe(m) ? m.moe_intermediate_size : m.intermediate_size) + ", V " +
+       std::to_string(m.vocab_size) + (m.tie_word_embeddings ? ", tied head" : ", untied head") + " (" +
+       model.origin + ")");
+  line(
+      fmt::format("  params   {} from the inventory (embedding + L·(attention + MLP + norms) + final "
+                  "norm{}); priced on {} = {}",
+                  with_commas(st.model_params.count()), m.tie_word_embeddings ? "" : " + lm_head",
+                  st.basis == params_basis::nominal ? "the nominal N" : "the exact N",
+                  with_commas(st.priced_params.count())));
+  if (s.method == training_method::qlora && st.layout == qlora_layout::uniform_nominal)
+    line(fmt::format(
+        "  weights  N x {} bits / 8 = {} (NF4 4 + 8/64 + 32/(64·256) bits, bitsandbytes quantize_4bit; "
+        "course W08)",
+        static_cast<double>(nf4_bits_per_param(s.nf4).millibits()) / 1000, gb(st.buckets.weights)));
+  else if (s.method == training_method::qlora)
+    line(
+        fmt::format("  weights  Σ over nn.Linear weights ⌈n/2⌉ + ⌈n/64⌉ + 4·⌈n/16384⌉ bytes, the rest at {} "
+                    "B = {} (bitsandbytes)",
+                    wb, gb(st.buckets.weights)));
+  else
+    line(fmt::format("  weights  N x {} B ({}) = {} (course: the four buckets)", wb,
+                     detail::fp32_weights(s.precision) ? "fp32 weights" : "bf16 weights",
+                     gb(st.buckets.weights)));
+  if (s.method != training_method::full)
+    line(fmt::format(
+        "  adapters A = Σ r·(in + out) over {} at r {} = {} params (peft lora/layer.py); x {} B = {}",
+        lora_targets_text(s.lora.targets), s.lora.rank, with_commas(st.adapter_params.count()), wb,
+        gb(st.buckets.adapter_weights)));
+  line(fmt::format("  grads    {} trainable x {} B{} = {}", with_commas(st.trainable_params.count()), wb,
+                   s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb(st.buckets.grads)));
+  line(fmt::format("  master   {} trainable x {} B ({}) = {}", with_commas(st.trainable_params.count()), mb,
+                   mb != 0 ? "fp32 master copy, route A" : "no master copy on this route",
+                   gb(st.buckets.master)));
+  line(fmt::format("  optimizer {}: {} state(s) per value, {} (params seen at {} B) = {} — {}",
+                   s.optimizer.name, static_cast<int>(s.optimizer.states),
+                   s.optimizer.storage == state_storage::blockwise_8bit
+                       ? "uint8 + fp32 absmax per " + std::to_string(s.optim.block_size) + " values"
+                   : s.optimizer.factored                       ? "factored rows + cols in fp32"
+                   : s.optimizer.storage == state_storage::fp32 ? "fp32"
+                                                                : "in the parameter dtype",
+                   pb, gb(st.buckets.optimizer), s.optimizer.source));
+  const activation_config& a = r.activations;
+  line(
+      fmt::format("  activations t = b·s = {} x {} tokens; {} formula; checkpointing {}: L x {} kept + {} "
+                  "model-level + {} "
+                  "recomputing = {}",
+                  a.batch, a.seq_len, choice_name(activation_formula_names, a.formula),
+                  choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
+                  gb(e.activations.model_level.total()), gb(e.activations.recompute), gb(e.activations.gpu)));
+  for (const activation_term& t : e.activations.layer)
+    if (t.amount.count() != 0)
+      line(fmt::format("      per layer {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()),
+                       t.reason));
+  for (const activation_term& t : e.activations.model_level)
+    line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
+  line(fmt::format("  logits   loss {}: forward {} / backward {} (docs/logits.md)",
+                   choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()),
+                   gb(e.logits.backward_peak())));
+  for (const activation_term& t : e.logits.backward)
+    line(fmt::format("      backward  {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
+  line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
+                   gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
+                   gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),
+                   e.overhead.overridden ? " (measured, --overhead-gb)" : " (course W38: 1-2 GB)"));
+  if (r.parallel.gpus() > 1)
+    line(fmt::format("  per GPU  sharding {} over {} ranks, tensor {}, pipeline {} (docs/parallel.md)",
+                     choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel,
+                     r.parallel.tensor_parallel, r.parallel.pipeline_parallel));
+  line(fmt::format("  peak     the largest phase, {}: the sum of what is alive then = {}",
+                   choice_name(phase_names, e.peak_phase), gb(e.total_bytes())));
+  return line.out;
+}
+
 }  // namespace headroom

@@ -154,6 +154,7 @@ inline std::string axes(const frame& f, double y_max, const std::string& y_label
     throw input_error("chart", "needs at least two matching points");
   detail::frame f;
   f.right = 30;
+  f.left = 100;  // room for tick labels such as 0.000158
   const double x_max = std::max(*std::max_element(xs.begin(), xs.end()), 1e-300);
   double y_max = *std::max_element(ys.begin(), ys.end());
   y_max = y_max <= 0 ? 1 : y_max * 1.05;
