@@ -284,9 +284,24 @@ int main(int argc, char** argv) {
         rows.push_back({{"layout", l.name}, {"gpus", n}});
         text += fmt::format("           {:<38} {}\n", l.name,
                             n == 0 ? std::string("does not fit") : std::to_string(n));
-        if (n != 0 && best.empty()) best = std::string(l.name);
+        if (n != 0 && best.empty()) best = std::string(l.name) + " on " + std::to_string(n);
       }
       j["gpus_needed"] = rows;
+      // The cheapest: the fewest GPUs; among equals, the layout with the least communication (listed first).
+      std::uint64_t fewest = 0;
+      std::string cheapest;
+      for (const auto& row : rows) {
+        const auto n = row.at("gpus").get<std::uint64_t>();
+        if (n != 0 && (fewest == 0 || n < fewest)) {
+          fewest = n;
+          cheapest = row.at("layout").get<std::string>();
+        }
+      }
+      if (fewest != 0) {
+        j["cheapest"] = {{"layout", cheapest}, {"gpus", fewest}};
+        text += fmt::format("cheapest   {} on {} GPU(s); the simplest layout that fits is {}\n", cheapest,
+                            fewest, best);
+      }
       if (best.empty()) code = cli::exit_does_not_fit;
     } else if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
       const bool seq = o.fit == "seq-len";

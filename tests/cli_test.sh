@@ -120,6 +120,8 @@ expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.
 # Across GPUs: a 70B full fine-tune reports the GPUs it needs under ZeRO-3 and FSDP with CPU offload.
 expect "solve gpus zero3" 0 'zero3 +[0-9]+$' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
 expect "solve gpus fsdp" 0 'fsdp full_shard \+ cpu offload +[0-9]+' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
+expect "solve cheapest" 0 'cheapest +.* on [0-9]+ GPU' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
+expect "unknown type with family" 0 '"model_type": "my_llama_variant"' -- --config "$data/unknown_model_type_with_family.json" --json
 expect "solve json" 0 '"layout": "zero3"' -- --preset llama-3.1-70b-like --gpu h100-sxm --solve-gpus --json
 expect "zero3 per gpu" 0 '"sharding": "zero3"' -- --preset llama-3.1-70b-like --gpus 32 --zero 3 --json
 expect "fsdp offload host" 0 'CPU offload keeps' -- --preset llama-3.1-70b-like --gpus 4 --fsdp full_shard --offload-optimizer --offload-params

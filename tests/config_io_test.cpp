@@ -96,6 +96,12 @@ TEST_CASE("Loader errors name the file, the key and what was wrong", "[config_io
   require_input_error(load("does-not-exist.json"), "does-not-exist.json", "cannot open");
 }
 
+TEST_CASE("An unknown model_type loads when the file names its shape family", "[config_io]") {
+  const loaded_model m = load_model_config(data_dir / "unknown_model_type_with_family.json");
+  CHECK(m.model_type == "my_llama_variant");
+  CHECK(parameter_count(m.spec.shape).count() == 8'030'261'248);
+}
+
 TEST_CASE("An unknown preset lists the valid names, paths are not preset names", "[config_io][errors]") {
   require_input_error([] { (void)load_preset("llama-9b", source_presets); }, "preset", "unknown 'llama-9b'",
                       "llama-3.1-8b-like", "qwen3-4b");

@@ -132,11 +132,17 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   loaded_model out;
   out.origin = origin;
   out.model_type = detail::read_string_or(j, "model_type", origin, "");
+  // A model_type headroom does not know can still load when the file says which supported family its
+  // shapes follow: "_headroom": {"architecture": "llama"}.
+  std::string family = out.model_type;
+  if (const auto meta = j.find("_headroom"); meta != j.end() && meta->is_object())
+    family = detail::read_string_or(*meta, "architecture", origin + ": /_headroom", family);
   const auto arch = std::find_if(architectures.begin(), architectures.end(),
-                                 [&](const architecture& a) { return a.model_type == out.model_type; });
+                                 [&](const architecture& a) { return a.model_type == family; });
   if (arch == architectures.end())
     throw input_error(detail::key_path(origin, "model_type"),
-                      "unsupported '" + out.model_type + "'; supported: " + supported_model_types());
+                      "unsupported '" + family + "'; supported: " + supported_model_types() +
+                          " (or give the shapes' family in \"_headroom\": {\"architecture\": ...})");
 
   model_shape& m = out.spec.shape;
   m.hidden_size = read_count(j, "hidden_size", origin);
