@@ -20,6 +20,12 @@ class input_error : public std::invalid_argument {
   std::string field_;
 };
 
+/// A product or sum too large for 64 bits: the input is absurd, and no budget can hold the result.
+class overflow_error : public input_error {
+ public:
+  using input_error::input_error;
+};
+
 namespace detail {
 // Not constexpr on purpose: reaching it during constant evaluation is a compile error naming the
 // call, and at run time it throws input_error (the fmt/mp-units trick).

@@ -149,8 +149,13 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
 [[nodiscard]] constexpr bool fits(const training_estimate& e, bytes budget) {
   return e.total_bytes() <= budget;
 }
-[[nodiscard]] constexpr bool fits(const model_spec& spec, const run_config& r, bytes budget) {
-  return fits(estimate_training(spec, r), budget);
+/// The same from a configuration; one too large for 64-bit bytes does not fit any budget.
+[[nodiscard]] inline bool fits(const model_spec& spec, const run_config& r, bytes budget) {
+  try {
+    return fits(estimate_training(spec, r), budget);
+  } catch (const overflow_error&) {
+    return false;
+  }
 }
 
 inline constexpr std::uint64_t max_solver_seq_len = std::uint64_t{1} << 26;
@@ -172,7 +177,7 @@ constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
 }  // namespace detail
 
 /// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none).
-[[nodiscard]] constexpr std::uint64_t max_seq_len(const model_spec& spec, run_config r, bytes budget) {
+[[nodiscard]] inline std::uint64_t max_seq_len(const model_spec& spec, run_config r, bytes budget) {
   return detail::largest_fitting(max_solver_seq_len, [&](std::uint64_t s) {
     r.activations.seq_len = s;
     return fits(spec, r, budget);
@@ -180,7 +185,7 @@ constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
 }
 
 /// The largest micro-batch that fits: fits at the answer, not at answer + 1 (0 if none).
-[[nodiscard]] constexpr std::uint64_t max_batch(const model_spec& spec, run_config r, bytes budget) {
+[[nodiscard]] inline std::uint64_t max_batch(const model_spec& spec, run_config r, bytes budget) {
   return detail::largest_fitting(max_solver_batch, [&](std::uint64_t b) {
     r.activations.batch = b;
     return fits(spec, r, budget);

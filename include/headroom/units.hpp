@@ -15,12 +15,15 @@ namespace detail {
 inline constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
 
 /// a·b, or an input_error naming `what` if the product does not fit in 64 bits.
+[[noreturn]] inline void fail_overflow(const char* what) {
+  throw overflow_error(what, "overflows 64-bit arithmetic");
+}
 constexpr std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* what = "product") {
-  if (a != 0 && b > u64_max / a) fail(what, "overflows 64-bit arithmetic");
+  if (a != 0 && b > u64_max / a) fail_overflow(what);
   return a * b;
 }
 constexpr std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what = "sum") {
-  if (b > u64_max - a) fail(what, "overflows 64-bit arithmetic");
+  if (b > u64_max - a) fail_overflow(what);
   return a + b;
 }
 constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
