@@ -196,11 +196,12 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
 
   // LoRA: lora_B saves lora_A's output (t × r) for every adapted module.
   std::uint64_t adapter_rows = 0;
-  const auto present = parameter_inventory(m);
-  auto has = [&](mn mod) {
-    for (const param_tensor& p : present)
-      if (p.module == mod) return true;
-    return false;
+  auto has = [&](mn mod) {  // which projections this architecture has (Phi-3 fuses some)
+    if (mod == mn::q_proj || mod == mn::k_proj || mod == mn::v_proj) return !m.fused_qkv;
+    if (mod == mn::qkv_proj) return m.fused_qkv;
+    if (mod == mn::gate_proj || mod == mn::up_proj) return !m.fused_gate_up;
+    if (mod == mn::gate_up_proj) return m.fused_gate_up;
+    return true;
   };
   for (mn mod : {mn::q_proj, mn::k_proj, mn::v_proj, mn::o_proj, mn::qkv_proj})
     if (detail::adapted(s, mod) && has(mod)) adapter_rows += t;

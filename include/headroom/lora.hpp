@@ -109,13 +109,13 @@ struct lora_config {
 
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
 
-/// The adapter tensors: A (r × in) and B (out × r) for each targeted linear weight.
-[[nodiscard]] constexpr param_inventory adapter_inventory(const model_shape& m, const lora_config& c) {
+/// The adapter tensors: A (r × in) and B (out × r) for each targeted linear weight of `base`.
+[[nodiscard]] constexpr param_inventory adapter_inventory(const param_inventory& base, const lora_config& c) {
   if (c.rank == 0) detail::fail("rank", "must be a positive integer");
   if (c.rank > max_lora_rank) detail::fail("rank", "is absurdly large");
   if (c.targets.mask == 0) detail::fail("target_modules", "selects no module");
   param_inventory out;
-  for (const param_tensor& t : parameter_inventory(m)) {
+  for (const param_tensor& t : base) {
     const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
     if (!linear || !c.targets.contains(t.module)) continue;
     out.add({t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});  // lora_A
@@ -126,11 +126,15 @@ inline constexpr std::uint64_t max_lora_rank = 1u << 16;
   if (out.size == 0) detail::fail("target_modules", "matches no module of this model");
   return out;
 }
+[[nodiscard]] constexpr param_inventory adapter_inventory(const model_shape& m, const lora_config& c) {
+  return adapter_inventory(parameter_inventory(m), c);
+}
 
 /// The trainable copies PEFT's modules_to_save keeps (the frozen original stays in the base).
-[[nodiscard]] constexpr param_inventory saved_module_inventory(const model_shape& m, const lora_config& c) {
+[[nodiscard]] constexpr param_inventory saved_module_inventory(const param_inventory& base,
+                                                               const lora_config& c) {
   param_inventory out;
-  for (const param_tensor& t : parameter_inventory(m))
+  for (const param_tensor& t : base)
     if (c.modules_to_save.contains(t.module)) out.add(t);
   return out;
 }

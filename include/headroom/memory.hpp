@@ -155,9 +155,9 @@ constexpr bytes inventory_state(const param_inventory& inv, const training_setup
 
 /// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
 /// get_modules_to_not_convert); everything else keeps the load dtype.
-constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup& s) {
+constexpr bytes qlora_realistic_base(const param_inventory& base, const training_setup& s) {
   bytes total{0};
-  for (const param_tensor& t : parameter_inventory(m)) {
+  for (const param_tensor& t : base) {
     const bool quantised = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
     total += quantised ? nf4_tensor_bytes(t.numel(), s.nf4) * t.copies
                        : per_param(t.total(), weight_bytes(s.precision));
@@ -171,7 +171,8 @@ constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup&
 [[nodiscard]] constexpr static_estimate estimate_static(const model_spec& spec, const training_setup& s,
                                                         params_basis basis = params_basis::nominal) {
   static_estimate e;
-  e.model_params = parameter_count(spec.shape);
+  const param_inventory inventory = parameter_inventory(spec.shape);  // built once, used below
+  for (const param_tensor& t : inventory) e.model_params += t.total();
   e.basis = (basis == params_basis::nominal && spec.nominal_params != 0) ? params_basis::nominal
                                                                          : params_basis::exact;
   e.priced_params = e.basis == params_basis::nominal ? params(spec.nominal_params) : e.model_params;
@@ -182,7 +183,7 @@ constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup&
     e.trainable_params = e.priced_params;
     b.weights = detail::per_param(e.priced_params, wb);
     if (e.basis == params_basis::exact || shape_dependent(s.optimizer)) {
-      b.optimizer = detail::inventory_state(parameter_inventory(spec.shape), s);
+      b.optimizer = detail::inventory_state(inventory, s);
       e.optimizer_from_shapes = e.basis == params_basis::nominal;
     } else {  // one lumped tensor of N parameters: block overheads amortised exactly
       param_inventory lumped;
@@ -190,8 +191,8 @@ constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup&
       b.optimizer = detail::inventory_state(lumped, s);
     }
   } else {
-    const param_inventory adapters = adapter_inventory(spec.shape, s.lora);
-    const param_inventory saved = saved_module_inventory(spec.shape, s.lora);
+    const param_inventory adapters = adapter_inventory(inventory, s.lora);
+    const param_inventory saved = saved_module_inventory(inventory, s.lora);
     for (const param_tensor& t : adapters) e.adapter_params += t.total();
     for (const param_tensor& t : saved) e.saved_module_params += t.total();
     e.trainable_params = e.adapter_params + e.saved_module_params;
@@ -204,7 +205,7 @@ constexpr bytes qlora_realistic_base(const model_shape& m, const training_setup&
       b.weights = nf4_nominal_bytes(e.priced_params, s.nf4);
     } else {
       e.layout = qlora_layout::realistic;
-      b.weights = detail::qlora_realistic_base(spec.shape, s);
+      b.weights = detail::qlora_realistic_base(inventory, s);
     }
   }
   b.grads = detail::per_param(e.trainable_params, wb);
