@@ -3,7 +3,6 @@
 // 10^6 configurations, and the CLI's work end to end (load a preset, estimate, print). Run by
 // bench/run.sh, not by CI; results in docs/performance.md.
 #include <benchmark/benchmark.h>
-
 #include <cstdint>
 #include <string>
 

@@ -7,7 +7,8 @@
 #include <headroom/training_args.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
-  static const headroom::loaded_model model = headroom::load_preset("qwen3-4b", headroom::preset_search_path());
+  static const headroom::loaded_model model =
+      headroom::load_preset("qwen3-4b", headroom::preset_search_path());
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);
   if (j.is_discarded()) return 0;
   try {

@@ -77,11 +77,15 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
 }  // namespace detail
 
 /// Estimates the whole step. The peak is the largest phase; sizes are each bucket's maximum.
-[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r) {
+/// The same with the static part already known (it does not depend on the micro-batch or length),
+/// which the solvers reuse across their probes.
+[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r,
+                                                            const static_estimate& statics,
+                                                            const sharded_state& per_gpu_static) {
   if (r.grad_accum_steps == 0) detail::fail("gradient_accumulation_steps", "must be a positive integer");
   training_estimate e;
-  e.statics = estimate_static(spec, r.setup, r.basis);
-  e.per_gpu_static = shard_static(spec.shape, e.statics, r.setup, r.parallel);
+  e.statics = statics;
+  e.per_gpu_static = per_gpu_static;
   e.activations = estimate_activations(spec.shape, r.setup, r.activations);
   const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
   if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
@@ -144,6 +148,10 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
   e.sizes.overhead = e.overhead.total();
   return e;
 }
+[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r) {
+  const static_estimate statics = estimate_static(spec, r.setup, r.basis);
+  return estimate_training(spec, r, statics, shard_static(spec.shape, statics, r.setup, r.parallel));
+}
 
 /// True when the peak, overhead included, is at most `budget`.
 [[nodiscard]] constexpr bool fits(const training_estimate& e, bytes budget) {
@@ -162,6 +170,14 @@ inline constexpr std::uint64_t max_solver_seq_len = std::uint64_t{1} << 26;
 inline constexpr std::uint64_t max_solver_batch = std::uint64_t{1} << 24;
 
 namespace detail {
+inline bool fits_or_overflows(const model_spec& spec, const run_config& r, const static_estimate& statics,
+                              const sharded_state& sharded, bytes budget) {
+  try {
+    return fits(estimate_training(spec, r, statics, sharded), budget);
+  } catch (const overflow_error&) {
+    return false;  // too large for 64-bit bytes: no budget holds it
+  }
+}
 /// Largest v in [1, hi] with fits(v) (memory is monotone in v); 0 when even 1 does not fit.
 template <class Fits>
 constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
@@ -176,20 +192,36 @@ constexpr std::uint64_t largest_fitting(std::uint64_t hi, Fits&& fits_at) {
 }
 }  // namespace detail
 
-/// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none).
-[[nodiscard]] inline std::uint64_t max_seq_len(const model_spec& spec, run_config r, bytes budget) {
-  return detail::largest_fitting(max_solver_seq_len, [&](std::uint64_t s) {
-    r.activations.seq_len = s;
-    return fits(spec, r, budget);
+namespace detail {
+/// The largest value of one workload dimension that fits, the static part computed once.
+template <class Set>
+std::uint64_t largest_fitting_run(const model_spec& spec, run_config r, bytes budget, std::uint64_t hi,
+                                  Set set) {
+  static_estimate statics;
+  sharded_state sharded;
+  try {
+    statics = estimate_static(spec, r.setup, r.basis);
+    sharded = shard_static(spec.shape, statics, r.setup, r.parallel);
+  } catch (const overflow_error&) {
+    return 0;  // the static state alone is beyond 64-bit bytes
+  }
+  return largest_fitting(hi, [&](std::uint64_t v) {
+    set(r, v);
+    return fits_or_overflows(spec, r, statics, sharded, budget);
   });
+}
+}  // namespace detail
+
+/// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none).
+[[nodiscard]] inline std::uint64_t max_seq_len(const model_spec& spec, const run_config& r, bytes budget) {
+  return detail::largest_fitting_run(spec, r, budget, max_solver_seq_len,
+                                     [](run_config& c, std::uint64_t v) { c.activations.seq_len = v; });
 }
 
 /// The largest micro-batch that fits: fits at the answer, not at answer + 1 (0 if none).
-[[nodiscard]] inline std::uint64_t max_batch(const model_spec& spec, run_config r, bytes budget) {
-  return detail::largest_fitting(max_solver_batch, [&](std::uint64_t b) {
-    r.activations.batch = b;
-    return fits(spec, r, budget);
-  });
+[[nodiscard]] inline std::uint64_t max_batch(const model_spec& spec, const run_config& r, bytes budget) {
+  return detail::largest_fitting_run(spec, r, budget, max_solver_batch,
+                                     [](run_config& c, std::uint64_t v) { c.activations.batch = v; });
 }
 
 /// A data-parallel layout the GPU-count solver tries, simplest (least communication) first.
