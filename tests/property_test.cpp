@@ -8,6 +8,7 @@
 #include <headroom/peak.hpp>
 
 #include "catch.hpp"
+#include "shapes.hpp"
 
 using namespace headroom;
 
@@ -68,17 +69,6 @@ struct generator {
 
 constexpr int cases = 2000;
 
-model_shape llama_like() {
-  model_shape m;
-  m.hidden_size = 4096;
-  m.num_attention_heads = 32;
-  m.num_key_value_heads = 8;
-  m.head_dim = 128;
-  m.intermediate_size = 14336;
-  m.num_hidden_layers = 32;
-  m.vocab_size = 128256;
-  return m;
-}
 }  // namespace
 
 TEST_CASE("Property: every phase is the sum of its buckets, and the peak is the largest phase",
@@ -212,7 +202,7 @@ TEST_CASE("Absurd sizes give an error or an exact answer, never a wrapped one", 
   r.activations.seq_len = std::uint64_t{1} << 40;  // 2^40 tokens
   test::require_input_error(
       [&] {
-        (void)estimate_training(model_spec{llama_like(), 0}, r);
+        (void)estimate_training(model_spec{test::llama_3_1_8b, 0}, r);
       },
       "seq_len", "absurd");
 }
