@@ -5,8 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <iterator>
-#include <map>
+#include <utility>
 #include <vector>
 
 #include "error.hpp"
@@ -45,21 +44,22 @@ struct padding_summary {
 [[nodiscard]] inline std::vector<std::uint64_t> pack_best_fit_decreasing(std::vector<std::uint64_t> lengths,
                                                                          std::uint64_t max_length) {
   if (max_length == 0) throw input_error("max_length", "must be a positive integer");
-  std::sort(lengths.begin(), lengths.end(), std::greater<>());
+  std::sort(lengths.begin(), lengths.end(), [](std::uint64_t a, std::uint64_t b) { return a > b; });
   std::vector<std::uint64_t> rows;
-  std::multimap<std::uint64_t, std::size_t> by_room;  // remaining room → row index
+  std::vector<std::pair<std::uint64_t, std::size_t>> by_room;  // (remaining room, row), sorted by room
   for (std::uint64_t len : lengths) {
     len = std::min(len, max_length);  // TRL's bfd truncates overflow
-    auto it = by_room.lower_bound(len);
+    const auto it = std::lower_bound(by_room.begin(), by_room.end(), std::make_pair(len, std::size_t{0}));
+    std::size_t row = rows.size();
     if (it == by_room.end()) {
       rows.push_back(len);
-      by_room.emplace(max_length - len, rows.size() - 1);
     } else {
-      const std::size_t row = it->second;
+      row = it->second;
       by_room.erase(it);
       rows[row] += len;
-      by_room.emplace(max_length - rows[row], row);
     }
+    const auto entry = std::make_pair(max_length - rows[row], row);
+    by_room.insert(std::lower_bound(by_room.begin(), by_room.end(), entry), entry);
   }
   return rows;
 }

@@ -5,11 +5,10 @@
 #pragma once
 
 #include <algorithm>
-#include <cmath>
 #include <cstdint>
-#include <limits>
 #include <vector>
 
+#include "detail/math.hpp"
 #include "error.hpp"
 
 namespace headroom {
@@ -26,23 +25,23 @@ inline constexpr float_format fp32_format{23, -126, 127};  // IEEE binary32
 
 /// Largest finite value: (2 − 2^−m)·2^max (fp16: 65,504).
 [[nodiscard]] inline double max_finite(const float_format& f) {
-  return (2.0 - std::ldexp(1.0, -f.mantissa_bits)) * std::ldexp(1.0, f.max_exponent);
+  return (2.0 - detail::math::ldexp(1.0, -f.mantissa_bits)) * detail::math::ldexp(1.0, f.max_exponent);
 }
 /// Smallest positive subnormal: 2^(min − m) (fp16: 2^−24 ≈ 5.96e-8).
 [[nodiscard]] inline double min_subnormal(const float_format& f) {
-  return std::ldexp(1.0, f.min_exponent - f.mantissa_bits);
+  return detail::math::ldexp(1.0, f.min_exponent - f.mantissa_bits);
 }
 
 /// The value `x` becomes in format `f`: round to nearest, ties to even; below the normal range the
 /// quantum stays 2^(min − m) (subnormals); past the largest finite value, ±infinity.
 [[nodiscard]] inline double round_to(double x, const float_format& f) {
-  if (!std::isfinite(x) || x == 0.0) return x;
+  if (!detail::math::isfinite(x) || x == 0.0) return x;
   int e = 0;
-  (void)std::frexp(x, &e);  // |x| = m·2^e with m in [0.5, 1): the leading bit is 2^(e−1)
+  (void)detail::math::frexp(x, &e);  // |x| = m·2^e with m in [0.5, 1): the leading bit is 2^(e−1)
   const int exponent = std::max(e - 1, f.min_exponent);
-  const double quantum = std::ldexp(1.0, exponent - f.mantissa_bits);
-  const double r = std::nearbyint(x / quantum) * quantum;  // default rounding mode: ties to even
-  if (std::fabs(r) > max_finite(f)) return std::copysign(std::numeric_limits<double>::infinity(), x);
+  const double quantum = detail::math::ldexp(1.0, exponent - f.mantissa_bits);
+  const double r = detail::math::nearbyint(x / quantum) * quantum;  // default rounding mode: ties to even
+  if (detail::math::fabs(r) > max_finite(f)) return detail::math::copysign(detail::math::infinity(), x);
   return r;
 }
 [[nodiscard]] inline double to_bf16(double x) { return round_to(x, bf16_format); }
@@ -51,9 +50,9 @@ inline constexpr float_format fp32_format{23, -126, 127};  // IEEE binary32
 /// Distance from `x` (≥ 0, representable) down to the next smaller value: bf16 below 1.0 is 2^−8 (W28).
 [[nodiscard]] inline double spacing_below(double x, const float_format& f) {
   int e = 0;
-  const double m = std::frexp(x, &e);
+  const double m = detail::math::frexp(x, &e);
   const int exponent = std::max((m == 0.5 ? e - 2 : e - 1), f.min_exponent);  // a power of two steps down
-  return std::ldexp(1.0, exponent - f.mantissa_bits);
+  return detail::math::ldexp(1.0, exponent - f.mantissa_bits);
 }
 
 /// The smallest subtraction from `w` that changes it: updates under half the spacing below `w`
@@ -79,11 +78,11 @@ inline constexpr float_format fp32_format{23, -126, 127};  // IEEE binary32
 /// Global-norm clipping as torch.nn.utils.clip_grad_norm_: returns the pre-clip L2 norm and scales
 /// the gradients by max_norm / (norm + 1e-6) when that is below 1 (W32).
 inline double clip_grad_norm(std::vector<double>& grads, double max_norm) {
-  if (!(max_norm > 0) || !std::isfinite(max_norm))
+  if (!(max_norm > 0) || !detail::math::isfinite(max_norm))
     throw input_error("max_grad_norm", "must be a positive number");
   double sq = 0;
   for (double g : grads) sq += g * g;
-  const double norm = std::sqrt(sq);
+  const double norm = detail::math::sqrt(sq);
   const double coef = max_norm / (norm + 1e-6);  // torch's clip_coef
   if (coef < 1.0)
     for (double& g : grads) g *= coef;
@@ -94,7 +93,7 @@ inline double clip_grad_norm(std::vector<double>& grads, double max_norm) {
 /// floor(log2(65,504 / g)); negative when `g` already overflows.
 [[nodiscard]] inline int loss_scale_headroom_bits(double g) {
   if (!(g > 0)) throw input_error("gradient magnitude", "must be a positive number");
-  return static_cast<int>(std::floor(std::log2(max_finite(fp16_format) / g)));
+  return static_cast<int>(detail::math::floor(detail::math::log2(max_finite(fp16_format) / g)));
 }
 
 }  // namespace headroom

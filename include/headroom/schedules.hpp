@@ -4,12 +4,12 @@
 #pragma once
 
 #include <array>
-#include <cmath>
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
 
+#include "detail/math.hpp"
 #include "error.hpp"
 #include "memory.hpp"
 
@@ -68,14 +68,15 @@ struct schedule_config {
 /// TrainingArguments.get_warmup_steps: a value ≥ 1 is a step count, one in [0, 1) a fraction of T
 /// rounded up. transformers truncates fractional counts ≥ 1; headroom rejects them instead.
 [[nodiscard]] inline std::uint64_t resolve_warmup_steps(double warmup, std::uint64_t total_steps) {
-  if (!std::isfinite(warmup) || warmup < 0) throw input_error("warmup_steps", "must be a finite number >= 0");
+  if (!detail::math::isfinite(warmup) || warmup < 0)
+    throw input_error("warmup_steps", "must be a finite number >= 0");
   if (warmup >= 1) {
-    if (warmup != std::floor(warmup))
+    if (warmup != detail::math::floor(warmup))
       throw input_error("warmup_steps", "a value >= 1 must be a whole number of steps");
     if (warmup > 1e15) throw input_error("warmup_steps", "is absurdly large");
     return static_cast<std::uint64_t>(warmup);
   }
-  return static_cast<std::uint64_t>(std::ceil(static_cast<double>(total_steps) * warmup));
+  return static_cast<std::uint64_t>(detail::math::ceil(static_cast<double>(total_steps) * warmup));
 }
 
 namespace detail {
@@ -88,9 +89,10 @@ inline double wsd_factor(wsd_shape shape, double p, bool warmup, double cycles) 
     case wsd_shape::linear:
       return warmup ? p : 1.0 - p;
     case wsd_shape::cosine:
-      return warmup ? 0.5 * (1.0 - std::cos(pi * p)) : 0.5 * (1.0 + std::cos(pi * cycles * 2.0 * p));
+      return warmup ? 0.5 * (1.0 - detail::math::cos(pi * p))
+                    : 0.5 * (1.0 + detail::math::cos(pi * cycles * 2.0 * p));
     case wsd_shape::one_minus_sqrt:
-      return warmup ? 1.0 - std::sqrt(1.0 - p) : 1.0 - std::sqrt(p);
+      return warmup ? 1.0 - detail::math::sqrt(1.0 - p) : 1.0 - detail::math::sqrt(p);
   }
   return 0.0;
 }
@@ -104,7 +106,7 @@ inline double min_lr_rate_of(const schedule_config& c) {
 
 /// Checks the settings once; throws input_error naming the field.
 inline void validate(const schedule_config& c) {
-  if (!std::isfinite(c.peak_lr) || c.peak_lr <= 0)
+  if (!detail::math::isfinite(c.peak_lr) || c.peak_lr <= 0)
     throw input_error("learning_rate", "must be a positive number");
   if (c.total_steps == 0) throw input_error("num_training_steps", "must be a positive integer");
   if (c.type == schedule_type::polynomial && !(c.peak_lr > c.lr_end))
@@ -135,27 +137,29 @@ inline void validate(const schedule_config& c) {
     case schedule_type::constant_with_warmup:
       return 1.0;
     case schedule_type::linear:
-      return std::fmax(0.0, ratio(T > t ? T - t : 0, T > W ? T - W : 0));
+      return detail::math::fmax(0.0, ratio(T > t ? T - t : 0, T > W ? T - W : 0));
     case schedule_type::cosine:
-      return std::fmax(0.0, 0.5 * (1.0 + std::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * progress)));
+      return detail::math::fmax(
+          0.0, 0.5 * (1.0 + detail::math::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * progress)));
     case schedule_type::cosine_with_restarts: {
       if (progress >= 1.0) return 0.0;
       const double cycles = c.num_cycles.value_or(1.0);
-      return std::fmax(0.0, 0.5 * (1.0 + std::cos(pi * std::fmod(cycles * progress, 1.0))));
+      return detail::math::fmax(
+          0.0, 0.5 * (1.0 + detail::math::cos(pi * detail::math::fmod(cycles * progress, 1.0))));
     }
     case schedule_type::polynomial: {
       if (t > T) return c.lr_end / c.peak_lr;
-      const double decay = (c.peak_lr - c.lr_end) * std::pow(1.0 - progress, c.power) + c.lr_end;
+      const double decay = (c.peak_lr - c.lr_end) * detail::math::pow(1.0 - progress, c.power) + c.lr_end;
       return decay / c.peak_lr;
     }
     case schedule_type::inverse_sqrt: {
       const std::uint64_t scale = c.timescale.value_or(W != 0 ? W : 10'000);
-      return 1.0 / std::sqrt(static_cast<double>(t + scale - W) / static_cast<double>(scale));
+      return 1.0 / detail::math::sqrt(static_cast<double>(t + scale - W) / static_cast<double>(scale));
     }
     case schedule_type::cosine_with_min_lr: {
       const double rate = detail::min_lr_rate_of(c);
-      const double f = 0.5 * (1.0 + std::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * progress));
-      return std::fmax(0.0, f * (1.0 - rate) + rate);
+      const double f = 0.5 * (1.0 + detail::math::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * progress));
+      return detail::math::fmax(0.0, f * (1.0 - rate) + rate);
     }
     case schedule_type::cosine_warmup_with_min_lr: {
       if (t < W) {
@@ -164,19 +168,20 @@ inline void validate(const schedule_config& c) {
       }
       const double rate = detail::min_lr_rate_of(c);
       const double p = ratio(t - W + 1, T > W ? T - W : 0);
-      const double f = 0.5 * (1.0 + std::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * p));
-      return std::fmax(0.0, f * (1.0 - rate) + rate);
+      const double f = 0.5 * (1.0 + detail::math::cos(pi * c.num_cycles.value_or(0.5) * 2.0 * p));
+      return detail::math::fmax(0.0, f * (1.0 - rate) + rate);
     }
     case schedule_type::warmup_stable_decay: {
       const double m = c.min_lr_ratio, cycles = c.num_cycles.value_or(0.5);
       const std::uint64_t D = c.num_decay_steps.value_or(0);
       const std::uint64_t S = c.num_stable_steps.value_or(T > W + D ? T - W - D : 0);
       if (t < W)
-        return std::fmax(0.0, detail::wsd_factor(c.warmup_type, ratio(t, W), true, cycles) * (1 - m) + m);
+        return detail::math::fmax(0.0,
+                                  detail::wsd_factor(c.warmup_type, ratio(t, W), true, cycles) * (1 - m) + m);
       if (t < W + S) return 1.0;
       if (t < W + S + D)
-        return std::fmax(0.0,
-                         detail::wsd_factor(c.decay_type, ratio(t - W - S, D), false, cycles) * (1 - m) + m);
+        return detail::math::fmax(
+            0.0, detail::wsd_factor(c.decay_type, ratio(t - W - S, D), false, cycles) * (1 - m) + m);
       return m;
     }
   }

@@ -5,6 +5,7 @@
 #pragma once
 
 #include <array>
+#include <cmath>
 #include <filesystem>
 #include <optional>
 #include <set>
