@@ -198,9 +198,7 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     r.overhead.override_total = true;
     r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb);
   }
-  const bool bf16_compute =
-      r.setup.precision != precision_route::fp32 && r.setup.precision != precision_route::fp16_autocast;
-  if (gpu && !gpu->bf16 && bf16_compute)
+  if (gpu && !gpu->bf16 && compute_dtype_for(r.setup.precision) == compute_dtype::bf16)
     throw input_error(
         "--gpu", gpu->name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
   return r;

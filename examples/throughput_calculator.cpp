@@ -79,9 +79,7 @@ int main(int argc, char** argv) {
                       {"packing", o.packing}};
     }
     const throughput_estimate predicted = predict_throughput(model.spec, r, gpu, rc);
-    const flops peak = gpu.peak(r.setup.precision == precision_route::fp16_autocast ? compute_dtype::fp16
-                                : r.setup.precision == precision_route::fp32        ? compute_dtype::tf32
-                                                                                    : compute_dtype::bf16);
+    const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
     const bool measured = !o.tokens_per_second.empty();
     double tps = predicted.tokens_per_second, step = predicted.step_time.count();
     double mfu = predicted.mfu, hfu = predicted.hfu;

@@ -70,6 +70,13 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
 }
 }  // namespace detail
 
+/// The dtype a route's matmuls run in: fp16 under fp16 autocast, TF32 without mixed precision, else bf16.
+[[nodiscard]] constexpr compute_dtype compute_dtype_for(precision_route p) {
+  return p == precision_route::fp16_autocast ? compute_dtype::fp16
+         : p == precision_route::fp32        ? compute_dtype::tf32
+                                             : compute_dtype::bf16;
+}
+
 /// Predicts one optimizer step of `r` on `gpu`.
 [[nodiscard]] inline throughput_estimate predict_throughput(const model_spec& spec, const run_config& r,
                                                             const gpu_info& gpu,
@@ -82,10 +89,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     throw input_error("padding_waste", "must be in [0, 1)");
   const model_shape& m = spec.shape;
   const training_setup& s = r.setup;
-  const compute_dtype dtype = s.precision == precision_route::fp16_autocast ? compute_dtype::fp16
-                              : s.precision == precision_route::fp32        ? compute_dtype::tf32
-                                                                            : compute_dtype::bf16;
-  const flops peak = gpu.peak(dtype);
+  const flops peak = gpu.peak(compute_dtype_for(s.precision));
   const detail::roofline roof{peak.count() * rc.matmul_efficiency,
                               gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
   const activation_config& a = r.activations;
