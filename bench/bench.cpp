@@ -34,6 +34,17 @@ static void full_estimate(benchmark::State& state) {
 }
 BENCHMARK(full_estimate);
 
+static void full_estimate_full_ft(benchmark::State& state) {
+  const model_spec spec = llama8().spec;
+  run_config r;
+  for (auto _ : state) {
+    benchmark::DoNotOptimize(spec);
+    benchmark::DoNotOptimize(r);
+    benchmark::DoNotOptimize(estimate_training(spec, r).total_bytes());
+  }
+}
+BENCHMARK(full_estimate_full_ft);
+
 static void static_estimate_only(benchmark::State& state) {
   const model_spec spec = llama8().spec;
   training_setup s;

@@ -27,6 +27,9 @@ constexpr bytes korthikanti(attention_impl a, checkpointing c) {
 static_assert(korthikanti(attention_impl::eager, checkpointing::none) == bytes(30'576'476'160));
 static_assert(korthikanti(attention_impl::flash, checkpointing::none) == bytes(6'417'285'120));
 static_assert(korthikanti(attention_impl::flash, checkpointing::full) == bytes(555'745'280));
+// Both sinks are constexpr: the itemised inventory sums to the estimate's per-layer total.
+static_assert(layer_inventory(qwen3_4b, lora16, activation_config{}).total() ==
+              estimate_activations(qwen3_4b, lora16, activation_config{}).layer);
 
 TEST_CASE("W15: Qwen3-4B at T 2048, B 1 has sbh = 5,242,880 and 5as/h = 128", "[activations][worked]") {
   const activation_config c = course(attention_impl::eager, checkpointing::none);
@@ -141,8 +144,12 @@ TEST_CASE("Selective and offloaded modes keep what their implementations keep", 
   CHECK(selective.recompute == full.recompute);
   c.ckpt = checkpointing::offload;
   const activation_estimate offload = estimate_activations(qwen3_4b, lora16, c);
-  CHECK(offload.host == offload.layer.total() * 36);
-  CHECK(offload.gpu == offload.layer.total() + offload.model_level.total());
+  CHECK(offload.host == offload.layer * 36);
+  CHECK(offload.gpu == offload.layer + offload.model_level);
+  // The totals are the sums of the terms --explain prints.
+  const activation_breakdown terms = activation_inventory(qwen3_4b, lora16, c);
+  CHECK(terms.layer.total() == offload.layer);
+  CHECK(terms.model_level.total() == offload.model_level);
   c.ckpt = checkpointing::offload_checkpointed;
   const activation_estimate unsloth = estimate_activations(qwen3_4b, lora16, c);
   CHECK(unsloth.host == block_input_bytes(qwen3_4b, lora16, c) * 36);

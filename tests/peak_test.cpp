@@ -20,6 +20,11 @@ run_config qlora_run() {
 const bytes gb24{24'000'000'000};
 }  // namespace
 
+// The whole step is constexpr too: full fine-tuning's peak holds at least the course's 16 bytes/param.
+static_assert(estimate_training(llama8, run_config{}).total_bytes() > bytes(16 * 8'000'000'000ull));
+static_assert(estimate_training(llama8, run_config{}).statics.buckets.static_bytes() ==
+              bytes(16 * 8'000'000'000ull));
+
 TEST_CASE("Every phase's parts sum to its total, and the peak is the largest phase", "[peak][property]") {
   for (const model_spec& spec : {qwen4, llama8}) {
     for (training_method m : {training_method::full, training_method::lora, training_method::qlora}) {

@@ -39,6 +39,8 @@ struct generator {
     m.attention_bias = coin();
     m.qk_norm = coin();
     m.norms_per_layer = coin() ? 2 : 4;
+    m.fused_qkv = pick(0, 5) == 0;  // Phi-3
+    m.fused_gate_up = m.fused_qkv;
     if (pick(0, 4) == 0) {
       m.num_experts = pick(2, 64);
       m.num_experts_per_tok = pick(1, m.num_experts);
@@ -54,6 +56,14 @@ struct generator {
     r.setup.precision = static_cast<precision_route>(pick(0, 4));
     r.setup.optimizer = optimizer_catalog[pick(0, optimizer_catalog.size() - 1)];
     r.setup.lora.rank = std::uint64_t{1} << pick(0, 8);
+    r.setup.lora.use_dora = pick(0, 3) == 0;
+    if (coin()) {  // a random subset of all-linear; o_proj exists in every architecture
+      r.setup.lora.targets.mask = static_cast<std::uint32_t>(pick(0, lora_targets::all_linear().mask)) &
+                                  lora_targets::all_linear().mask;
+      r.setup.lora.targets.add(module_name::o_proj);
+    }
+    if (pick(0, 3) == 0)
+      r.setup.lora.modules_to_save.add(coin() ? module_name::lm_head : module_name::embed_tokens);
     r.activations.batch = pick(1, 8);
     r.activations.seq_len = pick(1, 8192);
     r.activations.attention = static_cast<attention_impl>(pick(0, 2));
@@ -88,6 +98,48 @@ TEST_CASE("Property: every phase is the sum of its buckets, and the peak is the 
     REQUIRE(e.statics.buckets.static_bytes() ==
             e.statics.buckets.weights + e.statics.buckets.adapter_weights + e.statics.buckets.grads +
                 e.statics.buckets.master + e.statics.buckets.optimizer);
+  }
+}
+
+TEST_CASE("Property: the totals equal the sums of the terms and tensors they summarise", "[property]") {
+  generator g;
+  INFO("seed " << seed());
+  for (int i = 0; i < cases / 2; ++i) {
+    const model_spec spec = g.model();
+    const run_config r = g.run();
+    const model_shape& m = spec.shape;
+    // Activations and logits: the estimate's totals are what --explain itemises.
+    const activation_estimate a = estimate_activations(m, r.setup, r.activations);
+    const activation_breakdown terms = activation_inventory(m, r.setup, r.activations);
+    REQUIRE(terms.layer.total() == a.layer);
+    REQUIRE(terms.model_level.total() == a.model_level);
+    const logits_estimate l = estimate_logits(m, r.setup, r.activations, r.loss);
+    const logits_breakdown head = logits_inventory(m, r.setup, r.activations, r.loss);
+    REQUIRE(head.forward.total() == l.forward_peak());
+    REQUIRE(head.backward.total() == l.backward_peak());
+    // Static: one pass over visit_parameters agrees with the tensor lists, and a lumped optimizer
+    // state equals the per-tensor sum wherever it is used.
+    const static_estimate st = estimate_static(spec, r.setup, r.basis);
+    const param_inventory base = parameter_inventory(m);
+    REQUIRE(st.model_params == parameter_count(m));
+    bytes per_tensor_state{0};
+    if (r.setup.method == training_method::full) {
+      for (const param_tensor& t : base) per_tensor_state += detail::tensor_state(t, r.setup);
+    } else {
+      params adapters{0}, saved{0};
+      for (const param_tensor& t : adapter_inventory(base, r.setup.lora)) {
+        adapters += t.total();
+        per_tensor_state += detail::tensor_state(t, r.setup);
+      }
+      for (const param_tensor& t : saved_module_inventory(base, r.setup.lora)) {
+        saved += t.total();
+        per_tensor_state += detail::tensor_state(t, r.setup);
+      }
+      REQUIRE(st.adapter_params == adapters);
+      REQUIRE(st.saved_module_params == saved);
+    }
+    if (r.setup.method != training_method::full || st.basis == params_basis::exact)
+      REQUIRE(st.buckets.optimizer == per_tensor_state);
   }
 }
 

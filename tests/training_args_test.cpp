@@ -34,6 +34,10 @@ TEST_CASE("Every supported architecture's config.json gives an exact parameter c
   // LoRA on the fused qkv_proj: r·(d + 3d) per layer, not three separate adapters.
   CHECK(adapter_count(phi.spec.shape, lora_config{16, parse_lora_targets("qkv_proj")}).count() ==
         32ull * 16 * (3072 + 3 * 3072));
+  // all-linear reaches the fused projections too: qkv (d → 3d), o, gate_up (d → 2·d_ff), down.
+  const std::uint64_t d = 3072, ff = 8192;
+  CHECK(adapter_count(phi.spec.shape, lora_config{}).count() ==
+        32ull * 16 * ((d + 3 * d) + (d + d) + (d + 2 * ff) + (ff + d)));
 }
 
 TEST_CASE("MoE: memory counts every expert, FLOPs count the active ones", "[training_args]") {

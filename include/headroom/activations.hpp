@@ -77,14 +77,21 @@ struct activation_terms {
   }
 };
 
-/// Activation memory of one micro-batch under a checkpointing mode.
+/// The same interface keeping only the sum: what the estimates and solvers use (no names stored).
+struct bytes_sum {
+  bytes sum{0};
+  constexpr void add(std::string_view /*name*/, bytes amount, std::string_view /*reason*/) { sum += amount; }
+  [[nodiscard]] constexpr bytes total() const { return sum; }
+};
+
+/// Activation memory of one micro-batch under a checkpointing mode (the terms: activation_inventory).
 struct activation_estimate {
-  activation_terms layer;        ///< what one block saves without recomputation
-  activation_terms model_level;  ///< saved once per model (final norm, lm_head input, RoPE tables, mask)
-  bytes per_layer_kept{0};       ///< what each block keeps on the GPU under the checkpointing mode
-  bytes recompute{0};            ///< one block's internals alive while it is recomputed or in flight
-  bytes gpu{0};                  ///< L·per_layer_kept + model_level + recompute: the start-of-backward total
-  bytes host{0};                 ///< offloaded to pinned host RAM (offload modes)
+  bytes layer{0};           ///< what one block saves without recomputation
+  bytes model_level{0};     ///< saved once per model (final norm, lm_head input, RoPE tables, mask)
+  bytes per_layer_kept{0};  ///< what each block keeps on the GPU under the checkpointing mode
+  bytes recompute{0};       ///< one block's internals alive while it is recomputed or in flight
+  bytes gpu{0};             ///< L·per_layer_kept + model_level + recompute: the start-of-backward total
+  bytes host{0};            ///< offloaded to pinned host RAM (offload modes)
 };
 
 namespace detail {
@@ -103,9 +110,9 @@ constexpr bool adapted(const training_setup& s, module_name m) {
 }
 
 /// One HF RMSNorm over `width` values per row and `rows` rows (LlamaRMSNorm.forward).
-constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::uint64_t rows,
-                            std::uint64_t width, const model_shape& m, const training_setup& s,
-                            std::uint64_t ab) {
+template <class Out>
+constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows, std::uint64_t width,
+                            const model_shape& m, const training_setup& s, std::uint64_t ab) {
   out.add(name, act(rows, width, fp32_bytes),
           "fp32 copy of the input, saved by pow(2) and the rsqrt product");
   out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
@@ -113,31 +120,27 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
     out.add(name, act(rows, width, m.norm_scale_fp32 ? fp32_bytes : ab),
             "normalised input, saved by the weight multiply for the norm weight's gradient");
 }
-}  // namespace detail
 
-/// Per-tensor inventory of one decoder block without recomputation. t = b·s tokens.
-[[nodiscard]] constexpr activation_terms layer_inventory(const model_shape& m, const training_setup& s,
-                                                         const activation_config& c) {
-  using detail::act;
-  using detail::keeps_input;
+/// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
+template <class Out>
+constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                           Out& out) {
   using mn = module_name;
-  validate(m);
-  const std::uint64_t ab = detail::activation_bytes(s.precision);
-  const std::uint64_t t = detail::checked_mul(c.batch, c.seq_len, "tokens");
+  const std::uint64_t ab = activation_bytes(s.precision);
+  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
   const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
-  activation_terms out;
 
-  detail::add_rms_norm(out, "input_layernorm", t, d, m, s, ab);
+  add_rms_norm(out, "input_layernorm", t, d, m, s, ab);
   if (keeps_input(s, mn::q_proj) || keeps_input(s, mn::k_proj) || keeps_input(s, mn::v_proj) ||
       keeps_input(s, mn::qkv_proj))
     out.add("q/k/v_proj input", act(t, d, ab), "the norm output, saved once for q_proj, k_proj and v_proj");
   if (m.qk_norm) {
-    detail::add_rms_norm(out, "q_norm", detail::checked_mul(t, a), m.head_dim, m, s, ab);
-    detail::add_rms_norm(out, "k_norm", detail::checked_mul(t, g), m.head_dim, m, s, ab);
+    add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, m, s, ab);
+    add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, m, s, ab);
   }
   out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
-  const bytes lse = act(t, a, detail::fp32_bytes);
+  const bytes lse = act(t, a, fp32_bytes);
   switch (c.attention) {
     case attention_impl::flash:
       out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
@@ -153,9 +156,9 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
         out.add("o_proj input", act(t, q, ab), "the transposed, contiguous attention output");
       break;
     case attention_impl::eager: {
-      const bytes scores = act(c.batch, detail::checked_mul(a, c.seq_len), c.seq_len);  // b·a·s² values
+      const bytes scores = act(c.batch, checked_mul(a, c.seq_len), c.seq_len);  // b·a·s² values
       out.add("eager q, k", act(t, 2 * q, ab), "saved by q·kᵀ; repeat_kv expands K to all heads");
-      out.add("eager softmax output", scores * detail::fp32_bytes, "softmax in fp32 saves its output");
+      out.add("eager softmax output", scores * fp32_bytes, "softmax in fp32 saves its output");
       out.add("eager probabilities", scores * ab, "cast back to the compute dtype, saved by probs·v");
       if (c.attention_dropout)
         out.add("eager dropout mask", scores, "one byte per score when attention_dropout > 0");
@@ -167,17 +170,17 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
   }
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
   for (std::uint64_t k = 1; k < m.norms_per_layer; ++k)
-    detail::add_rms_norm(out, k == 1 ? "post_attention_layernorm" : "extra norm (Gemma pre/post-FFN)", t, d,
-                         m, s, ab);
+    add_rms_norm(out, k == 1 ? "post_attention_layernorm" : "extra norm (Gemma pre/post-FFN)", t, d, m, s,
+                 ab);
 
   // MLP: a dense SwiGLU on t tokens, or routed experts on t·k token copies plus the router.
   const bool moe = is_moe(m);
-  const std::uint64_t routed = moe ? detail::checked_mul(t, m.num_experts_per_tok) : t;
+  const std::uint64_t routed = moe ? checked_mul(t, m.num_experts_per_tok) : t;
   const std::uint64_t ff = moe ? m.moe_intermediate_size : m.intermediate_size;
   if (moe) {
     if (keeps_input(s, mn::router))
       out.add("router input", act(t, d, ab), "the norm output, saved by mlp.gate");
-    out.add("router softmax", act(t, m.num_experts, detail::fp32_bytes), "routing probabilities in fp32");
+    out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
     out.add("expert inputs", act(routed, d, ab), "each token copied to its k experts (index_select)");
     out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
   } else if (keeps_input(s, mn::gate_proj) || keeps_input(s, mn::up_proj) ||
@@ -204,46 +207,93 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
     return true;
   };
   for (mn mod : {mn::q_proj, mn::k_proj, mn::v_proj, mn::o_proj, mn::qkv_proj})
-    if (detail::adapted(s, mod) && has(mod)) adapter_rows += t;
+    if (adapted(s, mod) && has(mod)) adapter_rows = checked_add(adapter_rows, t, "adapter rows");
   for (mn mod : {mn::gate_proj, mn::up_proj, mn::down_proj, mn::gate_up_proj})
-    if (detail::adapted(s, mod) && has(mod)) adapter_rows += routed;
-  if (moe && detail::adapted(s, mn::router)) adapter_rows += t;
+    if (adapted(s, mod) && has(mod)) adapter_rows = checked_add(adapter_rows, routed, "adapter rows");
+  if (moe && adapted(s, mn::router)) adapter_rows = checked_add(adapter_rows, t, "adapter rows");
   if (adapter_rows != 0)
     out.add("LoRA A outputs", act(adapter_rows, s.lora.rank, ab),
             "r values per token per adapter, saved by lora_B");
-  return out;
 }
 
-/// Tensors saved once per forward, outside the blocks.
-[[nodiscard]] constexpr activation_terms model_level_inventory(const model_shape& m, const training_setup& s,
-                                                               const activation_config& c) {
-  using detail::act;
-  const std::uint64_t ab = detail::activation_bytes(s.precision);
-  const std::uint64_t t = detail::checked_mul(c.batch, c.seq_len, "tokens");
-  activation_terms out;
+/// Tensors saved once per forward, outside the blocks, into `out`.
+template <class Out>
+constexpr void model_level_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                                 Out& out) {
+  const std::uint64_t ab = activation_bytes(s.precision);
+  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   out.add("RoPE cos/sin", act(t, 2 * m.head_dim, ab), "position tables shared by every layer's RoPE");
-  detail::add_rms_norm(out, "final norm", t, m.hidden_size, m, s, ab);
-  if (detail::keeps_input(s, module_name::lm_head))
+  add_rms_norm(out, "final norm", t, m.hidden_size, m, s, ab);
+  if (keeps_input(s, module_name::lm_head))
     out.add("lm_head input", act(t, m.hidden_size, ab), "saved for the head weight's gradient");
   if (c.attention == attention_impl::eager)
     out.add("causal mask", act(c.batch, c.seq_len, c.seq_len) * ab, "(b, 1, s, s) additive mask, built once");
-  return out;
 }
 
 /// The course's per-layer formula (Korthikanti et al. 2022): s·b·h·(34 + 5·a·s/h) bytes for 16-bit
 /// activations; FlashAttention / memory-efficient SDPA removes the 5·a·s/h term.
-[[nodiscard]] constexpr activation_terms korthikanti_layer(const model_shape& m, const training_setup& s,
-                                                           const activation_config& c) {
-  const std::uint64_t sbh = detail::mul3(c.seq_len, c.batch, m.hidden_size);
-  const std::uint64_t scale = detail::activation_bytes(s.precision);  // formula is for 2-byte values
-  activation_terms out;
-  out.add("34·sbh", bytes(detail::checked_mul(34 * sbh / 2, scale)),
+template <class Out>
+constexpr void korthikanti_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                                 Out& out) {
+  const std::uint64_t sbh = mul3(c.seq_len, c.batch, m.hidden_size);
+  const std::uint64_t scale = activation_bytes(s.precision);  // formula is for 2-byte values
+  out.add("34·sbh", bytes(checked_mul(34 * sbh / 2, scale)),
           "QKV, attention output, MLP and norm inputs plus dropout masks (Korthikanti et al. 2022)");
   if (c.attention == attention_impl::eager)  // 5·a·s²·b = sbh · 5as/h
     out.add("5·a·s²·b",
-            bytes(detail::checked_mul(detail::mul3(5, m.num_attention_heads, c.seq_len),
-                                      detail::checked_mul(c.seq_len, c.batch) * scale / 2)),
+            bytes(checked_mul(mul3(5, m.num_attention_heads, c.seq_len),
+                              checked_mul(c.seq_len, c.batch) * scale / 2)),
             "attention scores, softmax and its dropout mask; removed by FlashAttention");
+}
+
+/// One block's saved tensors under the configured formula.
+template <class Out>
+constexpr void block_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                           Out& out) {
+  if (c.formula == activation_formula::korthikanti)
+    korthikanti_terms(m, s, c, out);
+  else
+    layer_terms(m, s, c, out);
+}
+template <class Out, class Terms>
+constexpr Out collect(Terms&& terms) {
+  Out out;
+  terms(out);
+  return out;
+}
+}  // namespace detail
+
+/// Per-tensor inventory of one decoder block without recomputation (docs/activations.md).
+[[nodiscard]] constexpr activation_terms layer_inventory(const model_shape& m, const training_setup& s,
+                                                         const activation_config& c) {
+  validate(m);
+  return detail::collect<activation_terms>([&](activation_terms& out) { detail::layer_terms(m, s, c, out); });
+}
+/// Tensors saved once per forward, outside the blocks (detailed formula only).
+[[nodiscard]] constexpr activation_terms model_level_inventory(const model_shape& m, const training_setup& s,
+                                                               const activation_config& c) {
+  return detail::collect<activation_terms>(
+      [&](activation_terms& out) { detail::model_level_terms(m, s, c, out); });
+}
+/// The course's formula as terms: 34·sbh, plus 5·a·s²·b without a fused attention kernel.
+[[nodiscard]] constexpr activation_terms korthikanti_layer(const model_shape& m, const training_setup& s,
+                                                           const activation_config& c) {
+  return detail::collect<activation_terms>(
+      [&](activation_terms& out) { detail::korthikanti_terms(m, s, c, out); });
+}
+
+/// The terms behind an activation_estimate (for --explain and the JSON report).
+struct activation_breakdown {
+  activation_terms layer;        ///< one block, under the configured formula
+  activation_terms model_level;  ///< once per model (empty for the Korthikanti formula)
+};
+[[nodiscard]] constexpr activation_breakdown activation_inventory(const model_shape& m,
+                                                                  const training_setup& s,
+                                                                  const activation_config& c) {
+  validate(m);
+  activation_breakdown out;
+  detail::block_terms(m, s, c, out.layer);
+  if (c.formula == activation_formula::detailed) detail::model_level_terms(m, s, c, out.model_level);
   return out;
 }
 
@@ -254,19 +304,20 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
                      detail::activation_bytes(s.precision));
 }
 
-/// Activations under the chosen formula and checkpointing mode.
-[[nodiscard]] constexpr activation_estimate estimate_activations(const model_shape& m,
-                                                                 const training_setup& s,
-                                                                 const activation_config& c) {
-  if (c.batch == 0) detail::fail("batch", "must be a positive integer");
-  if (c.seq_len == 0) detail::fail("seq_len", "must be a positive integer");
-  if (c.batch > (std::uint64_t{1} << 24)) detail::fail("batch", "is absurdly large");
-  if (c.seq_len > (std::uint64_t{1} << 26)) detail::fail("seq_len", "is absurdly large");
+namespace detail {
+/// estimate_activations for a shape already validated (the step estimate validates it once).
+constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
+                                                         const activation_config& c) {
+  if (c.batch == 0) fail("batch", "must be a positive integer");
+  if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
+  if (c.batch > (std::uint64_t{1} << 24)) fail("batch", "is absurdly large");
+  if (c.seq_len > (std::uint64_t{1} << 26)) fail("seq_len", "is absurdly large");
   activation_estimate e;
   const bool korthikanti = c.formula == activation_formula::korthikanti;
-  e.layer = korthikanti ? korthikanti_layer(m, s, c) : layer_inventory(m, s, c);
-  if (!korthikanti) e.model_level = model_level_inventory(m, s, c);
-  const bytes block = e.layer.total();
+  e.layer = collect<bytes_sum>([&](bytes_sum& out) { block_terms(m, s, c, out); }).total();
+  if (!korthikanti)
+    e.model_level = collect<bytes_sum>([&](bytes_sum& out) { model_level_terms(m, s, c, out); }).total();
+  const bytes block = e.layer;
   const bytes input = block_input_bytes(m, s, c);
   const std::uint64_t L = m.num_hidden_layers;
   bytes kept_per_layer{0}, host_per_layer{0};
@@ -279,11 +330,10 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
       e.recompute = block;
       break;
     case checkpointing::selective: {  // TRL: the block input and the attention output stay
-      const std::uint64_t t = detail::checked_mul(c.batch, c.seq_len);
-      const bytes attn_out = korthikanti
-                                 ? input
-                                 : detail::act(t, query_width(m), detail::activation_bytes(s.precision)) +
-                                       detail::act(t, m.num_attention_heads, detail::fp32_bytes);
+      const std::uint64_t t = checked_mul(c.batch, c.seq_len);
+      const bytes attn_out = korthikanti ? input
+                                         : act(t, query_width(m), activation_bytes(s.precision)) +
+                                               act(t, m.num_attention_heads, fp32_bytes);
       kept_per_layer = input + attn_out;
       e.recompute = block;
       break;
@@ -298,9 +348,18 @@ constexpr void add_rms_norm(activation_terms& out, std::string_view name, std::u
       break;
   }
   e.per_layer_kept = kept_per_layer;
-  e.gpu = kept_per_layer * L + e.model_level.total() + e.recompute;
+  e.gpu = kept_per_layer * L + e.model_level + e.recompute;
   e.host = host_per_layer * L;
   return e;
+}
+}  // namespace detail
+
+/// Activations under the chosen formula and checkpointing mode.
+[[nodiscard]] constexpr activation_estimate estimate_activations(const model_shape& m,
+                                                                 const training_setup& s,
+                                                                 const activation_config& c) {
+  validate(m);
+  return detail::activations_of_valid_shape(m, s, c);
 }
 
 /// W19: with backward ≈ 2× forward a step costs 3F; full recomputation adds one forward (4F).

@@ -30,13 +30,13 @@ struct loss_config {
 };
 
 /// What the loss head holds: the largest forward set, the largest backward set, and what is kept
-/// from forward to backward (already inside both peaks).
+/// from forward to backward (already inside both peaks). The terms: logits_inventory.
 struct logits_estimate {
-  activation_terms forward;   ///< alive together at the forward peak of the loss
-  activation_terms backward;  ///< alive together at the backward peak of the loss
-  bytes kept{0};              ///< saved from forward for backward
-  [[nodiscard]] constexpr bytes forward_peak() const { return forward.total(); }
-  [[nodiscard]] constexpr bytes backward_peak() const { return backward.total(); }
+  bytes forward{0};   ///< alive together at the forward peak of the loss
+  bytes backward{0};  ///< alive together at the backward peak of the loss
+  bytes kept{0};      ///< saved from forward for backward
+  [[nodiscard]] constexpr bytes forward_peak() const { return forward; }
+  [[nodiscard]] constexpr bytes backward_peak() const { return backward; }
   [[nodiscard]] constexpr bytes peak() const {
     return forward_peak() > backward_peak() ? forward_peak() : backward_peak();
   }
@@ -65,83 +65,112 @@ constexpr std::uint64_t next_pow2(std::uint64_t v) {
   return detail::checked_mul(chunk < tokens ? chunk : tokens, vocab, "logits tile");
 }
 
-/// The loss head's memory for t = b·s tokens. The head weight trains only in full fine-tuning
-/// (or when LoRA targets lm_head, whose adapters are small and left out here).
-[[nodiscard]] constexpr logits_estimate estimate_logits(const model_shape& m, const training_setup& s,
-                                                        const activation_config& c, const loss_config& l) {
-  using detail::act;
-  validate(m);
-  if (l.chunk_tokens == 0) detail::fail("ce_chunk", "must be a positive integer");
-  const std::uint64_t t = detail::checked_mul(c.batch, c.seq_len, "tokens");
+namespace detail {
+/// The loss head's tensors for t = b·s tokens into `forward` and `backward`; returns what is kept.
+/// The head weight trains only in full fine-tuning (or when LoRA targets lm_head, whose adapters
+/// are small and left out here).
+template <class Out>
+constexpr bytes logits_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                             const loss_config& l, Out& forward, Out& backward) {
+  if (l.chunk_tokens == 0) fail("ce_chunk", "must be a positive integer");
+  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   const std::uint64_t V = m.vocab_size, d = m.hidden_size;
-  const std::uint64_t ab = detail::activation_bytes(s.precision), wb = detail::weight_bytes(s.precision);
-  const std::uint64_t f32 = detail::fp32_bytes;
+  const std::uint64_t ab = activation_bytes(s.precision), wb = weight_bytes(s.precision);
+  const std::uint64_t f32 = fp32_bytes;
   const bool head_trains = s.method == training_method::full;
-  logits_estimate e;
+  bytes kept{0};
   switch (l.impl) {
     case loss_impl::naive: {
       const bytes fp32_logits = act(t, V, f32);
-      e.forward.add("logits", act(t, V, ab), "lm_head output (b, s, V) in the compute dtype");
+      forward.add("logits", act(t, V, ab), "lm_head output (b, s, V) in the compute dtype");
       if (ab < f32)
-        e.forward.add("fp32 logits", fp32_logits, "logits.float() before the loss (ForCausalLMLoss)");
-      e.forward.add("log-softmax", fp32_logits, "cross_entropy's log_softmax output, saved for backward");
-      e.kept = fp32_logits;
-      e.backward.add("log-softmax", fp32_logits, "saved from forward");
-      e.backward.add("grad of log-softmax", fp32_logits, "nll_loss backward: a dense fp32 tensor");
-      e.backward.add("grad of logits", fp32_logits, "log_softmax backward, alive with its input gradient");
+        forward.add("fp32 logits", fp32_logits, "logits.float() before the loss (ForCausalLMLoss)");
+      forward.add("log-softmax", fp32_logits, "cross_entropy's log_softmax output, saved for backward");
+      kept = fp32_logits;
+      backward.add("log-softmax", fp32_logits, "saved from forward");
+      backward.add("grad of log-softmax", fp32_logits, "nll_loss backward: a dense fp32 tensor");
+      backward.add("grad of logits", fp32_logits, "log_softmax backward, alive with its input gradient");
       break;
     }
     case loss_impl::chunked: {
       const std::uint64_t rows = l.chunk_tokens < t ? l.chunk_tokens : t;
       const bytes tile = act(rows, V, f32);
-      auto common = [&](activation_terms& terms) {
+      auto common = [&](auto& terms) {
         if (wb < f32)
           terms.add("fp32 head copy", act(V, d, f32), "w.float(): the head weight upcast per chunk");
         terms.add("fp32 hidden chunk", act(rows, d, f32), "h.float() of the chunk's hidden states");
       };
-      common(e.forward);
-      e.forward.add("fp32 logits tile", tile, "chunk × V logits, freed after the chunk (checkpointed)");
-      e.forward.add("fp32 log-softmax tile", tile, "chunk × V log-probabilities");
-      common(e.backward);
-      e.backward.add("fp32 log-softmax tile", tile, "recomputed chunk, saved for its backward");
-      e.backward.add("grad of log-softmax tile", tile, "nll_loss backward for the chunk");
-      e.backward.add("grad of logits tile", tile, "log_softmax backward for the chunk");
-      if (head_trains)
-        e.backward.add("fp32 head gradient", act(V, d, f32), "gradient of w.float() per chunk");
+      common(forward);
+      forward.add("fp32 logits tile", tile, "chunk × V logits, freed after the chunk (checkpointed)");
+      forward.add("fp32 log-softmax tile", tile, "chunk × V log-probabilities");
+      common(backward);
+      backward.add("fp32 log-softmax tile", tile, "recomputed chunk, saved for its backward");
+      backward.add("grad of log-softmax tile", tile, "nll_loss backward for the chunk");
+      backward.add("grad of logits tile", tile, "log_softmax backward for the chunk");
+      if (head_trains) backward.add("fp32 head gradient", act(V, d, f32), "gradient of w.float() per chunk");
       break;
     }
     case loss_impl::fused_liger: {
       const std::uint64_t rows = liger_chunk_rows(t, V, d);
       const bytes grad_input = act(t, d, ab), loss = act(t, 1, f32);
-      e.kept = grad_input + loss;
-      auto kept = [&](activation_terms& terms) {
+      kept = grad_input + loss;
+      auto keep = [&](auto& terms) {
         terms.add("grad_input", grad_input, "(BT, H) input gradient, computed during forward");
         terms.add("loss_1d", loss, "fp32 per-token loss");
         if (head_trains)
           terms.add("grad_weight", act(V, d, wb), "(V, H) head gradient, computed during forward");
       };
-      kept(e.forward);
-      e.forward.add("logits tile", act(rows, V, ab),
-                    "chunk × V logits, overwritten in place by their gradient");
+      keep(forward);
+      forward.add("logits tile", act(rows, V, ab),
+                  "chunk × V logits, overwritten in place by their gradient");
       if (head_trains) {  // grad_weight += mm(...).float() when the head gradient is not fp32
-        e.forward.add("head gradient product", act(V, d, wb), "mm(grad_logitsᵀ, input) for the chunk");
-        if (wb < f32) e.forward.add("fp32 head gradient product", act(V, d, f32), ".float() of that product");
+        forward.add("head gradient product", act(V, d, wb), "mm(grad_logitsᵀ, input) for the chunk");
+        if (wb < f32) forward.add("fp32 head gradient product", act(V, d, f32), ".float() of that product");
       }
-      kept(e.backward);
-      if (head_trains) e.kept += act(V, d, wb);
+      keep(backward);
+      if (head_trains) kept += act(V, d, wb);
       break;
     }
     case loss_impl::fused_cce: {
       const bytes lse = act(t, 1, f32);
-      e.kept = lse;
-      e.forward.add("log-sum-exp", lse, "fp32 per token; logits tiles never leave on-chip memory");
-      e.backward.add("log-sum-exp", lse, "saved from forward");
-      e.backward.add("grad_input", act(t, d, ab), "(BT, H) input gradient");
-      if (head_trains) e.backward.add("grad_weight", act(V, d, wb), "(V, H) head gradient");
+      kept = lse;
+      forward.add("log-sum-exp", lse, "fp32 per token; logits tiles never leave on-chip memory");
+      backward.add("log-sum-exp", lse, "saved from forward");
+      backward.add("grad_input", act(t, d, ab), "(BT, H) input gradient");
+      if (head_trains) backward.add("grad_weight", act(V, d, wb), "(V, H) head gradient");
       break;
     }
   }
-  return e;
+  return kept;
+}
+
+/// estimate_logits for a shape already validated (the step estimate validates it once).
+constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const training_setup& s,
+                                                const activation_config& c, const loss_config& l) {
+  bytes_sum forward, backward;
+  const bytes kept = logits_terms(m, s, c, l, forward, backward);
+  return logits_estimate{forward.total(), backward.total(), kept};
+}
+}  // namespace detail
+
+/// The loss head's memory (docs/logits.md): each peak's total, without the names.
+[[nodiscard]] constexpr logits_estimate estimate_logits(const model_shape& m, const training_setup& s,
+                                                        const activation_config& c, const loss_config& l) {
+  validate(m);
+  return detail::logits_of_valid_shape(m, s, c, l);
+}
+
+/// The terms behind a logits_estimate (for --explain, the JSON report and the W20/W21 checks).
+struct logits_breakdown {
+  activation_terms forward;   ///< alive together at the forward peak of the loss
+  activation_terms backward;  ///< alive together at the backward peak of the loss
+};
+[[nodiscard]] constexpr logits_breakdown logits_inventory(const model_shape& m, const training_setup& s,
+                                                          const activation_config& c, const loss_config& l) {
+  validate(m);
+  logits_breakdown out;
+  detail::logits_terms(m, s, c, l, out.forward, out.backward);
+  return out;
 }
 
 }  // namespace headroom

@@ -26,12 +26,14 @@ struct lora_targets {
     return *this;
   }
   /// PEFT "all-linear": every nn.Linear except the output embedding (tuners_utils.py
-  /// _maybe_include_all_linear_layers), so MoE routers are included and lm_head is not.
+  /// _maybe_include_all_linear_layers), so MoE routers and Phi-3's fused projections are included
+  /// and lm_head is not.
   [[nodiscard]] static constexpr lora_targets all_linear() {
     lora_targets t;
-    for (module_name m : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
-                          module_name::gate_proj, module_name::up_proj, module_name::down_proj,
-                          module_name::router, module_name::shared_expert_gate})
+    for (module_name m :
+         {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
+          module_name::gate_proj, module_name::up_proj, module_name::down_proj, module_name::router,
+          module_name::shared_expert_gate, module_name::qkv_proj, module_name::gate_up_proj})
       t.add(m);
     return t;
   }
@@ -109,21 +111,42 @@ struct lora_config {
 
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
 
-/// The adapter tensors: A (r × in) and B (out × r) for each targeted linear weight of `base`.
+namespace detail {
+constexpr void validate_lora(const lora_config& c) {
+  if (c.rank == 0) fail("rank", "must be a positive integer");
+  if (c.rank > max_lora_rank) fail("rank", "is absurdly large");
+  if (c.targets.mask == 0) fail("target_modules", "selects no module");
+}
+[[noreturn]] HEADROOM_COLD inline void fail_no_target_matched() {
+  fail("target_modules", "matches no module of this model");
+}
+}  // namespace detail
+
+/// Calls `visit(param_tensor)` for the adapter tensors of one base tensor: A (r × in) and
+/// B (out × r) when `t` is a targeted linear weight (+ DoRA's magnitude); returns whether it was.
+template <class Visit>
+HEADROOM_INLINE constexpr bool visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit) {
+  const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
+  if (!linear || !c.targets.contains(t.module)) return false;
+  visit(param_tensor{t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});           // lora_A
+  visit(param_tensor{t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});           // lora_B
+  if (c.use_dora) visit(param_tensor{t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // magnitude
+  return true;
+}
+
+/// The same count without the tensors: r·(in + out) (+ out for DoRA) per copy, 0 when not targeted.
+[[nodiscard]] constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t, const lora_config& c) {
+  const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
+  if (!linear || !c.targets.contains(t.module)) return 0;
+  return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);  // validated sizes: no overflow
+}
+
+/// The adapter tensors of every targeted linear weight of `base` (see visit_adapters).
 [[nodiscard]] constexpr param_inventory adapter_inventory(const param_inventory& base, const lora_config& c) {
-  if (c.rank == 0) detail::fail("rank", "must be a positive integer");
-  if (c.rank > max_lora_rank) detail::fail("rank", "is absurdly large");
-  if (c.targets.mask == 0) detail::fail("target_modules", "selects no module");
+  detail::validate_lora(c);
   param_inventory out;
-  for (const param_tensor& t : base) {
-    const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
-    if (!linear || !c.targets.contains(t.module)) continue;
-    out.add({t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});  // lora_A
-    out.add({t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});  // lora_B
-    if (c.use_dora)
-      out.add({t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // lora_magnitude_vector
-  }
-  if (out.size == 0) detail::fail("target_modules", "matches no module of this model");
+  for (const param_tensor& t : base) visit_adapters(t, c, [&out](const param_tensor& a) { out.add(a); });
+  if (out.size == 0) detail::fail_no_target_matched();
   return out;
 }
 [[nodiscard]] constexpr param_inventory adapter_inventory(const model_shape& m, const lora_config& c) {

@@ -145,69 +145,93 @@ constexpr std::uint64_t optimizer_param_bytes(precision_route p) {
 }
 constexpr bytes per_param(params n, std::uint64_t b) { return bytes(checked_mul(n.count(), b, "bytes")); }
 
-/// Optimizer state summed over a tensor list.
-constexpr bytes inventory_state(const param_inventory& inv, const training_setup& s) {
-  bytes total{0};
-  for (const param_tensor& t : inv)
-    total += optimizer_state_bytes(s.optimizer, t, optimizer_param_bytes(s.precision), s.optim);
-  return total;
+/// Optimizer state of one trainable tensor in this setup.
+constexpr bytes tensor_state(const param_tensor& t, const training_setup& s) {
+  return optimizer_state_bytes(s.optimizer, t, optimizer_param_bytes(s.precision), s.optim);
 }
 
 /// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
 /// get_modules_to_not_convert); everything else keeps the load dtype.
-constexpr bytes qlora_realistic_base(const param_inventory& base, const training_setup& s) {
-  bytes total{0};
-  for (const param_tensor& t : base) {
-    const bool quantised = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
-    total += quantised ? nf4_tensor_bytes(t.numel(), s.nf4) * t.copies
-                       : per_param(t.total(), weight_bytes(s.precision));
-  }
-  return total;
+constexpr bytes qlora_base_tensor(const param_tensor& t, const training_setup& s) {
+  const bool quantised = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
+  return quantised ? nf4_tensor_bytes(t.numel(), s.nf4) * t.copies
+                   : per_param(t.total(), weight_bytes(s.precision));
 }
 }  // namespace detail
 
 /// Static training state. `basis` nominal uses `spec.nominal_params` when the spec has one.
 /// Course check 3.1: full = (2 + 2 + 4 + 8)·N; LoRA/QLoRA = base bytes + 16·adapters.
+/// One pass over the model's tensors (visit_parameters) prices the base, adapters and state.
 [[nodiscard]] constexpr static_estimate estimate_static(const model_spec& spec, const training_setup& s,
                                                         params_basis basis = params_basis::nominal) {
+  using detail::checked_add;
+  using detail::checked_mul;
+  const params_basis priced_on = (basis == params_basis::nominal && spec.nominal_params != 0)
+                                     ? params_basis::nominal
+                                     : params_basis::exact;
+  const bool full = s.method == training_method::full;
+  // Per-tensor state only where it differs from a lumped count; nominal 8-bit full runs are lumped.
+  const bool state_per_tensor = !same_bytes_per_value(s.optimizer) &&
+                                (!full || priced_on == params_basis::exact || shape_dependent(s.optimizer));
+  const bool realistic_qlora = s.method == training_method::qlora && priced_on == params_basis::exact;
+  if (!full) detail::validate_lora(s.lora);
+  // Sums over the tensors, kept in locals (registers) while visiting.
+  std::uint64_t model = 0, adapters = 0, saved = 0;
+  bytes state{0}, realistic_weights{0};
+  // The counts in one pass; the per-tensor prices (8-bit blocks, shape-dependent state, realistic
+  // QLoRA) in a second, so the common pass stays a few multiply-adds per tensor.
+  if (full) {
+    visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
+      model = checked_add(model, t.total().count(), "parameter count");
+    });
+  } else {
+    visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
+      const std::uint64_t n = t.total().count();
+      model = checked_add(model, n, "parameter count");
+      adapters = checked_add(adapters, checked_mul(adapter_values_per_copy(t, s.lora), t.copies), "adapters");
+      if (s.lora.modules_to_save.contains(t.module))  // a trainable copy; the original stays frozen
+        saved = checked_add(saved, n, "modules_to_save");
+    });
+    if (adapters == 0) detail::fail_no_target_matched();
+  }
+  if (state_per_tensor || realistic_qlora) {
+    visit_parameters(spec.shape, [&](const param_tensor& t) {
+      if (state_per_tensor && full) state += detail::tensor_state(t, s);
+      if (state_per_tensor && !full) {  // each trainable tensor: adapters and modules_to_save copies
+        visit_adapters(t, s.lora, [&](const param_tensor& a) { state += detail::tensor_state(a, s); });
+        if (s.lora.modules_to_save.contains(t.module)) state += detail::tensor_state(t, s);
+      }
+      if (realistic_qlora) realistic_weights += detail::qlora_base_tensor(t, s);
+    });
+  }
+
   static_estimate e;
-  const param_inventory inventory = parameter_inventory(spec.shape);  // built once, used below
-  for (const param_tensor& t : inventory) e.model_params += t.total();
-  e.basis = (basis == params_basis::nominal && spec.nominal_params != 0) ? params_basis::nominal
-                                                                         : params_basis::exact;
-  e.priced_params = e.basis == params_basis::nominal ? params(spec.nominal_params) : e.model_params;
+  e.basis = priced_on;
+  e.model_params = params(model);
+  e.adapter_params = params(adapters);
+  e.saved_module_params = params(saved);
+  e.priced_params = priced_on == params_basis::nominal ? params(spec.nominal_params) : e.model_params;
+  e.trainable_params = full ? e.priced_params : params(checked_add(adapters, saved, "trainable parameters"));
+  e.optimizer_from_shapes = full && priced_on == params_basis::nominal && shape_dependent(s.optimizer);
   const std::uint64_t wb = detail::weight_bytes(s.precision);
   memory_buckets& b = e.buckets;
-
-  if (s.method == training_method::full) {
-    e.trainable_params = e.priced_params;
+  if (full || s.method == training_method::lora) {
     b.weights = detail::per_param(e.priced_params, wb);
-    if (e.basis == params_basis::exact || shape_dependent(s.optimizer)) {
-      b.optimizer = detail::inventory_state(inventory, s);
-      e.optimizer_from_shapes = e.basis == params_basis::nominal;
-    } else {  // one lumped tensor of N parameters: block overheads amortised exactly
-      param_inventory lumped;
-      lumped.add({module_name::q_proj, tensor_role::linear_weight, e.priced_params.count(), 0, 1});
-      b.optimizer = detail::inventory_state(lumped, s);
-    }
+  } else if (priced_on == params_basis::nominal) {
+    e.layout = qlora_layout::uniform_nominal;
+    b.weights = nf4_nominal_bytes(e.priced_params, s.nf4);
   } else {
-    const param_inventory adapters = adapter_inventory(inventory, s.lora);
-    const param_inventory saved = saved_module_inventory(inventory, s.lora);
-    for (const param_tensor& t : adapters) e.adapter_params += t.total();
-    for (const param_tensor& t : saved) e.saved_module_params += t.total();
-    e.trainable_params = e.adapter_params + e.saved_module_params;
-    b.adapter_weights = detail::per_param(e.trainable_params, wb);
-    b.optimizer = detail::inventory_state(adapters, s) + detail::inventory_state(saved, s);
-    if (s.method == training_method::lora) {
-      b.weights = detail::per_param(e.priced_params, wb);
-    } else if (e.basis == params_basis::nominal) {
-      e.layout = qlora_layout::uniform_nominal;
-      b.weights = nf4_nominal_bytes(e.priced_params, s.nf4);
-    } else {
-      e.layout = qlora_layout::realistic;
-      b.weights = detail::qlora_realistic_base(inventory, s);
-    }
+    e.layout = qlora_layout::realistic;
+    b.weights = realistic_weights;
   }
+  if (!full) b.adapter_weights = detail::per_param(e.trainable_params, wb);
+  // One lumped tensor of every trainable value where that is exact (or, for nominal 8-bit full
+  // fine-tuning, the course's W06 pricing with blocks amortised over N).
+  b.optimizer = state_per_tensor
+                    ? state
+                    : detail::tensor_state(param_tensor{module_name::q_proj, tensor_role::linear_weight,
+                                                        e.trainable_params.count(), 0, 1},
+                                           s);
   b.grads = detail::per_param(e.trainable_params, wb);
   if (s.grad_accum_buffer) b.grads += detail::per_param(e.trainable_params, detail::bf16_bytes);
   b.master = detail::per_param(e.trainable_params, detail::master_bytes(s.precision));

@@ -144,63 +144,73 @@ constexpr void validate(const model_shape& m) {
     detail::fail("shared_expert_intermediate_size", "is absurdly large");
 }
 
-/// Every weight tensor of the model. Source of each line: the transformers modeling files
+/// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
+/// (the estimators sum as they go). Source of each line: the transformers modeling files
 /// (LlamaDecoderLayer, Qwen3Attention, Gemma2DecoderLayer, Qwen3MoeSparseMoeBlock).
-[[nodiscard]] constexpr param_inventory parameter_inventory(const model_shape& m) {
+template <class Visit>
+HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& visit) {
   validate(m);
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m), L = m.num_hidden_layers;
-  param_inventory inv;
+  auto add = [&visit](param_tensor t) HEADROOM_INLINE {
+    if (t.copies != 0 && t.rows != 0) visit(t);  // skip absent tensors
+  };
   using mn = module_name;
   using tr = tensor_role;
-  inv.add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
+  add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
   if (m.fused_qkv) {
-    inv.add({mn::qkv_proj, tr::linear_weight, q + 2 * kv, d, L});  // qkv_proj: d → (a + 2g)·head_dim
+    add({mn::qkv_proj, tr::linear_weight, q + 2 * kv, d, L});  // qkv_proj: d → (a + 2g)·head_dim
   } else {
-    inv.add({mn::q_proj, tr::linear_weight, q, d, L});   // q_proj: d → a·head_dim
-    inv.add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
-    inv.add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
+    add({mn::q_proj, tr::linear_weight, q, d, L});   // q_proj: d → a·head_dim
+    add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
+    add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
   }
-  inv.add({mn::o_proj, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
+  add({mn::o_proj, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
   if (m.attention_bias) {
-    inv.add({mn::q_proj, tr::bias, q, 0, L});
-    inv.add({mn::k_proj, tr::bias, kv, 0, L});
-    inv.add({mn::v_proj, tr::bias, kv, 0, L});
+    add({mn::q_proj, tr::bias, q, 0, L});
+    add({mn::k_proj, tr::bias, kv, 0, L});
+    add({mn::v_proj, tr::bias, kv, 0, L});
   }
-  if (m.o_proj_bias) inv.add({mn::o_proj, tr::bias, d, 0, L});
+  if (m.o_proj_bias) add({mn::o_proj, tr::bias, d, 0, L});
   // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) plus router.
   const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
   const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
   if (m.fused_gate_up) {
-    inv.add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
+    add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
   } else {
-    inv.add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
-    inv.add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+    add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
+    add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
   }
-  inv.add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
+  add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
   if (m.mlp_bias) {
-    inv.add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
-    inv.add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
-    inv.add({mn::down_proj, tr::bias, d, 0, mlp_copies});
+    add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
+    add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
+    add({mn::down_proj, tr::bias, d, 0, mlp_copies});
   }
-  if (is_moe(m)) inv.add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
+  if (is_moe(m)) add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
   if (m.shared_expert_intermediate_size != 0) {
     const std::uint64_t sf = m.shared_expert_intermediate_size;
-    inv.add({mn::gate_proj, tr::linear_weight, sf, d, L});
-    inv.add({mn::up_proj, tr::linear_weight, sf, d, L});
-    inv.add({mn::down_proj, tr::linear_weight, d, sf, L});
-    inv.add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
+    add({mn::gate_proj, tr::linear_weight, sf, d, L});
+    add({mn::up_proj, tr::linear_weight, sf, d, L});
+    add({mn::down_proj, tr::linear_weight, d, sf, L});
+    add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
   }
-  inv.add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
-  if (m.qk_norm) inv.add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
-  inv.add({mn::norm, tr::norm_weight, d, 0, 1});                              // final norm
-  if (!m.tie_word_embeddings) inv.add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+  add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
+  if (m.qk_norm) add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
+  add({mn::norm, tr::norm_weight, d, 0, 1});                              // final norm
+  if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+}
+
+/// Every weight tensor of the model, as a list (see visit_parameters).
+[[nodiscard]] constexpr param_inventory parameter_inventory(const model_shape& m) {
+  param_inventory inv;
+  visit_parameters(m, [&inv](const param_tensor& t) { inv.add(t); });
   return inv;
 }
 
 /// Exact parameter count: the sum over the inventory (tied embeddings counted once).
 [[nodiscard]] constexpr params parameter_count(const model_shape& m) {
   params total{0};
-  for (const param_tensor& t : parameter_inventory(m)) total += t.total();
+  visit_parameters(m, [&total](const param_tensor& t) { total += t.total(); });
   return total;
 }
 

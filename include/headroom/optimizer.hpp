@@ -152,5 +152,10 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
 
 /// True where the state depends on tensor shapes, so a lumped nominal count cannot price it.
 [[nodiscard]] constexpr bool shape_dependent(const optimizer_info& opt) { return opt.factored || opt.muon; }
+/// True where every value costs the same state bytes, so the state of a tensor list equals the
+/// state of one tensor of their total size (8-bit blocks and small-tensor fallbacks do not).
+[[nodiscard]] constexpr bool same_bytes_per_value(const optimizer_info& opt) {
+  return !shape_dependent(opt) && opt.storage != state_storage::blockwise_8bit;
+}
 
 }  // namespace headroom

@@ -63,12 +63,12 @@ constexpr bool shards_params(sharding s) {
 /// embedding / head, whichever is larger (DeepSpeed's "largest layer").
 constexpr std::uint64_t largest_unit_params(const model_shape& m) {
   std::uint64_t layer = 0, largest = 0;
-  for (const param_tensor& t : parameter_inventory(m)) {
+  visit_parameters(m, [&](const param_tensor& t) {
     if (t.copies == 1)
       largest = t.numel() > largest ? t.numel() : largest;
     else
       layer += t.numel() * (t.copies / m.num_hidden_layers);
-  }
+  });
   return layer > largest ? layer : largest;
 }
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }

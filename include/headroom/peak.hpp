@@ -76,81 +76,98 @@ constexpr bytes autocast_cache(const static_estimate& st, const training_setup& 
 }
 }  // namespace detail
 
-/// Estimates the whole step. The peak is the largest phase; sizes are each bucket's maximum.
-/// The same with the static part already known (it does not depend on the micro-batch or length),
-/// which the solvers reuse across their probes.
-[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r,
-                                                            const static_estimate& statics,
-                                                            const sharded_state& per_gpu_static) {
-  if (r.grad_accum_steps == 0) detail::fail("gradient_accumulation_steps", "must be a positive integer");
-  training_estimate e;
-  e.statics = statics;
-  e.per_gpu_static = per_gpu_static;
-  e.activations = estimate_activations(spec.shape, r.setup, r.activations);
+namespace detail {
+/// The step estimate for a validated shape with its static part known (it does not depend on the
+/// micro-batch or the length, so the solvers compute it once for all their probes).
+constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
+                                                const static_estimate& statics,
+                                                const sharded_state& per_gpu_static) {
+  if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
+  activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, r.activations);
   const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
   if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
     auto scale = [&](bytes b) { return bytes(detail::checked_mul(b.count() / tp.den, tp.num)); };
-    e.activations.per_layer_kept = scale(e.activations.per_layer_kept);
-    e.activations.recompute = scale(e.activations.recompute);
-    e.activations.gpu = scale(e.activations.gpu);
-    e.activations.host = scale(e.activations.host);
+    acts.per_layer_kept = scale(acts.per_layer_kept);
+    acts.recompute = scale(acts.recompute);
+    acts.gpu = scale(acts.gpu);
+    acts.host = scale(acts.host);
   }
-  e.logits = estimate_logits(spec.shape, r.setup, r.activations, r.loss);
-  e.overhead = estimate_overhead(r.overhead);
-  e.paged_state = r.setup.optimizer.paged;
-  const memory_buckets& st = e.per_gpu_static.per_gpu;
+  const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, r.activations, r.loss);
+  const overhead_estimate over = estimate_overhead(r.overhead);
+  const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
+  const memory_buckets& st = per_gpu_static.per_gpu;
   const bytes gathered = st.temporaries;  // ZeRO-3 / FSDP: parameters gathered for compute
-
-  memory_buckets base = st;  // weights, adapters, master and optimizer state persist all step
-  base.logits = bytes(0);
-  base.grads = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none) empties them
-  base.overhead = e.overhead.total();
-  const bytes kept_activations = e.activations.gpu - e.activations.recompute;
-
-  memory_buckets& fwd = e.phases[static_cast<std::size_t>(step_phase::forward_end)];
-  fwd = base;  // saved tensors of every block (and the one in flight when offloading) + the loss
-  fwd.activations =
-      kept_activations + (r.activations.ckpt == checkpointing::offload ? e.activations.recompute : bytes(0));
-  fwd.logits = detail::div_up(e.logits.forward_peak(), r.parallel.tensor_parallel);  // vocab-parallel head
-  fwd.temporaries = gathered + detail::autocast_cache(e.statics, r.setup);
-
-  memory_buckets& bws = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
-  bws = base;  // the loss backward runs while the last block is being recomputed
-  bws.activations = e.activations.gpu;
-  bws.temporaries = gathered;
-  bws.logits = detail::div_up(e.logits.backward_peak(), r.parallel.tensor_parallel);
-
-  memory_buckets& bwe = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
-  bwe = st;  // all gradients exist; at most the first block's recompute is still alive
-  bwe.overhead = e.overhead.total();
-  bwe.activations = e.activations.recompute;
-  bwe.temporaries = gathered;
-
-  memory_buckets& opt = e.phases[static_cast<std::size_t>(step_phase::optimizer_step)];
-  opt = st;
-  opt.overhead = e.overhead.total();
+  const bytes grads_in_forward = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none)
+  const bool offloading = r.activations.ckpt == checkpointing::offload;
   // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
   const std::uint64_t state_shards = (r.parallel.shard == sharding::none ? 1 : r.parallel.data_parallel) *
                                      r.parallel.tensor_parallel * r.parallel.pipeline_parallel;
-  opt.temporaries = r.parallel.offload_optimizer
-                        ? bytes(0)
-                        : detail::div_up(detail::step_temporaries(e.statics, r.setup), state_shards);
+  const bytes step_temporaries =
+      r.parallel.offload_optimizer ? bytes(0)
+                                   : detail::div_up(detail::step_temporaries(statics, r.setup), state_shards);
+  // Weights, adapters, master and optimizer state persist all step; the rest changes by phase.
+  const bytes overhead = over.total();
+  auto phase = [&](bytes grads, bytes activations, bytes logits, bytes temporaries) {
+    return memory_buckets{st.weights, st.adapter_weights, grads,   st.master, st.optimizer, activations,
+                          logits,     temporaries,        overhead};
+  };
+  const std::array<memory_buckets, 4> phases{{
+      // forward_end: saved tensors of every block (and the one in flight when offloading) + the loss
+      phase(grads_in_forward, acts.gpu - acts.recompute + (offloading ? acts.recompute : bytes(0)),
+            detail::div_up(head.forward_peak(), head_shards),
+            gathered + detail::autocast_cache(statics, r.setup)),
+      // backward_start: the loss backward runs while the last block is being recomputed
+      phase(grads_in_forward, acts.gpu, detail::div_up(head.backward_peak(), head_shards), gathered),
+      // backward_end: all gradients exist; at most the first block's recompute is still alive
+      phase(st.grads, acts.recompute, bytes(0), gathered),
+      // optimizer_step: the optimizer's temporaries
+      phase(st.grads, bytes(0), bytes(0), step_temporaries),
+  }};
 
+  // Each phase's total_bytes(), with the persistent part added once.
+  const bytes persistent = st.weights + st.adapter_weights + st.master + st.optimizer + overhead;
+  auto total_of = [&](const memory_buckets& p) {
+    return persistent + p.grads + p.activations + p.logits + p.temporaries;
+  };
   std::size_t peak = 0;
-  for (std::size_t i = 1; i < e.phases.size(); ++i)
-    if (e.phases[i].total_bytes() > e.phases[peak].total_bytes()) peak = i;
-  e.peak_phase = static_cast<step_phase>(peak);
-
-  e.sizes = st;
-  e.sizes.activations = e.activations.gpu;
-  e.sizes.logits = detail::div_up(e.logits.peak(), r.parallel.tensor_parallel);
-  e.sizes.temporaries = fwd.temporaries > opt.temporaries ? fwd.temporaries : opt.temporaries;
-  e.sizes.overhead = e.overhead.total();
-  return e;
+  bytes peak_total = total_of(phases[0]);
+  for (std::size_t i = 1; i < phases.size(); ++i) {
+    const bytes total = total_of(phases[i]);
+    if (total > peak_total) {
+      peak = i;
+      peak_total = total;
+    }
+  }
+  memory_buckets sizes = st;  // each bucket's largest size over the step
+  sizes.activations = acts.gpu;
+  sizes.logits = detail::div_up(head.peak(), head_shards);
+  const bytes forward_temporaries = phases[0].temporaries;
+  sizes.temporaries = forward_temporaries > step_temporaries ? forward_temporaries : step_temporaries;
+  sizes.overhead = overhead;
+  return training_estimate{statics,
+                           per_gpu_static,
+                           acts,
+                           head,
+                           over,
+                           sizes,
+                           phases,
+                           static_cast<step_phase>(peak),
+                           r.setup.optimizer.paged};
 }
+}  // namespace detail
+
+/// Estimates the whole step. The peak is the largest phase; sizes are each bucket's maximum.
 [[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r) {
-  const static_estimate statics = estimate_static(spec, r.setup, r.basis);
-  return estimate_training(spec, r, statics, shard_static(spec.shape, statics, r.setup, r.parallel));
+  const static_estimate statics = estimate_static(spec, r.setup, r.basis);  // validates the shape
+  return detail::step_of_valid_shape(spec, r, statics,
+                                     shard_static(spec.shape, statics, r.setup, r.parallel));
+}
+/// The same with the static part already known (from estimate_static and shard_static).
+[[nodiscard]] constexpr training_estimate estimate_training(const model_spec& spec, const run_config& r,
+                                                            const static_estimate& statics,
+                                                            const sharded_state& per_gpu_static) {
+  validate(spec.shape);
+  return detail::step_of_valid_shape(spec, r, statics, per_gpu_static);
 }
 
 /// True when the peak, overhead included, is at most `budget`.
@@ -173,7 +190,7 @@ namespace detail {
 inline bool fits_or_overflows(const model_spec& spec, const run_config& r, const static_estimate& statics,
                               const sharded_state& sharded, bytes budget) {
   try {
-    return fits(estimate_training(spec, r, statics, sharded), budget);
+    return fits(step_of_valid_shape(spec, r, statics, sharded), budget);
   } catch (const overflow_error&) {
     return false;  // too large for 64-bit bytes: no budget holds it
   }

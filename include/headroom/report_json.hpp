@@ -95,12 +95,14 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"tensor_parallel", par.tensor_parallel},
                    {"sequence_parallel", par.sequence_parallel},
                    {"pipeline_parallel", par.pipeline_parallel}};
-  j["activations_detail"] = {{"layer_terms", detail::terms_json(e.activations.layer)},
-                             {"model_terms", detail::terms_json(e.activations.model_level)},
+  const activation_breakdown acts = activation_inventory(model.spec.shape, r.setup, a);
+  const logits_breakdown head = logits_inventory(model.spec.shape, r.setup, a, r.loss);
+  j["activations_detail"] = {{"layer_terms", detail::terms_json(acts.layer)},
+                             {"model_terms", detail::terms_json(acts.model_level)},
                              {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},
                              {"recompute_bytes", e.activations.recompute.count()}};
-  j["logits_detail"] = {{"forward_terms", detail::terms_json(e.logits.forward)},
-                        {"backward_terms", detail::terms_json(e.logits.backward)},
+  j["logits_detail"] = {{"forward_terms", detail::terms_json(head.forward)},
+                        {"backward_terms", detail::terms_json(head.backward)},
                         {"kept_bytes", e.logits.kept.count()}};
   j["overhead_detail"] = {{"cuda_context", e.overhead.cuda_context.count()},
                           {"cublas_workspace", e.overhead.cublas_workspace.count()},

@@ -202,23 +202,24 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                                                                 : "in the parameter dtype",
                    pb, gb(st.buckets.optimizer), s.optimizer.source));
   const activation_config& a = r.activations;
+  const activation_breakdown acts = activation_inventory(m, s, a);
   line(
       fmt::format("  activations t = b·s = {} x {} tokens; {} formula; checkpointing {}: L x {} kept + {} "
                   "model-level + {} "
                   "recomputing = {}",
                   a.batch, a.seq_len, choice_name(activation_formula_names, a.formula),
                   choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
-                  gb(e.activations.model_level.total()), gb(e.activations.recompute), gb(e.activations.gpu)));
-  for (const activation_term& t : e.activations.layer)
+                  gb(e.activations.model_level), gb(e.activations.recompute), gb(e.activations.gpu)));
+  for (const activation_term& t : acts.layer)
     if (t.amount.count() != 0)
       line(fmt::format("      per layer {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()),
                        t.reason));
-  for (const activation_term& t : e.activations.model_level)
+  for (const activation_term& t : acts.model_level)
     line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
   line(fmt::format("  logits   loss {}: forward {} / backward {} (docs/logits.md)",
                    choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()),
                    gb(e.logits.backward_peak())));
-  for (const activation_term& t : e.logits.backward)
+  for (const activation_term& t : logits_inventory(m, s, a, r.loss).backward)
     line(fmt::format("      backward  {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),

@@ -15,18 +15,33 @@ namespace detail {
 inline constexpr std::uint64_t u64_max = std::numeric_limits<std::uint64_t>::max();
 
 /// a·b, or an input_error naming `what` if the product does not fit in 64 bits.
-[[noreturn]] inline void fail_overflow(const char* what) {
+[[noreturn]] HEADROOM_COLD inline void fail_overflow(const char* what) {
   throw overflow_error(what, "overflows 64-bit arithmetic");
 }
 constexpr std::uint64_t checked_mul(std::uint64_t a, std::uint64_t b, const char* what = "product") {
+#if defined(__GNUC__) || defined(__clang__)
+  std::uint64_t product = 0;  // the overflow flag of one multiply, not a 64-bit division per product
+  if (__builtin_mul_overflow(a, b, &product)) fail_overflow(what);
+  return product;
+#else
   if (a != 0 && b > u64_max / a) fail_overflow(what);
   return a * b;
+#endif
 }
 constexpr std::uint64_t checked_add(std::uint64_t a, std::uint64_t b, const char* what = "sum") {
+#if defined(__GNUC__) || defined(__clang__)
+  std::uint64_t sum = 0;  // add and branch on the carry
+  if (__builtin_add_overflow(a, b, &sum)) fail_overflow(what);
+  return sum;
+#else
   if (b > u64_max - a) fail_overflow(what);
   return a + b;
+#endif
 }
-constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) { return a / b + (a % b != 0 ? 1 : 0); }
+constexpr std::uint64_t ceil_div(std::uint64_t a, std::uint64_t b) {
+  if (b == 1) return a;  // the common case (one GPU, no split) skips a 64-bit division
+  return a / b + (a % b != 0 ? 1 : 0);
+}
 }  // namespace detail
 
 /// A value tagged with its unit. Construct explicitly, read back with `.count()`.
