@@ -149,3 +149,24 @@ TEST_CASE("Impossible layouts are errors naming the setting", "[parallel][errors
   require_input_error(
       [&] { (void)shard_static(llama70.shape, estimate_static(llama70, full_ft), full_ft, p); }, "positive");
 }
+
+TEST_CASE("A parallel layout with zero or absurd GPU counts is an error naming the count",
+          "[parallel][errors]") {
+  const model_spec spec{llama_3_1_8b, 8'000'000'000};
+  auto with = [&](auto change) {
+    run_config r;
+    change(r.parallel);
+    return [&spec, r] { (void)estimate_training(spec, r); };
+  };
+  require_input_error(with([](parallel_config& p) { p.data_parallel = 0; }), "data_parallel", "positive");
+  require_input_error(with([](parallel_config& p) { p.tensor_parallel = 1ull << 33; }), "tensor_parallel",
+                      "absurd");
+  require_input_error(with([](parallel_config& p) { p.node_gpus = 0; }), "node_gpus", "positive");
+  // Each count is plausible, their product (2^60 GPUs) is not.
+  require_input_error(with([](parallel_config& p) {
+                        p.data_parallel = 1u << 20;
+                        p.tensor_parallel = 1u << 20;
+                        p.pipeline_parallel = 1u << 20;
+                      }),
+                      "parallel layout", "absurd");
+}

@@ -5,6 +5,7 @@
 #include "catch.hpp"
 
 using namespace headroom;
+using headroom::test::require_input_error;
 
 // W08: 4 + 8/64 + 32/(64·256) = 4.126953125 bits, which the course quotes as 4.127.
 constexpr bits_fraction dq = nf4_bits_per_param(nf4_layout{});
@@ -31,4 +32,13 @@ TEST_CASE("Per-tensor NF4 bytes: packed codes, uint8 absmax per 64, fp32 scale p
   CHECK(nf4_tensor_bytes(16'777'216, nf4_layout{64, false, 256}) == bytes(8'388'608 + 4 * 262'144));
   // Partial blocks round up: 65 values need 33 packed bytes, 2 codes and 1 scale.
   CHECK(nf4_tensor_bytes(65, nf4_layout{}) == bytes(33 + 2 + 4));
+}
+
+TEST_CASE("Zero or absurd 4-bit block sizes are errors, not a division by zero", "[quantization][errors]") {
+  nf4_layout q;
+  q.block_size = 0;
+  require_input_error([&] { (void)nf4_bits_per_param(q); }, "bnb_4bit block size", "positive");
+  q.block_size = 64;
+  q.dq_block_size = 1ull << 40;
+  require_input_error([&] { (void)nf4_tensor_bytes(4096, q); }, "bnb_4bit block size", "absurd");
 }

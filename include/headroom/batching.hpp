@@ -65,6 +65,7 @@ struct token_weights {
   if (k >= batches.size()) throw input_error("micro-batch index", "out of range");
   std::uint64_t n = 0;
   for (const micro_batch_loss& b : batches) n += b.tokens;
+  if (batches[k].tokens == 0) throw input_error("micro-batches", "micro-batch k has no trained tokens");
   return {1.0 / static_cast<double>(n),
           1.0 / (static_cast<double>(batches.size()) * static_cast<double>(batches[k].tokens))};
 }

@@ -53,6 +53,8 @@ struct sharded_state {
 };
 
 namespace detail {
+inline constexpr std::uint64_t max_gpus = std::uint64_t{1} << 20;  // a million GPUs: larger is a typo
+
 constexpr bool is_deepspeed(sharding s) {
   return s == sharding::zero1 || s == sharding::zero2 || s == sharding::zero3;
 }
@@ -67,7 +69,7 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
     if (t.copies == 1)
       largest = t.numel() > largest ? t.numel() : largest;
     else
-      layer += t.numel() * (t.copies / m.num_hidden_layers);
+      layer = checked_add(layer, checked_mul(t.numel(), t.copies / m.num_hidden_layers), "layer parameters");
   });
   return layer > largest ? layer : largest;
 }
@@ -79,8 +81,12 @@ constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count
 /// ZeRO-3 and FSDP gather two units at once (the one computing and the one prefetched).
 [[nodiscard]] constexpr sharded_state shard_static(const model_shape& m, const static_estimate& st,
                                                    const training_setup& s, const parallel_config& p) {
-  if (p.data_parallel == 0 || p.tensor_parallel == 0 || p.pipeline_parallel == 0 || p.node_gpus == 0)
-    detail::fail("parallel layout", "GPU counts must be positive integers");
+  detail::require_size(p.data_parallel, "data_parallel", detail::max_gpus);
+  detail::require_size(p.tensor_parallel, "tensor_parallel", detail::max_gpus);
+  detail::require_size(p.pipeline_parallel, "pipeline_parallel", detail::max_gpus);
+  detail::require_size(p.node_gpus, "node_gpus", detail::max_gpus);
+  if (p.gpus() > detail::max_gpus)
+    detail::fail("parallel layout", "data x tensor x pipeline is absurdly large");
   if (p.offload_params && !detail::shards_params(p.shard))
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
   if (p.sequence_parallel && p.tensor_parallel == 1)

@@ -21,6 +21,15 @@ inline constexpr std::uint64_t nf4_code_bits = 4;  // one 4-bit code per value
 inline constexpr std::uint64_t fp32_bits = 32;     // first-level absmax without double quant
 inline constexpr std::uint64_t dq_code_bits = 8;   // double-quantised absmax: one uint8 code
 
+namespace detail {
+inline constexpr std::uint64_t max_quant_block = std::uint64_t{1} << 20;  // bnb uses 64…4096
+constexpr void validate_nf4(const nf4_layout& q) {
+  if (q.block_size == 0 || q.dq_block_size == 0) fail("bnb_4bit block size", "must be a positive integer");
+  if (q.block_size > max_quant_block || q.dq_block_size > max_quant_block)
+    fail("bnb_4bit block size", "is absurdly large");
+}
+}  // namespace detail
+
 /// Storage bits per parameter as an exact fraction num/den (amortised over whole blocks).
 struct bits_fraction {
   std::uint64_t num = 0;
@@ -32,6 +41,7 @@ struct bits_fraction {
 
 /// Bits/param: 4 + 8/64 + 32/(64·256) = 4.126953125 with double quant, 4 + 32/64 = 4.5 without.
 [[nodiscard]] constexpr bits_fraction nf4_bits_per_param(const nf4_layout& q) {
+  detail::validate_nf4(q);
   if (!q.double_quant) return {nf4_code_bits * q.block_size + fp32_bits, q.block_size};
   const std::uint64_t den = q.block_size * q.dq_block_size;
   return {nf4_code_bits * den + dq_code_bits * q.dq_block_size + fp32_bits, den};
@@ -40,6 +50,7 @@ struct bits_fraction {
 /// Exact bytes of one quantised tensor of n values: ⌈n/2⌉ packed codes + absmax level(s).
 /// Per-tensor constants (the 256-entry fp32 nested code table, the offset) are not counted.
 [[nodiscard]] constexpr bytes nf4_tensor_bytes(std::uint64_t n, const nf4_layout& q) {
+  detail::validate_nf4(q);
   const std::uint64_t packed = detail::ceil_div(n, 2);
   const std::uint64_t blocks = detail::ceil_div(n, q.block_size);
   if (!q.double_quant) return bytes(packed + blocks * (fp32_bits / bits_per_byte));
