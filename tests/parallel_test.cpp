@@ -170,3 +170,13 @@ TEST_CASE("A parallel layout with zero or absurd GPU counts is an error naming t
                       }),
                       "parallel layout", "absurd");
 }
+
+TEST_CASE("The step estimate with a known static part checks the layout too", "[parallel][errors]") {
+  const model_spec spec{llama_3_1_8b, 8'000'000'000};
+  const run_config ok;
+  const static_estimate st = estimate_static(spec, ok.setup);
+  const sharded_state sh = shard_static(spec.shape, st, ok.setup, ok.parallel);
+  run_config bad = ok;
+  bad.parallel.tensor_parallel = 0;  // would divide the logits by zero
+  require_input_error([&] { (void)estimate_training(spec, bad, st, sh); }, "tensor_parallel", "positive");
+}

@@ -8,13 +8,16 @@
 #include <utility>
 
 // HEADROOM_INLINE: a visitor inlined into its caller keeps a sum over tensors in registers.
+// HEADROOM_NOINLINE: a rarely taken loop keeps its stack frame out of the hot caller's.
 // HEADROOM_COLD: the throwing paths stay out of line, so every checked product inlines to a few
 // instructions (the estimators make a few hundred of them).
 #if defined(__GNUC__) || defined(__clang__)
 #define HEADROOM_INLINE __attribute__((always_inline))
+#define HEADROOM_NOINLINE __attribute__((noinline))
 #define HEADROOM_COLD __attribute__((noinline, cold))
 #else
 #define HEADROOM_INLINE
+#define HEADROOM_NOINLINE
 #define HEADROOM_COLD
 #endif
 

@@ -135,7 +135,8 @@ HEADROOM_INLINE constexpr bool visit_adapters(const param_tensor& t, const lora_
 }
 
 /// The same count without the tensors: r·(in + out) (+ out for DoRA) per copy, 0 when not targeted.
-[[nodiscard]] constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t, const lora_config& c) {
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,
+                                                                              const lora_config& c) {
   const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
   if (!linear || !c.targets.contains(t.module)) return 0;
   return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);  // validated sizes: no overflow

@@ -71,11 +71,11 @@ struct param_tensor {
   std::uint64_t cols = 0;    ///< in_features; 0 for 1-D tensors
   std::uint64_t copies = 0;  ///< layers × experts holding this tensor
 
-  [[nodiscard]] constexpr std::uint64_t numel() const {
+  [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t numel() const {
     return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
   }
   [[nodiscard]] constexpr bool is_matrix() const { return cols != 0; }
-  [[nodiscard]] constexpr params total() const {
+  [[nodiscard]] HEADROOM_INLINE constexpr params total() const {
     return params(detail::checked_mul(numel(), copies, "parameter count"));
   }
 };

@@ -76,11 +76,8 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
 }  // namespace detail
 
-/// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
-/// optimizer (its estimators' 2P + 18P/N for ZeRO-2 and 4·LL + 18P/N for ZeRO-3 with AdamW);
-/// ZeRO-3 and FSDP gather two units at once (the one computing and the one prefetched).
-[[nodiscard]] constexpr sharded_state shard_static(const model_shape& m, const static_estimate& st,
-                                                   const training_setup& s, const parallel_config& p) {
+/// Throws input_error naming the first GPU count that is zero or absurd, or an impossible combination.
+constexpr void validate(const parallel_config& p) {
   detail::require_size(p.data_parallel, "data_parallel", detail::max_gpus);
   detail::require_size(p.tensor_parallel, "tensor_parallel", detail::max_gpus);
   detail::require_size(p.pipeline_parallel, "pipeline_parallel", detail::max_gpus);
@@ -91,6 +88,14 @@ constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
   if (p.sequence_parallel && p.tensor_parallel == 1)
     detail::fail("sequence_parallel", "needs tensor_parallel > 1");
+}
+
+/// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
+/// optimizer (its estimators' 2P + 18P/N for ZeRO-2 and 4·LL + 18P/N for ZeRO-3 with AdamW);
+/// ZeRO-3 and FSDP gather two units at once (the one computing and the one prefetched).
+[[nodiscard]] constexpr sharded_state shard_static(const model_shape& m, const static_estimate& st,
+                                                   const training_setup& s, const parallel_config& p) {
+  validate(p);
   sharded_state out;
   memory_buckets b = st.buckets;
   // Tensor and pipeline parallelism split every layer's weights (norms are small and ignored).

@@ -106,53 +106,51 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       r.parallel.offload_optimizer ? bytes(0)
                                    : detail::div_up(detail::step_temporaries(statics, r.setup), state_shards);
   // Weights, adapters, master and optimizer state persist all step; the rest changes by phase.
+  struct varying {
+    bytes grads, activations, logits, temporaries;
+  };
+  // forward_end: saved tensors of every block (and the one in flight when offloading) + the loss
+  const varying forward_end{
+      grads_in_forward, acts.gpu - acts.recompute + (offloading ? acts.recompute : bytes(0)),
+      detail::div_up(head.forward_peak(), head_shards), gathered + detail::autocast_cache(statics, r.setup)};
+  // backward_start: the loss backward runs while the last block is being recomputed
+  const varying backward_start{grads_in_forward, acts.gpu, detail::div_up(head.backward_peak(), head_shards),
+                               gathered};
+  // backward_end: all gradients exist; at most the first block's recompute is still alive
+  const varying backward_end{st.grads, acts.recompute, bytes(0), gathered};
+  // optimizer_step: the optimizer's temporaries
+  const varying optimizer_step{st.grads, bytes(0), bytes(0), step_temporaries};
+  // Each phase's total_bytes(), with the persistent part added once; the peak is the largest.
   const bytes overhead = over.total();
-  auto phase = [&](bytes grads, bytes activations, bytes logits, bytes temporaries) {
-    return memory_buckets{st.weights, st.adapter_weights, grads,   st.master, st.optimizer, activations,
-                          logits,     temporaries,        overhead};
-  };
-  const std::array<memory_buckets, 4> phases{{
-      // forward_end: saved tensors of every block (and the one in flight when offloading) + the loss
-      phase(grads_in_forward, acts.gpu - acts.recompute + (offloading ? acts.recompute : bytes(0)),
-            detail::div_up(head.forward_peak(), head_shards),
-            gathered + detail::autocast_cache(statics, r.setup)),
-      // backward_start: the loss backward runs while the last block is being recomputed
-      phase(grads_in_forward, acts.gpu, detail::div_up(head.backward_peak(), head_shards), gathered),
-      // backward_end: all gradients exist; at most the first block's recompute is still alive
-      phase(st.grads, acts.recompute, bytes(0), gathered),
-      // optimizer_step: the optimizer's temporaries
-      phase(st.grads, bytes(0), bytes(0), step_temporaries),
-  }};
-
-  // Each phase's total_bytes(), with the persistent part added once.
   const bytes persistent = st.weights + st.adapter_weights + st.master + st.optimizer + overhead;
-  auto total_of = [&](const memory_buckets& p) {
-    return persistent + p.grads + p.activations + p.logits + p.temporaries;
+  auto total_of = [&](const varying& v) {
+    return persistent + v.grads + v.activations + v.logits + v.temporaries;
   };
+  const std::array<bytes, 4> totals{
+      {total_of(forward_end), total_of(backward_start), total_of(backward_end), total_of(optimizer_step)}};
   std::size_t peak = 0;
-  bytes peak_total = total_of(phases[0]);
-  for (std::size_t i = 1; i < phases.size(); ++i) {
-    const bytes total = total_of(phases[i]);
-    if (total > peak_total) {
-      peak = i;
-      peak_total = total;
-    }
-  }
-  memory_buckets sizes = st;  // each bucket's largest size over the step
-  sizes.activations = acts.gpu;
-  sizes.logits = detail::div_up(head.peak(), head_shards);
-  const bytes forward_temporaries = phases[0].temporaries;
-  sizes.temporaries = forward_temporaries > step_temporaries ? forward_temporaries : step_temporaries;
-  sizes.overhead = overhead;
-  return training_estimate{statics,
-                           per_gpu_static,
-                           acts,
-                           head,
-                           over,
-                           sizes,
-                           phases,
-                           static_cast<step_phase>(peak),
-                           r.setup.optimizer.paged};
+  for (std::size_t i = 1; i < totals.size(); ++i)
+    if (totals[i] > totals[peak]) peak = i;
+  auto phase = [&](const varying& v) {
+    return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
+                          v.activations, v.logits,           v.temporaries, overhead};
+  };
+  const bytes forward_temporaries = forward_end.temporaries;
+  // sizes: each bucket's largest value over the step. Built in one aggregate, phases in place (a
+  // copied array becomes a slow `rep movs` under GCC).
+  return training_estimate{
+      statics,
+      per_gpu_static,
+      acts,
+      head,
+      over,
+      memory_buckets{st.weights, st.adapter_weights, st.grads, st.master, st.optimizer, acts.gpu,
+                     detail::div_up(head.peak(), head_shards),
+                     forward_temporaries > step_temporaries ? forward_temporaries : step_temporaries,
+                     overhead},
+      {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
+      static_cast<step_phase>(peak),
+      r.setup.optimizer.paged};
 }
 }  // namespace detail
 
@@ -167,6 +165,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
                                                             const static_estimate& statics,
                                                             const sharded_state& per_gpu_static) {
   validate(spec.shape);
+  validate(r.parallel);
   return detail::step_of_valid_shape(spec, r, statics, per_gpu_static);
 }
 
