@@ -224,4 +224,20 @@ TEST_CASE("Bad workload sizes are errors naming the field", "[activations][error
   require_input_error([&] { (void)estimate_activations(qwen3_4b, lora16, c); }, "seq_len", "positive");
   c.seq_len = std::uint64_t{1} << 40;
   require_input_error([&] { (void)estimate_activations(qwen3_4b, lora16, c); }, "seq_len", "absurd");
+  // The itemised inventories check the same, rather than listing zero-sized tensors.
+  c.seq_len = 2048;
+  c.batch = 0;
+  require_input_error([&] { (void)layer_inventory(qwen3_4b, lora16, c); }, "batch", "positive");
+  require_input_error([&] { (void)activation_inventory(qwen3_4b, lora16, c); }, "batch", "positive");
+}
+
+TEST_CASE("The Korthikanti formula's 34·sbh is checked, not wrapped", "[activations][errors]") {
+  activation_config c;  // s·b = 2^40 tokens: 34·s·b·h bytes fit in 64 bits
+  c.formula = activation_formula::korthikanti;
+  c.seq_len = std::uint64_t{1} << 26;
+  c.batch = std::uint64_t{1} << 14;
+  CHECK(estimate_activations(qwen3_4b, lora16, c).layer ==
+        bytes(34 * (std::uint64_t{1} << 40) * qwen3_4b.hidden_size));
+  c.batch = std::uint64_t{1} << 24;  // s·b·h = 2^50 · 2560: 34 of those bytes overflow 64 bits
+  CHECK_THROWS_AS(estimate_activations(qwen3_4b, lora16, c), overflow_error);
 }

@@ -237,7 +237,7 @@ constexpr void korthikanti_terms(const model_shape& m, const training_setup& s, 
                                  Out& out) {
   const std::uint64_t sbh = mul3(c.seq_len, c.batch, m.hidden_size);
   const std::uint64_t scale = activation_bytes(s.precision);  // formula is for 2-byte values
-  out.add("34·sbh", bytes(checked_mul(34 * sbh / 2, scale)),
+  out.add("34·sbh", bytes(checked_mul(checked_mul(17, sbh, "activation size"), scale)),  // 34/2 per byte
           "QKV, attention output, MLP and norm inputs plus dropout masks (Korthikanti et al. 2022)");
   if (c.attention == attention_impl::eager)  // 5·a·s²·b = sbh · 5as/h
     out.add("5·a·s²·b",
@@ -255,6 +255,12 @@ constexpr void block_terms(const model_shape& m, const training_setup& s, const 
   else
     layer_terms(m, s, c, out);
 }
+constexpr void validate_workload(const activation_config& c) {
+  if (c.batch == 0) fail("batch", "must be a positive integer");
+  if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
+  if (c.batch > (std::uint64_t{1} << 24)) fail("batch", "is absurdly large");
+  if (c.seq_len > (std::uint64_t{1} << 26)) fail("seq_len", "is absurdly large");
+}
 template <class Out, class Terms>
 constexpr Out collect(Terms&& terms) {
   Out out;
@@ -267,17 +273,22 @@ constexpr Out collect(Terms&& terms) {
 [[nodiscard]] constexpr activation_terms layer_inventory(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   validate(m);
+  detail::validate_workload(c);
   return detail::collect<activation_terms>([&](activation_terms& out) { detail::layer_terms(m, s, c, out); });
 }
 /// Tensors saved once per forward, outside the blocks (detailed formula only).
 [[nodiscard]] constexpr activation_terms model_level_inventory(const model_shape& m, const training_setup& s,
                                                                const activation_config& c) {
+  validate(m);
+  detail::validate_workload(c);
   return detail::collect<activation_terms>(
       [&](activation_terms& out) { detail::model_level_terms(m, s, c, out); });
 }
 /// The course's formula as terms: 34·sbh, plus 5·a·s²·b without a fused attention kernel.
 [[nodiscard]] constexpr activation_terms korthikanti_layer(const model_shape& m, const training_setup& s,
                                                            const activation_config& c) {
+  validate(m);
+  detail::validate_workload(c);
   return detail::collect<activation_terms>(
       [&](activation_terms& out) { detail::korthikanti_terms(m, s, c, out); });
 }
@@ -291,6 +302,7 @@ struct activation_breakdown {
                                                                   const training_setup& s,
                                                                   const activation_config& c) {
   validate(m);
+  detail::validate_workload(c);
   activation_breakdown out;
   detail::block_terms(m, s, c, out.layer);
   if (c.formula == activation_formula::detailed) detail::model_level_terms(m, s, c, out.model_level);
@@ -308,10 +320,7 @@ namespace detail {
 /// estimate_activations for a shape already validated (the step estimate validates it once).
 constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
-  if (c.batch == 0) fail("batch", "must be a positive integer");
-  if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
-  if (c.batch > (std::uint64_t{1} << 24)) fail("batch", "is absurdly large");
-  if (c.seq_len > (std::uint64_t{1} << 26)) fail("seq_len", "is absurdly large");
+  validate_workload(c);
   activation_estimate e;
   const bool korthikanti = c.formula == activation_formula::korthikanti;
   e.layer = collect<bytes_sum>([&](bytes_sum& out) { block_terms(m, s, c, out); }).total();

@@ -157,6 +157,7 @@ constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const trai
 [[nodiscard]] constexpr logits_estimate estimate_logits(const model_shape& m, const training_setup& s,
                                                         const activation_config& c, const loss_config& l) {
   validate(m);
+  detail::validate_workload(c);
   return detail::logits_of_valid_shape(m, s, c, l);
 }
 
@@ -168,6 +169,7 @@ struct logits_breakdown {
 [[nodiscard]] constexpr logits_breakdown logits_inventory(const model_shape& m, const training_setup& s,
                                                           const activation_config& c, const loss_config& l) {
   validate(m);
+  detail::validate_workload(c);
   logits_breakdown out;
   detail::logits_terms(m, s, c, l, out.forward, out.backward);
   return out;
