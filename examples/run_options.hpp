@@ -175,7 +175,7 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
 }
 
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
-  r.parallel.data_parallel = parse_count("--gpus", o.gpus, 1u << 20);
+  r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
   r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
   r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);
   r.parallel.sequence_parallel = o.sp;

@@ -51,6 +51,11 @@ struct activation_config {
   bool attention_dropout = false;  ///< attention_dropout > 0: eager keeps a 1-byte mask per score
 };
 
+/// The largest micro-batch and sequence length an estimate accepts (anything larger is a typo); the
+/// --fit solvers search up to the same bounds.
+inline constexpr std::uint64_t max_workload_batch = std::uint64_t{1} << 24;
+inline constexpr std::uint64_t max_workload_seq_len = std::uint64_t{1} << 26;
+
 /// One saved tensor (or group) with its size and why autograd keeps it.
 struct activation_term {
   std::string_view name;
@@ -258,13 +263,20 @@ constexpr void block_terms(const model_shape& m, const training_setup& s, const 
 constexpr void validate_workload(const activation_config& c) {
   if (c.batch == 0) fail("batch", "must be a positive integer");
   if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
-  if (c.batch > (std::uint64_t{1} << 24)) fail("batch", "is absurdly large");
-  if (c.seq_len > (std::uint64_t{1} << 26)) fail("seq_len", "is absurdly large");
+  if (c.batch > max_workload_batch) fail("batch", "is absurdly large");
+  if (c.seq_len > max_workload_seq_len) fail("seq_len", "is absurdly large");
 }
-template <class Out, class Terms>
-constexpr Out collect(Terms&& terms) {
-  Out out;
-  terms(out);
+/// The checks every public activation and logits function makes before listing anything.
+constexpr void validate_inputs(const model_shape& m, const activation_config& c) {
+  validate(m);
+  validate_workload(c);
+}
+/// An itemised list filled by one of the *_terms functions above, after the input checks.
+template <class Fill>
+constexpr activation_terms checked_terms(const model_shape& m, const activation_config& c, Fill&& fill) {
+  validate_inputs(m, c);
+  activation_terms out;
+  fill(out);
   return out;
 }
 }  // namespace detail
@@ -272,25 +284,17 @@ constexpr Out collect(Terms&& terms) {
 /// Per-tensor inventory of one decoder block without recomputation (docs/activations.md).
 [[nodiscard]] constexpr activation_terms layer_inventory(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
-  validate(m);
-  detail::validate_workload(c);
-  return detail::collect<activation_terms>([&](activation_terms& out) { detail::layer_terms(m, s, c, out); });
+  return detail::checked_terms(m, c, [&](activation_terms& out) { detail::layer_terms(m, s, c, out); });
 }
 /// Tensors saved once per forward, outside the blocks (detailed formula only).
 [[nodiscard]] constexpr activation_terms model_level_inventory(const model_shape& m, const training_setup& s,
                                                                const activation_config& c) {
-  validate(m);
-  detail::validate_workload(c);
-  return detail::collect<activation_terms>(
-      [&](activation_terms& out) { detail::model_level_terms(m, s, c, out); });
+  return detail::checked_terms(m, c, [&](activation_terms& out) { detail::model_level_terms(m, s, c, out); });
 }
 /// The course's formula as terms: 34·sbh, plus 5·a·s²·b without a fused attention kernel.
 [[nodiscard]] constexpr activation_terms korthikanti_layer(const model_shape& m, const training_setup& s,
                                                            const activation_config& c) {
-  validate(m);
-  detail::validate_workload(c);
-  return detail::collect<activation_terms>(
-      [&](activation_terms& out) { detail::korthikanti_terms(m, s, c, out); });
+  return detail::checked_terms(m, c, [&](activation_terms& out) { detail::korthikanti_terms(m, s, c, out); });
 }
 
 /// The terms behind an activation_estimate (for --explain and the JSON report).
@@ -301,8 +305,7 @@ struct activation_breakdown {
 [[nodiscard]] constexpr activation_breakdown activation_inventory(const model_shape& m,
                                                                   const training_setup& s,
                                                                   const activation_config& c) {
-  validate(m);
-  detail::validate_workload(c);
+  detail::validate_inputs(m, c);
   activation_breakdown out;
   detail::block_terms(m, s, c, out.layer);
   if (c.formula == activation_formula::detailed) detail::model_level_terms(m, s, c, out.model_level);
@@ -323,9 +326,11 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   validate_workload(c);
   activation_estimate e;
   const bool korthikanti = c.formula == activation_formula::korthikanti;
-  e.layer = collect<bytes_sum>([&](bytes_sum& out) { block_terms(m, s, c, out); }).total();
-  if (!korthikanti)
-    e.model_level = collect<bytes_sum>([&](bytes_sum& out) { model_level_terms(m, s, c, out); }).total();
+  bytes_sum layer, model_level;
+  block_terms(m, s, c, layer);
+  if (!korthikanti) model_level_terms(m, s, c, model_level);
+  e.layer = layer.total();
+  e.model_level = model_level.total();
   const bytes block = e.layer;
   const bytes input = block_input_bytes(m, s, c);
   const std::uint64_t L = m.num_hidden_layers;

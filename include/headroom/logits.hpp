@@ -156,8 +156,7 @@ constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const trai
 /// The loss head's memory (docs/logits.md): each peak's total, without the names.
 [[nodiscard]] constexpr logits_estimate estimate_logits(const model_shape& m, const training_setup& s,
                                                         const activation_config& c, const loss_config& l) {
-  validate(m);
-  detail::validate_workload(c);
+  detail::validate_inputs(m, c);
   return detail::logits_of_valid_shape(m, s, c, l);
 }
 
@@ -168,8 +167,7 @@ struct logits_breakdown {
 };
 [[nodiscard]] constexpr logits_breakdown logits_inventory(const model_shape& m, const training_setup& s,
                                                           const activation_config& c, const loss_config& l) {
-  validate(m);
-  detail::validate_workload(c);
+  detail::validate_inputs(m, c);
   logits_breakdown out;
   detail::logits_terms(m, s, c, l, out.forward, out.backward);
   return out;

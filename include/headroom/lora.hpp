@@ -122,23 +122,26 @@ constexpr void validate_lora(const lora_config& c) {
 }
 }  // namespace detail
 
-/// Calls `visit(param_tensor)` for the adapter tensors of one base tensor: A (r × in) and
-/// B (out × r) when `t` is a targeted linear weight (+ DoRA's magnitude); returns whether it was.
-template <class Visit>
-HEADROOM_INLINE constexpr bool visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit) {
+/// Whether LoRA adapts the base tensor `t`: a targeted linear weight (or embedding).
+[[nodiscard]] HEADROOM_INLINE constexpr bool adapts(const lora_config& c, const param_tensor& t) {
   const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
-  if (!linear || !c.targets.contains(t.module)) return false;
+  return linear && c.targets.contains(t.module);
+}
+
+/// Calls `visit(param_tensor)` for the adapter tensors of one adapted base tensor: A (r × in) and
+/// B (out × r), plus DoRA's magnitude; nothing when `t` is not adapted.
+template <class Visit>
+HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit) {
+  if (!adapts(c, t)) return;
   visit(param_tensor{t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});           // lora_A
   visit(param_tensor{t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});           // lora_B
   if (c.use_dora) visit(param_tensor{t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // magnitude
-  return true;
 }
 
-/// The same count without the tensors: r·(in + out) (+ out for DoRA) per copy, 0 when not targeted.
+/// The same count without the tensors: r·(in + out) (+ out for DoRA) per copy, 0 when not adapted.
 [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,
                                                                               const lora_config& c) {
-  const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
-  if (!linear || !c.targets.contains(t.module)) return 0;
+  if (!adapts(c, t)) return 0;
   return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);  // validated sizes: no overflow
 }
 

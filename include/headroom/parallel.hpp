@@ -30,6 +30,9 @@ inline constexpr std::array<named<sharding>, 7> sharding_names{{{"none", shardin
                                                                 {"shard_grad_op", sharding::fsdp_grad_op},
                                                                 {"hybrid_shard", sharding::fsdp_hybrid}}};
 
+/// The most GPUs a layout may use, and the most of any one kind (a million; larger is a typo).
+inline constexpr std::uint64_t max_parallel_gpus = std::uint64_t{1} << 20;
+
 struct parallel_config {
   std::uint64_t data_parallel = 1;  ///< ranks that shard (or replicate) the state
   sharding shard = sharding::none;
@@ -53,8 +56,6 @@ struct sharded_state {
 };
 
 namespace detail {
-inline constexpr std::uint64_t max_gpus = std::uint64_t{1} << 20;  // a million GPUs: larger is a typo
-
 constexpr bool is_deepspeed(sharding s) {
   return s == sharding::zero1 || s == sharding::zero2 || s == sharding::zero3;
 }
@@ -78,11 +79,11 @@ constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count
 
 /// Throws input_error naming the first GPU count that is zero or absurd, or an impossible combination.
 constexpr void validate(const parallel_config& p) {
-  detail::require_size(p.data_parallel, "data_parallel", detail::max_gpus);
-  detail::require_size(p.tensor_parallel, "tensor_parallel", detail::max_gpus);
-  detail::require_size(p.pipeline_parallel, "pipeline_parallel", detail::max_gpus);
-  detail::require_size(p.node_gpus, "node_gpus", detail::max_gpus);
-  if (p.gpus() > detail::max_gpus)
+  detail::require_size(p.data_parallel, "data_parallel", max_parallel_gpus);
+  detail::require_size(p.tensor_parallel, "tensor_parallel", max_parallel_gpus);
+  detail::require_size(p.pipeline_parallel, "pipeline_parallel", max_parallel_gpus);
+  detail::require_size(p.node_gpus, "node_gpus", max_parallel_gpus);
+  if (p.gpus() > max_parallel_gpus)
     detail::fail("parallel layout", "data x tensor x pipeline is absurdly large");
   if (p.offload_params && !detail::shards_params(p.shard))
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");

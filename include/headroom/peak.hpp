@@ -120,21 +120,17 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   const varying backward_end{st.grads, acts.recompute, bytes(0), gathered};
   // optimizer_step: the optimizer's temporaries
   const varying optimizer_step{st.grads, bytes(0), bytes(0), step_temporaries};
-  // Each phase's total_bytes(), with the persistent part added once; the peak is the largest.
   const bytes overhead = over.total();
-  const bytes persistent = st.weights + st.adapter_weights + st.master + st.optimizer + overhead;
-  auto total_of = [&](const varying& v) {
-    return persistent + v.grads + v.activations + v.logits + v.temporaries;
-  };
-  const std::array<bytes, 4> totals{
-      {total_of(forward_end), total_of(backward_start), total_of(backward_end), total_of(optimizer_step)}};
-  std::size_t peak = 0;
-  for (std::size_t i = 1; i < totals.size(); ++i)
-    if (totals[i] > totals[peak]) peak = i;
   auto phase = [&](const varying& v) {
     return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
                           v.activations, v.logits,           v.temporaries, overhead};
   };
+  // The peak is the largest phase (the first of equals).
+  const std::array<bytes, 4> totals{{phase(forward_end).total_bytes(), phase(backward_start).total_bytes(),
+                                     phase(backward_end).total_bytes(), phase(optimizer_step).total_bytes()}};
+  std::size_t peak = 0;
+  for (std::size_t i = 1; i < totals.size(); ++i)
+    if (totals[i] > totals[peak]) peak = i;
   const bytes forward_temporaries = forward_end.temporaries;
   // sizes: each bucket's largest value over the step. Built in one aggregate, phases in place (a
   // copied array becomes a slow `rep movs` under GCC).
@@ -182,8 +178,9 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   }
 }
 
-inline constexpr std::uint64_t max_solver_seq_len = std::uint64_t{1} << 26;
-inline constexpr std::uint64_t max_solver_batch = std::uint64_t{1} << 24;
+// The solvers search every length and micro-batch an estimate accepts.
+inline constexpr std::uint64_t max_solver_seq_len = max_workload_seq_len;
+inline constexpr std::uint64_t max_solver_batch = max_workload_batch;
 
 namespace detail {
 inline bool fits_or_overflows(const model_spec& spec, const run_config& r, const static_estimate& statics,
