@@ -20,6 +20,7 @@ enum class attention_impl : std::uint8_t {
   eager,  ///< HF eager attention: materialises the s × s scores and probabilities
   sdpa,   ///< torch SDPA (memory-efficient / flash backends): output + log-sum-exp
   flash,  ///< FlashAttention-2/3: output + log-sum-exp, GQA without expanding K/V
+  sdpa_math,  ///< SDPA's math fallback (the CPU path of torch 1.13): scaled q, k and the probabilities
 };
 enum class checkpointing : std::uint8_t {
   none,                  ///< keep every layer's saved tensors
@@ -30,8 +31,10 @@ enum class checkpointing : std::uint8_t {
 };
 enum class activation_formula : std::uint8_t { korthikanti, detailed };
 
-inline constexpr std::array<named<attention_impl>, 3> attention_names{
-    {{"eager", attention_impl::eager}, {"sdpa", attention_impl::sdpa}, {"flash", attention_impl::flash}}};
+inline constexpr std::array<named<attention_impl>, 4> attention_names{{{"eager", attention_impl::eager},
+                                                                       {"sdpa", attention_impl::sdpa},
+                                                                       {"flash", attention_impl::flash},
+                                                                       {"sdpa-math", attention_impl::sdpa_math}}};
 inline constexpr std::array<named<checkpointing>, 5> checkpointing_names{
     {{"none", checkpointing::none},
      {"full", checkpointing::full},
@@ -48,7 +51,8 @@ struct activation_config {
   attention_impl attention = attention_impl::flash;
   checkpointing ckpt = checkpointing::full;
   activation_formula formula = activation_formula::detailed;
-  bool attention_dropout = false;  ///< attention_dropout > 0: eager keeps a 1-byte mask per score
+  bool attention_dropout = false;  ///< attention_dropout > 0: the kernel keeps a mask and the dropped scores
+  bool reentrant = true;  ///< torch.utils.checkpoint(use_reentrant=...): transformers' default is True
 };
 
 /// The largest micro-batch and sequence length an estimate accepts (anything larger is a typo); the
@@ -58,14 +62,14 @@ inline constexpr std::uint64_t max_workload_seq_len = std::uint64_t{1} << 26;
 
 /// One saved tensor (or group) with its size and why autograd keeps it.
 struct activation_term {
-  std::string_view name;
+  std::string_view name;  ///< the tensor, or the module it belongs to (q_proj, …)
   bytes amount{0};
   std::string_view reason;
 };
 
 /// A fixed-capacity list of terms, so the inventory stays constexpr.
 struct activation_terms {
-  static constexpr std::size_t capacity = 40;
+  static constexpr std::size_t capacity = 96;
   std::array<activation_term, capacity> items{};
   std::size_t size = 0;
 
@@ -95,8 +99,13 @@ struct activation_estimate {
   bytes model_level{0};     ///< saved once per model (final norm, lm_head input, RoPE tables, mask)
   bytes per_layer_kept{0};  ///< what each block keeps on the GPU under the checkpointing mode
   bytes recompute{0};       ///< one block's internals alive while it is recomputed or in flight
-  bytes gpu{0};             ///< L·per_layer_kept + model_level + recompute: the start-of-backward total
-  bytes host{0};            ///< offloaded to pinned host RAM (offload modes)
+  bytes first_layer_saving{0};  ///< what the first layer does not save when its input needs no grad
+  bytes checkpoint_state{0};    ///< kept per forward by the checkpoints themselves (CPU: the RNG states)
+  bytes forward_cached{0};  ///< alive only in forward: autocast-cached casts the first layer does not save
+  bytes retained{0};  ///< still alive when backward ends: reentrant checkpoints' stashes and bound arguments
+  bytes kept{0};  ///< alive at the end of forward: L·per_layer_kept + model_level + checkpoint_state − saving
+  bytes gpu{0};   ///< kept + recompute: the course's start-of-backward total
+  bytes host{0};  ///< offloaded to pinned host RAM (offload modes)
 };
 
 namespace detail {
@@ -105,134 +114,293 @@ constexpr std::uint64_t mul3(std::uint64_t a, std::uint64_t b, std::uint64_t c) 
 }
 constexpr bytes act(std::uint64_t a, std::uint64_t b, std::uint64_t c) { return bytes(mul3(a, b, c)); }
 
-/// Whether a linear layer keeps its input for backward: autograd saves the input of a matmul only
-/// when the weight needs a gradient (full fine-tuning) or a LoRA adapter reads it (lora_A).
-constexpr bool keeps_input(const training_setup& s, module_name m) {
-  return s.method == training_method::full || s.lora.targets.contains(m);
-}
-constexpr bool adapted(const training_setup& s, module_name m) {
-  return s.method != training_method::full && s.lora.targets.contains(m);
+/// The dtypes a block works in, in bytes per value.
+struct block_dtypes {
+  std::uint64_t compute;  ///< matmul outputs: 2 under bf16 weights or autocast, 4 in fp32
+  std::uint64_t stream;   ///< residual stream, norm outputs, RoPE tables: the weights' dtype
+  std::uint64_t adapter;  ///< LoRA weights (fp32 under PEFT's autocast_adapter_dtype)
+  bool autocast;          ///< torch.autocast casts each matmul's fp32 operands to 16-bit
+};
+constexpr block_dtypes dtypes_of(const training_setup& s) {
+  return {activation_bytes(s.precision), weight_bytes(s.precision), adapter_bytes(s), autocasts(s.precision)};
 }
 
-/// One HF RMSNorm over `width` values per row and `rows` rows (LlamaRMSNorm.forward).
+/// The name PEFT and transformers give a module (for the itemised terms).
+constexpr std::string_view module_label(module_name m) {
+  for (const target_name& t : lora_target_names)
+    if (t.module == m) return t.name;
+  return m == module_name::norm ? "norm" : "";
+}
+
+/// torch.get_rng_state(): the CPU generator's state, 5,056 bytes (checkpoints stash one per call).
+inline constexpr std::uint64_t cpu_rng_state_bytes = 5056;
+
+/// What one block's inventory needs, computed once.
+struct block_context {
+  const model_shape& m;
+  const training_setup& s;
+  const activation_config& c;
+  block_dtypes dt;
+  bool full;              ///< every weight trains (full fine-tuning)
+  std::uint64_t scalar;   ///< bytes of a saved Python-scalar operand (CPU only)
+  std::uint64_t mask;     ///< bytes per element of a dropout mask: the input's on a CPU, 1 on CUDA (0 = input)
+  bool input_grad = true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
+
+  [[nodiscard]] constexpr bool adapted(module_name mod) const { return !full && s.lora.targets.contains(mod); }
+  /// Whether a projection of the block input has an output that requires grad.
+  [[nodiscard]] constexpr bool output_grad(module_name mod) const {
+    return input_grad || full || adapted(mod) || (mod != module_name::qkv_proj && m.fused_qkv && adapted(module_name::qkv_proj));
+  }
+};
+constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,
+                                   bool input_grad = true) {
+  return {m, s, c, dtypes_of(s), s.method == training_method::full, saved_scalar_bytes(s.runtime),
+          s.runtime.device == device_kind::cpu ? 0u : 1u, input_grad};
+}
+/// The first layer's input requires grad only when the embeddings train or the caller asks for it:
+/// PEFT models call enable_input_require_grads() with gradient checkpointing (and in
+/// prepare_model_for_kbit_training); plain LoRA without checkpointing does not.
+constexpr bool first_layer_input_grad(const training_setup& s, const activation_config& c) {
+  return s.method == training_method::full || c.ckpt != checkpointing::none ||
+         s.lora.targets.contains(module_name::embed_tokens) || s.lora.modules_to_save.contains(module_name::embed_tokens);
+}
+constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_bytes) {
+  return k.mask == 0 ? input_bytes : k.mask;  // CPU: a scaled mask in the input dtype; CUDA: bool
+}
+
+/// One RMSNorm over `rows` rows of `width` values whose input has `in_bytes` per value. Llama's
+/// (LlamaRMSNorm.forward): x.to(fp32) is saved by pow and by the rsqrt product; Gemma's
+/// (Gemma2RMSNorm): the same on x.float(), then ·(1 + w.float()) in fp32. An fp32 input is its own copy.
 template <class Out>
 constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows, std::uint64_t width,
-                            const model_shape& m, const training_setup& s, std::uint64_t ab) {
-  out.add(name, act(rows, width, fp32_bytes),
-          "fp32 copy of the input, saved by pow(2) and the rsqrt product");
+                            std::uint64_t in_bytes, const block_context& k, bool input_grad = true) {
+  if (!input_grad && !k.full) return;  // nothing in it requires grad: autograd records nothing
+  out.add(name, act(rows, width, fp32_bytes), "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
+  if (k.s.runtime.torch == torch_generation::v1_13)
+    out.add(name, act(rows, width, fp32_bytes), "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
   out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
-  if (s.method == training_method::full)  // weight · x saves x only for the weight's gradient
-    out.add(name, act(rows, width, m.norm_scale_fp32 ? fp32_bytes : ab),
-            "normalised input, saved by the weight multiply for the norm weight's gradient");
+  if (k.m.norm_scale_fp32) {
+    out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
+    if (k.full) out.add(name, act(rows, width, fp32_bytes), "the fp32 normalised input, for the weight's gradient");
+  } else if (k.full) {
+    out.add(name, act(rows, width, in_bytes), "the normalised input in the input dtype, for the weight's gradient");
+  }
+}
+
+/// One nn.Linear (in → out) that reads `rows` rows. `saves_shared` becomes true when the input tensor
+/// itself is saved (its size is added once per group of linears reading the same tensor).
+struct linear_site {
+  module_name module;
+  std::uint64_t out;
+  std::uint64_t copies = 1;  ///< modules of this shape reading the input (MoE: experts, priced as one)
+};
+template <class Out>
+constexpr void add_linear(Out& out, const block_context& k, const linear_site& site, std::uint64_t rows,
+                          std::uint64_t in, std::uint64_t in_bytes, bool& saves_shared) {
+  const std::string_view mod = module_label(site.module);
+  const bool adapted = k.adapted(site.module);
+  const std::uint64_t weight = checked_mul(checked_mul(in, site.out), site.copies, "weight copies");
+  if (k.dt.autocast) {
+    // autocast casts the fp32 weight for every call (cached when it is a trainable leaf) and an fp32
+    // input too; the matmul keeps the 16-bit weight for the input's gradient, the input for the weight's.
+    if (k.input_grad)
+      out.add(mod, bytes(checked_mul(weight, bf16_bytes)), "the weight cast to bf16, saved for the input gradient");
+    if (k.full) {
+      if (in_bytes == bf16_bytes)
+        saves_shared = true;
+      else
+        out.add(mod, act(rows, in, bf16_bytes), "the input cast to bf16, saved for the weight gradient");
+    }
+  } else if (k.full) {
+    saves_shared = true;  // mm saves its input when the weight needs a gradient
+  }
+  if (!adapted) return;
+  // PEFT lora.Linear: x cast to the adapter dtype, dropout, lora_A, lora_B, · scaling, added.
+  const std::uint64_t r = k.s.lora.rank;
+  const std::uint64_t x_bytes = k.dt.adapter;  // after _cast_input_dtype
+  const bool dropout = k.s.lora.dropout > 0;
+  if (dropout) {
+    if (k.input_grad) out.add(mod, act(rows, in, mask_bytes(k, x_bytes)), "lora_dropout's mask");
+    out.add(mod, act(rows, in, k.dt.autocast ? bf16_bytes : x_bytes), "the dropped input, saved by lora_A");
+  } else if (x_bytes == in_bytes && !(k.dt.autocast && in_bytes != bf16_bytes)) {
+    saves_shared = true;  // lora_A reads the very tensor the base layer read
+  } else {
+    out.add(mod, act(rows, in, k.dt.autocast ? bf16_bytes : x_bytes),
+            k.dt.autocast ? "the input cast to bf16 for lora_A" : "the input cast to the adapter dtype, saved by lora_A");
+  }
+  if (k.dt.autocast && k.dt.adapter == fp32_bytes)  // lora_A's cast is saved only for an input gradient
+    out.add(mod, bytes(checked_mul(checked_mul(r, (k.input_grad ? in : 0) + site.out), bf16_bytes * site.copies)),
+            "lora_A and lora_B weights cast to bf16");
+  out.add(mod, act(rows, r, k.dt.autocast ? bf16_bytes : k.dt.adapter), "lora_A's output, saved by lora_B");
+  if (k.scalar != 0) out.add(mod, bytes(k.scalar * site.copies), "the Python float `scaling`, saved by the product");
+}
+/// Linears reading one input tensor; the input is counted once if any of them keeps it.
+template <class Out, std::size_t N>
+constexpr void add_linear_group(Out& out, const block_context& k, std::string_view input_name,
+                                std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
+                                const std::array<linear_site, N>& sites, std::size_t used = N) {
+  bool shared = false;
+  for (std::size_t i = 0; i < used; ++i) add_linear(out, k, sites[i], rows, in, in_bytes, shared);
+  if (shared) out.add(input_name, act(rows, in, in_bytes), "the shared input, saved once for the linears above");
+}
+
+/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors.
+template <class Out>
+constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
+  const model_shape& m = k.m;
+  const activation_config& c = k.c;
+  const std::uint64_t ab = k.dt.compute, q = query_width(m), kv = kv_width(m);
+  const bytes scores = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), c.seq_len);  // b·a·s²
+  const bytes lse = act(t, m.num_attention_heads, fp32_bytes);
+  // The dtype RoPE leaves q in: q·cos promotes to the tables' (stream) dtype under autocast.
+  const std::uint64_t query_bytes = ab > k.dt.stream ? ab : k.dt.stream;
+  // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
+  // the adapted projections do); a product saves each operand only for the other's gradient.
+  const bool qg = k.output_grad(module_name::q_proj), kg = k.output_grad(module_name::k_proj);
+  const bool vg = k.output_grad(module_name::v_proj), scores_grad = qg || kg;
+  out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
+  switch (c.attention) {
+    case attention_impl::flash:
+      out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab), "kernel inputs at their GQA widths, for backward");
+      out.add("flash-attn output", act(t, q, ab), "saved by the kernel; o_proj reads the same storage");
+      out.add("flash-attn log-sum-exp", lse, "fp32 softmax statistics per head and token");
+      return;
+    case attention_impl::sdpa:
+      out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
+      out.add("sdpa output", act(t, q, ab), "saved by the kernel for its backward");
+      out.add("sdpa log-sum-exp", lse, "fp32 softmax statistics per head and token");
+      return;
+    case attention_impl::sdpa_math:
+      // aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in
+      // the input dtype and its output is both saved and multiplied by v.
+      out.add("sdpa-math q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab), "q·scale and kᵀ·scale, saved by their matmul");
+      if (scores_grad || vg)
+        out.add("sdpa-math probabilities", scores * ab, "softmax output in the input dtype, saved by softmax and ·v");
+      if (c.attention_dropout) {
+        if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
+        if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
+      }
+      if (scores_grad) out.add("sdpa-math v", act(t, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
+      return;
+    case attention_impl::eager:
+      break;
+  }
+  // transformers eager_attention_forward.
+  out.add("eager q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab), "saved by q·kᵀ; repeat_kv expands K to all heads");
+  if (scores_grad) {
+    if (k.scalar != 0) out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+    if (m.attn_logit_softcapping) {
+      out.add("eager soft-capping", scores * ab, "tanh(scores / cap), saved by tanh");
+      if (k.scalar != 0) out.add("eager soft-capping", bytes(2 * k.scalar), "the Python floats of / cap and · cap");
+    }
+    out.add("eager softmax output", scores * fp32_bytes, "softmax(dtype=float32) saves its output");
+  }
+  if (c.attention_dropout) {
+    if (scores_grad) out.add("eager dropout mask", scores * mask_bytes(k, query_bytes), "the dropout mask");
+    if (vg) out.add("eager dropped probabilities", scores * ab, "dropout's output (cast to bf16 under autocast), saved by ·v");
+  } else if (ab != fp32_bytes && vg) {
+    out.add("eager probabilities", scores * ab, "the cast to the compute dtype, saved by probs·v");
+  }
+  if (scores_grad) out.add("eager v", act(t, q, ab), "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
+}
+
+/// The SwiGLU (or GELU) of a dense MLP or an expert on `rows` rows: act(gate), act·up, down.
+template <class Out>
+constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t rows, std::uint64_t ff,
+                             std::uint64_t in_bytes, std::uint64_t copies) {
+  const model_shape& m = k.m;
+  const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
+  using mn = module_name;
+  if (m.fused_gate_up)
+    add_linear_group(out, k, "gate_up_proj input", rows, d, in_bytes,
+                     std::array<linear_site, 1>{{{mn::gate_up_proj, 2 * ff, copies}}});
+  else
+    add_linear_group(out, k, "gate/up_proj input", rows, d, in_bytes,
+                     std::array<linear_site, 2>{{{mn::gate_proj, ff, copies}, {mn::up_proj, ff, copies}}});
+  out.add("gate_proj output", act(rows, ff, ab), "saved by the activation function (SiLU / GELU)");
+  out.add("act(gate)", act(rows, ff, ab), "saved by the product with up_proj's output");
+  out.add("up_proj output", act(rows, ff, ab), "saved by the product with act(gate)");
+  add_linear_group(out, k, "down_proj input", rows, ff, ab,
+                   std::array<linear_site, 1>{{{mn::down_proj, d, copies}}});
 }
 
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
 template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
-                           Out& out) {
+                           Out& out, bool input_grad = true) {
   using mn = module_name;
-  const std::uint64_t ab = activation_bytes(s.precision);
+  const block_context k = context_of(m, s, c, input_grad);
+  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream;
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
   const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
+  const bool gemma_post_norms = m.norms_per_layer >= 4;
 
-  add_rms_norm(out, "input_layernorm", t, d, m, s, ab);
-  if (keeps_input(s, mn::q_proj) || keeps_input(s, mn::k_proj) || keeps_input(s, mn::v_proj) ||
-      keeps_input(s, mn::qkv_proj))
-    out.add("q/k/v_proj input", act(t, d, ab), "the norm output, saved once for q_proj, k_proj and v_proj");
+  add_rms_norm(out, "input_layernorm", t, d, sb, k, input_grad);
+  if (m.fused_qkv)
+    add_linear_group(out, k, "qkv_proj input", t, d, sb,
+                     std::array<linear_site, 1>{{{mn::qkv_proj, q + 2 * kv}}});
+  else
+    add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
+                     std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
   if (m.qk_norm) {
-    add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, m, s, ab);
-    add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, m, s, ab);
+    add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, ab, k, k.output_grad(mn::q_proj));
+    add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
   }
-  out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
-  const bytes lse = act(t, a, fp32_bytes);
-  switch (c.attention) {
-    case attention_impl::flash:
-      out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
-              "kernel inputs at their GQA widths, for backward");
-      out.add("flash-attn output", act(t, q, ab), "saved by the kernel; o_proj reads the same storage");
-      out.add("flash-attn log-sum-exp", lse, "fp32 softmax statistics per head and token");
-      break;
-    case attention_impl::sdpa:
-      out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
-      out.add("sdpa output", act(t, q, ab), "saved by the kernel for its backward");
-      out.add("sdpa log-sum-exp", lse, "fp32 softmax statistics per head and token");
-      if (keeps_input(s, mn::o_proj))
-        out.add("o_proj input", act(t, q, ab), "the transposed, contiguous attention output");
-      break;
-    case attention_impl::eager: {
-      const bytes scores = act(c.batch, checked_mul(a, c.seq_len), c.seq_len);  // b·a·s² values
-      out.add("eager q, k", act(t, 2 * q, ab), "saved by q·kᵀ; repeat_kv expands K to all heads");
-      out.add("eager softmax output", scores * fp32_bytes, "softmax in fp32 saves its output");
-      out.add("eager probabilities", scores * ab, "cast back to the compute dtype, saved by probs·v");
-      if (c.attention_dropout)
-        out.add("eager dropout mask", scores, "one byte per score when attention_dropout > 0");
-      out.add("eager v", act(t, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
-      if (keeps_input(s, mn::o_proj))
-        out.add("o_proj input", act(t, q, ab), "the transposed, contiguous attention output");
-      break;
-    }
-  }
+  add_attention_core(out, k, t);
+  const block_context rest = context_of(m, s, c);  // from o_proj on, everything requires grad
+  add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}});
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
-  for (std::uint64_t k = 1; k < m.norms_per_layer; ++k)
-    add_rms_norm(out, k == 1 ? "post_attention_layernorm" : "extra norm (Gemma pre/post-FFN)", t, d, m, s,
-                 ab);
+  if (gemma_post_norms) {
+    add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
+    add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
+  } else {
+    add_rms_norm(out, "post_attention_layernorm", t, d, sb, rest);
+  }
+  for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
+    add_rms_norm(out, "extra norm", t, d, sb, rest);
 
-  // MLP: a dense SwiGLU on t tokens, or routed experts on t·k token copies plus the router.
-  const bool moe = is_moe(m);
-  const std::uint64_t routed = moe ? checked_mul(t, m.num_experts_per_tok) : t;
-  const std::uint64_t ff = moe ? m.moe_intermediate_size : m.intermediate_size;
-  if (moe) {
-    if (keeps_input(s, mn::router))
-      out.add("router input", act(t, d, ab), "the norm output, saved by mlp.gate");
+  if (!is_moe(m)) {
+    add_gated_mlp(out, rest, t, m.intermediate_size, sb, 1);
+  } else {
+    // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
+    // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.
+    const std::uint64_t kk = m.num_experts_per_tok, routed = checked_mul(t, kk);
+    add_linear_group(out, rest, "router input", t, d, sb,
+                     std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
     out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
-    out.add("expert inputs", act(routed, d, ab), "each token copied to its k experts (index_select)");
+    out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by topk");
+    if (m.norm_topk_prob) {
+      out.add("top-k renormalisation", act(routed, 1, fp32_bytes), "the weights before the in-place division");
+      out.add("top-k renormalisation", act(t, 1, fp32_bytes), "their sum, saved by the division");
+    }
+    out.add("expert token indices", act(routed, 2, 8), "torch.where's (k-slot, token) int64 pairs, saved by indexing");
+    add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
     out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
-  } else if (keeps_input(s, mn::gate_proj) || keeps_input(s, mn::up_proj) ||
-             keeps_input(s, mn::gate_up_proj)) {
-    out.add("gate/up_proj input", act(t, d, ab), "the norm output, saved once for gate_proj and up_proj");
+    out.add("routing weights", act(routed, 1, sb), "each token's weight for its expert, saved by that product");
+    out.add("weighted expert outputs", act(routed, d, sb), "the source of index_add_, saved by it");
   }
-  out.add("gate_proj output", act(routed, ff, ab), "saved by the activation function (SiLU / GELU)");
-  out.add("act(gate)", act(routed, ff, ab), "saved by the product with up_proj's output");
-  out.add("up_proj output", act(routed, ff, ab), "saved by the product with act(gate)");
-  if (keeps_input(s, mn::down_proj)) out.add("down_proj input", act(routed, ff, ab), "the gate·up product");
   if (m.shared_expert_intermediate_size != 0) {
-    const std::uint64_t sf = m.shared_expert_intermediate_size;
-    out.add("shared expert SwiGLU", act(t, 4 * sf, ab),
-            "gate, act(gate), up and the product of the shared expert");
+    // Qwen2-MoE's shared expert: a dense SwiGLU on every token (not measured: no grid row has one).
+    add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1);
+    out.add("shared expert gate", act(t, 2, ab), "sigmoid gate logit and value");
   }
-
-  // LoRA: lora_B saves lora_A's output (t × r) for every adapted module.
-  std::uint64_t adapter_rows = 0;
-  auto has = [&](mn mod) {  // which projections this architecture has (Phi-3 fuses some)
-    if (mod == mn::q_proj || mod == mn::k_proj || mod == mn::v_proj) return !m.fused_qkv;
-    if (mod == mn::qkv_proj) return m.fused_qkv;
-    if (mod == mn::gate_proj || mod == mn::up_proj) return !m.fused_gate_up;
-    if (mod == mn::gate_up_proj) return m.fused_gate_up;
-    return true;
-  };
-  for (mn mod : {mn::q_proj, mn::k_proj, mn::v_proj, mn::o_proj, mn::qkv_proj})
-    if (adapted(s, mod) && has(mod)) adapter_rows = checked_add(adapter_rows, t, "adapter rows");
-  for (mn mod : {mn::gate_proj, mn::up_proj, mn::down_proj, mn::gate_up_proj})
-    if (adapted(s, mod) && has(mod)) adapter_rows = checked_add(adapter_rows, routed, "adapter rows");
-  if (moe && adapted(s, mn::router)) adapter_rows = checked_add(adapter_rows, t, "adapter rows");
-  if (adapter_rows != 0)
-    out.add("LoRA A outputs", act(adapter_rows, s.lora.rank, ab),
-            "r values per token per adapter, saved by lora_B");
+  if (gemma_post_norms) add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
 }
 
 /// Tensors saved once per forward, outside the blocks, into `out`.
 template <class Out>
 constexpr void model_level_terms(const model_shape& m, const training_setup& s, const activation_config& c,
                                  Out& out) {
-  const std::uint64_t ab = activation_bytes(s.precision);
+  const block_context k = context_of(m, s, c);
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
-  out.add("RoPE cos/sin", act(t, 2 * m.head_dim, ab), "position tables shared by every layer's RoPE");
-  add_rms_norm(out, "final norm", t, m.hidden_size, m, s, ab);
-  if (keeps_input(s, module_name::lm_head))
-    out.add("lm_head input", act(t, m.hidden_size, ab), "saved for the head weight's gradient");
-  if (c.attention == attention_impl::eager)
-    out.add("causal mask", act(c.batch, c.seq_len, c.seq_len) * ab, "(b, 1, s, s) additive mask, built once");
+  const std::uint64_t sb = k.dt.stream;
+  if (m.scaled_embeddings)
+    out.add("embedding normalizer", bytes(sb), "sqrt(hidden_size) as a 0-dim tensor, saved by the product");
+  // LlamaRotaryEmbedding: position_ids of shape (1, s), so the tables are (1, s, head_dim), broadcast.
+  out.add("RoPE cos/sin", act(c.seq_len, 2 * m.head_dim, sb), "position tables shared by every layer's RoPE");
+  add_rms_norm(out, "final norm", t, m.hidden_size, sb, k);
+  // The head matmul and whether it keeps the final hidden states belong to the loss head (logits.hpp).
 }
 
 /// The course's per-layer formula (Korthikanti et al. 2022): s·b·h·(34 + 5·a·s/h) bytes for 16-bit
@@ -362,7 +530,34 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
       break;
   }
   e.per_layer_kept = kept_per_layer;
-  e.gpu = kept_per_layer * L + e.model_level + e.recompute;
+  if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
+    bytes_sum first;  // the first layer over frozen embeddings: its input needs no gradient
+    layer_terms(m, s, c, first, false);
+    e.first_layer_saving = block - first.total();
+    // autocast caches every trainable fp32 weight's bf16 cast until it exits (after the loss); the first
+    // layer's lora_A casts are cached but not saved, so they count in forward only.
+    if (autocasts(s.precision) && adapter_bytes(s) == fp32_bytes) {
+      std::uint64_t sites = 0;
+      for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::qkv_proj})
+        if (s.lora.targets.contains(mod) && (mod == module_name::qkv_proj) == m.fused_qkv) ++sites;
+      e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
+    }
+  }
+  // torch.utils.checkpoint stashes torch.get_rng_state() per call (preserve_rng_state=True): host memory
+  // on a GPU, device memory on a CPU.
+  const bool checkpoints = c.ckpt == checkpointing::full || c.ckpt == checkpointing::selective ||
+                           c.ckpt == checkpointing::offload_checkpointed;
+  if (checkpoints && s.runtime.device == device_kind::cpu) e.checkpoint_state = bytes(cpu_rng_state_bytes) * L;
+  // The checkpointed calls hold their bound arguments until backward: eager attention's (b, 1, s, s) mask
+  // (sdpa and flash get none). Without checkpointing it dies with the forward.
+  if (checkpoints && c.attention == attention_impl::eager)
+    e.checkpoint_state += act(c.batch, c.seq_len, c.seq_len) * weight_bytes(s.precision);
+  // Reentrant checkpoints (CheckpointFunction) keep their ctx — the RNG state and the bound arguments: the
+  // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per layer.
+  if (checkpoints && c.reentrant && !korthikanti)
+    e.retained = e.checkpoint_state + act(c.seq_len, 2 * m.head_dim, weight_bytes(s.precision));
+  e.kept = kept_per_layer * L + e.model_level + e.checkpoint_state - e.first_layer_saving;
+  e.gpu = e.kept + e.recompute;
   e.host = host_per_layer * L;
   return e;
 }

@@ -100,6 +100,15 @@ inline bool read_bool_or(const json& j, std::string_view key, const std::string&
   if (!it->is_boolean()) throw input_error(key_path(origin, key), "must be true or false, got " + it->dump());
   return it->get<bool>();
 }
+/// A key that is either null or a positive number (a cap, a scale): whether it is set.
+inline bool read_optional_number(const json& j, std::string_view key, const std::string& origin, bool fallback) {
+  const auto it = j.find(key);
+  if (it == j.end()) return fallback;
+  if (it->is_null()) return false;
+  if (!it->is_number() || !(it->get<double>() > 0))
+    throw input_error(key_path(origin, key), "must be a positive number or null, got " + it->dump());
+  return true;
+}
 inline std::string read_string_or(const json& j, std::string_view key, const std::string& origin,
                                   std::string fallback) {
   const auto it = j.find(key);
@@ -162,7 +171,13 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   m.qk_norm = arch->qk_norm;
   m.fused_qkv = arch->fused;
   m.fused_gate_up = arch->fused;
-  m.norm_scale_fp32 = arch->model_type.substr(0, 5) == "gemma";  // GemmaRMSNorm: x·(1 + w) in fp32
+  const bool gemma = arch->model_type.substr(0, 5) == "gemma";
+  m.norm_scale_fp32 = gemma;    // GemmaRMSNorm: x·(1 + w) in fp32
+  m.scaled_embeddings = gemma;  // GemmaModel: embeddings · sqrt(hidden_size)
+  // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
+  const bool caps_default = arch->model_type == "gemma2";
+  m.attn_logit_softcapping = detail::read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
+  m.final_logit_softcapping = detail::read_optional_number(j, "final_logit_softcapping", origin, caps_default);
   if (arch->experts_key.empty()) {
     m.intermediate_size = read_count(j, "intermediate_size", origin);
   } else {
@@ -170,6 +185,8 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
     m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
     m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
+    // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
+    m.norm_topk_prob = arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);
     if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
       throw input_error(detail::key_path(origin, "decoder_sparse_step"),
                         "layouts mixing dense and MoE layers are not supported yet (need 1)");

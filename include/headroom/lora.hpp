@@ -9,6 +9,7 @@
 #include <string>
 #include <string_view>
 
+#include "choices.hpp"
 #include "model.hpp"
 #include "units.hpp"
 
@@ -101,18 +102,29 @@ inline constexpr std::array<target_name, 13> lora_target_names{{
   return out;
 }
 
-/// PEFT LoraConfig essentials for memory: rank and targets (alpha does not change memory).
+/// The dtype of the adapter weights (A, B, DoRA magnitudes).
+enum class adapter_precision : std::uint8_t {
+  base,  ///< the base weights' dtype (autocast_adapter_dtype=False, or an fp32 base)
+  fp32,  ///< fp32 under a 16-bit base: PEFT's get_peft_model(autocast_adapter_dtype=True) default
+};
+inline constexpr std::array<named<adapter_precision>, 2> adapter_precision_names{
+    {{"base", adapter_precision::base}, {"fp32", adapter_precision::fp32}}};
+
+/// PEFT LoraConfig essentials for memory (alpha does not change memory).
 struct lora_config {
   std::uint64_t rank = 16;  ///< r
   lora_targets targets = lora_targets::all_linear();
   bool use_dora = false;           ///< DoRA: + a magnitude vector of out_features per adapted module
   lora_targets modules_to_save{};  ///< full trainable copies (ModulesToSaveWrapper), e.g. lm_head
+  double dropout = 0.0;            ///< lora_dropout: above 0 each adapter keeps a mask and a dropped input
+  adapter_precision dtype = adapter_precision::base;
 };
 
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
 
 namespace detail {
 constexpr void validate_lora(const lora_config& c) {
+  if (!(c.dropout >= 0.0 && c.dropout < 1.0)) fail("lora_dropout", "must be in [0, 1)");
   if (c.rank == 0) fail("rank", "must be a positive integer");
   if (c.rank > max_lora_rank) fail("rank", "is absurdly large");
   if (c.targets.mask == 0) fail("target_modules", "selects no module");

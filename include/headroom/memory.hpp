@@ -13,6 +13,7 @@
 #include "model.hpp"
 #include "optimizer.hpp"
 #include "quantization.hpp"
+#include "runtime.hpp"
 #include "units.hpp"
 
 namespace headroom {
@@ -38,11 +39,6 @@ enum class qlora_layout : std::uint8_t {
   realistic,        ///< 4-bit linears only; embeddings, lm_head and norms stay 16-bit
 };
 
-template <class E>
-struct named {
-  std::string_view name;
-  E value;
-};
 inline constexpr std::array<named<training_method>, 3> method_names{
     {{"full", training_method::full}, {"lora", training_method::lora}, {"qlora", training_method::qlora}}};
 inline constexpr std::array<named<precision_route>, 5> precision_names{
@@ -51,23 +47,6 @@ inline constexpr std::array<named<precision_route>, 5> precision_names{
      {"bf16-pure", precision_route::bf16_pure},
      {"fp32", precision_route::fp32},
      {"fp16-autocast", precision_route::fp16_autocast}}};
-
-/// Looks `text` up in a name table; throws input_error naming `field` and the choices.
-template <class E, std::size_t N>
-[[nodiscard]] E parse_choice(const std::array<named<E>, N>& table, std::string_view text, const char* field) {
-  std::string choices;
-  for (const auto& entry : table) {
-    if (entry.name == text) return entry.value;
-    detail::append_listed(choices, entry.name);
-  }
-  throw input_error(field, "unknown '" + std::string(text) + "'; valid: " + choices);
-}
-template <class E, std::size_t N>
-[[nodiscard]] constexpr std::string_view choice_name(const std::array<named<E>, N>& table, E value) {
-  for (const auto& entry : table)
-    if (entry.value == value) return entry.name;
-  return "?";
-}
 
 /// Everything about the run that decides the static buckets.
 struct training_setup {
@@ -78,6 +57,7 @@ struct training_setup {
   bool grad_accum_buffer = false;  ///< a separate bf16 gradient-accumulation buffer (W03)
   lora_config lora{};              ///< used by lora and qlora
   nf4_layout nf4{};                ///< used by qlora
+  runtime_config runtime{};        ///< device and torch generation (CPU rows: cpu, 1.13)
 };
 
 /// A model: its shapes plus, for presets, the nominal size the course's Table 1 uses.
@@ -114,6 +94,9 @@ struct static_estimate {
   params adapter_params{0};       ///< LoRA A + B (+ DoRA magnitudes)
   params saved_module_params{0};  ///< modules_to_save copies (trained in full, counted with the adapters)
   params trainable_params{0};     ///< what gets gradients and optimizer state
+  std::uint64_t trainable_tensors = 0;  ///< trainable tensors (each with its own optimizer `step`)
+  params largest_trainable{0};          ///< the largest trainable tensor
+  params for_loop_step{0};  ///< values a for-loop optimizer step holds at its worst tensor (for_loop_step_values)
   params_basis basis = params_basis::exact;
   qlora_layout layout = qlora_layout::not_applicable;
   bool optimizer_from_shapes = false;  ///< nominal run whose optimizer needed the real shapes
@@ -143,11 +126,24 @@ constexpr std::uint64_t master_bytes(precision_route p) {
 constexpr std::uint64_t optimizer_param_bytes(precision_route p) {
   return p == precision_route::bf16_pure ? bf16_bytes : fp32_bytes;
 }
+/// Adapter weights: the base dtype, or fp32 under PEFT's autocast_adapter_dtype.
+constexpr std::uint64_t adapter_bytes(const training_setup& s) {
+  return s.lora.dtype == adapter_precision::fp32 ? fp32_bytes : weight_bytes(s.precision);
+}
+/// fp32 adapters are their own master: route A keeps no second fp32 copy of them.
+constexpr std::uint64_t adapter_master_bytes(const training_setup& s) {
+  return s.lora.dtype == adapter_precision::fp32 ? 0 : master_bytes(s.precision);
+}
+constexpr std::uint64_t adapter_optimizer_param_bytes(const training_setup& s) {
+  return s.lora.dtype == adapter_precision::fp32 ? fp32_bytes : optimizer_param_bytes(s.precision);
+}
 constexpr bytes per_param(params n, std::uint64_t b) { return bytes(checked_mul(n.count(), b, "bytes")); }
 
-/// Optimizer state of one trainable tensor in this setup.
-constexpr bytes tensor_state(const param_tensor& t, const training_setup& s) {
-  return optimizer_state_bytes(s.optimizer, t, optimizer_param_bytes(s.precision), s.optim);
+/// Optimizer state of one trainable tensor in this setup (an adapter's in the adapter dtype).
+constexpr bytes tensor_state(const param_tensor& t, const training_setup& s, bool adapter = false) {
+  return optimizer_state_bytes(s.optimizer, t,
+                               adapter ? adapter_optimizer_param_bytes(s) : optimizer_param_bytes(s.precision),
+                               s.optim);
 }
 
 /// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
@@ -167,11 +163,34 @@ HEADROOM_NOINLINE constexpr bytes trainable_state_per_tensor(const model_shape& 
       state += tensor_state(t, s);
       continue;
     }
-    visit_adapters(t, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s); });
+    visit_adapters(t, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s, true); });
     if (s.lora.modules_to_save.contains(t.module)) state += tensor_state(t, s);
   }
   return state;
 }
+/// A for-loop step (torch/optim/*.py _single_tensor_*) computes a tensor's `buffers` temporaries while the
+/// previous tensor's denominator is still bound to its Python variable: the worst tensor i holds
+/// buffers·n_i + n_(i−1) values, in model.parameters() order (visit_parameters_in_order).
+HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape& m, const training_setup& s) {
+  const std::uint64_t buffers = s.optimizer.buffers.per_tensor;
+  if (buffers == 0) return 0;
+  std::uint64_t previous = 0, worst = 0;
+  auto step = [&](std::uint64_t n) {
+    const std::uint64_t held = checked_add(checked_mul(buffers, n), previous, "optimizer temporaries");
+    worst = held > worst ? held : worst;
+    previous = n;
+  };
+  const bool full = s.method == training_method::full;
+  visit_parameters_in_order(m, [&](const param_tensor& t) {
+    if (full || s.lora.modules_to_save.contains(t.module)) {
+      step(t.numel());
+      return;
+    }
+    visit_adapters(t, s.lora, [&](const param_tensor& a) { step(a.numel()); });  // lora_A, lora_B, magnitude
+  });
+  return worst;
+}
+
 /// The realistic QLoRA base: each tensor 4-bit or in the load dtype (qlora_base_tensor).
 HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, const training_setup& s) {
   bytes weights{0};
@@ -197,25 +216,37 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   const bool realistic_qlora = s.method == training_method::qlora && priced_on == params_basis::exact;
   if (!full) detail::validate_lora(s.lora);
   // Sums over the tensors, kept in locals (registers) while visiting.
-  std::uint64_t model = 0, adapters = 0, saved = 0;
+  std::uint64_t model = 0, adapters = 0, saved = 0, tensors = 0, largest = 0;
   bytes state{0}, realistic_weights{0};
+  auto note_tensor = [&](std::uint64_t numel, std::uint64_t copies) HEADROOM_INLINE {
+    tensors = checked_add(tensors, copies, "trainable tensors");
+    largest = numel > largest ? numel : largest;
+  };
   // The counts in one pass; the per-tensor prices (8-bit blocks, shape-dependent state, realistic
   // QLoRA) in a second, so the common pass stays a few multiply-adds per tensor.
   if (full) {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
       model = checked_add(model, t.total().count(), "parameter count");
+      note_tensor(t.numel(), t.copies);
     });
   } else {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
       const std::uint64_t n = t.total().count();
       model = checked_add(model, n, "parameter count");
-      adapters = checked_add(adapters, checked_mul(adapter_values_per_copy(t, s.lora), t.copies), "adapters");
-      if (s.lora.modules_to_save.contains(t.module))  // a trainable copy; the original stays frozen
+      if (const std::uint64_t per_copy = adapter_values_per_copy(t, s.lora); per_copy != 0) {
+        adapters = checked_add(adapters, checked_mul(per_copy, t.copies), "adapters");
+        visit_adapters(t, s.lora, [&](const param_tensor& a) { note_tensor(a.numel(), a.copies); });
+      }
+      if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
+        note_tensor(t.numel(), t.copies);
+      }
     });
     if (adapters == 0) detail::fail_no_target_matched();
   }
   if (state_per_tensor) state = detail::trainable_state_per_tensor(spec.shape, s);
+  const std::uint64_t for_loop =
+      resolved_impl(s.optimizer, s.optim.impl, s.runtime) == optimizer_impl::for_loop ? detail::for_loop_step_values(spec.shape, s) : 0;
   if (realistic_qlora) realistic_weights = detail::qlora_realistic_weights(spec.shape, s);
 
   const params priced = priced_on == params_basis::nominal ? params(spec.nominal_params) : params(model);
@@ -232,13 +263,24 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
     layout = qlora_layout::realistic;
     weights = realistic_weights;
   }
-  // One lumped tensor of every trainable value where that is exact (or, for nominal 8-bit full
+  // One lumped tensor per kind of trainable value where that is exact (or, for nominal 8-bit full
   // fine-tuning, the course's W06 pricing with blocks amortised over N).
+  auto lumped = [](std::uint64_t n) { return param_tensor{module_name::q_proj, tensor_role::linear_weight, n, 0, 1}; };
   if (!state_per_tensor)
-    state = detail::tensor_state(
-        param_tensor{module_name::q_proj, tensor_role::linear_weight, trainable.count(), 0, 1}, s);
-  bytes grads = detail::per_param(trainable, wb);
+    state = full ? detail::tensor_state(lumped(trainable.count()), s)
+                 : detail::tensor_state(lumped(adapters), s, true) + detail::tensor_state(lumped(saved), s);
+  // torch's per-tensor `step` counters are real allocations; the course's nominal pricing leaves them out.
+  if (priced_on == params_basis::exact) state += optimizer_step_counter_bytes(s.optimizer, tensors);
+  // Trainable bytes: full fine-tuning in the weight dtype; adapters in theirs, saved modules in the base's.
+  const bytes adapter_part = detail::per_param(params(adapters), detail::adapter_bytes(s));
+  const bytes trainable_bytes =
+      full ? detail::per_param(trainable, wb) : adapter_part + detail::per_param(params(saved), wb);
+  bytes grads = trainable_bytes;
   if (s.grad_accum_buffer) grads += detail::per_param(trainable, detail::bf16_bytes);
+  const bytes master =
+      full ? detail::per_param(trainable, detail::master_bytes(s.precision))
+           : detail::per_param(params(adapters), detail::adapter_master_bytes(s)) +
+                 detail::per_param(params(saved), detail::master_bytes(s.precision));
   // Built in one aggregate (no zero-fill first: GCC turns that into a slow `rep stos`).
   return static_estimate{
       params(model),
@@ -246,11 +288,13 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       params(adapters),
       params(saved),
       trainable,
+      tensors,
+      params(largest),
+      params(for_loop),
       priced_on,
       layout,
       full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
-      memory_buckets{weights, full ? bytes(0) : detail::per_param(trainable, wb), grads,
-                     detail::per_param(trainable, detail::master_bytes(s.precision)), state}};
+      memory_buckets{weights, full ? bytes(0) : trainable_bytes, grads, master, state}};
 }
 
 /// Bucket names in output order, and a getter for each (one list for every printer).

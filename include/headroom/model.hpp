@@ -30,11 +30,15 @@ struct model_shape {
   bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
   bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
   bool norm_scale_fp32 = false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
+  bool scaled_embeddings = false;         ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
+  bool attn_logit_softcapping = false;    ///< tanh soft-capping of the attention scores (Gemma-2)
+  bool final_logit_softcapping = false;   ///< tanh soft-capping of the logits (Gemma-2)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
   std::uint64_t num_experts_per_tok = 0;              ///< experts each token is routed to, e.g. 8
   std::uint64_t moe_intermediate_size = 0;            ///< width of one routed expert, e.g. 768
   std::uint64_t shared_expert_intermediate_size = 0;  ///< always-on shared expert (Qwen2-MoE), 0 = none
+  bool norm_topk_prob = false;  ///< top-k routing weights renormalised to sum 1 (Mixtral always; Qwen3-MoE key)
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -198,6 +202,61 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   if (m.qk_norm) add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
   add({mn::norm, tr::norm_weight, d, 0, 1});                              // final norm
   if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+}
+
+/// Every weight tensor one at a time (copies = 1), in the order the transformers modules register them,
+/// which is the order of model.parameters() and so of a for-loop optimizer: embed_tokens; per layer
+/// self_attn (q, k, v or qkv, o, then q_norm, k_norm), mlp (router, then each expert's gate, up, down;
+/// or the dense gate, up, down), the layer norms; then the final norm and lm_head. Biases follow their
+/// weight. Source: the __init__ of LlamaDecoderLayer, Qwen3Attention, Qwen3MoeSparseMoeBlock, Gemma2DecoderLayer.
+template <class Visit>
+constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
+  validate(m);
+  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
+  using mn = module_name;
+  using tr = tensor_role;
+  auto linear = [&](mn module, std::uint64_t out, std::uint64_t in, bool bias) {
+    visit(param_tensor{module, tr::linear_weight, out, in, 1});
+    if (bias) visit(param_tensor{module, tr::bias, out, 0, 1});
+  };
+  auto mlp = [&](std::uint64_t ff, bool bias) {
+    if (m.fused_gate_up) {
+      linear(mn::gate_up_proj, 2 * ff, d, bias);
+    } else {
+      linear(mn::gate_proj, ff, d, bias);
+      linear(mn::up_proj, ff, d, bias);
+    }
+    linear(mn::down_proj, d, ff, bias);
+  };
+  const param_tensor norm{mn::norm, tr::norm_weight, d, 0, 1};
+  visit(param_tensor{mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});
+  for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+    if (m.fused_qkv) {
+      linear(mn::qkv_proj, q + 2 * kv, d, false);
+    } else {
+      linear(mn::q_proj, q, d, m.attention_bias);
+      linear(mn::k_proj, kv, d, m.attention_bias);
+      linear(mn::v_proj, kv, d, m.attention_bias);
+    }
+    linear(mn::o_proj, d, q, m.o_proj_bias);
+    if (m.qk_norm) {
+      visit(param_tensor{mn::norm, tr::norm_weight, m.head_dim, 0, 1});
+      visit(param_tensor{mn::norm, tr::norm_weight, m.head_dim, 0, 1});
+    }
+    if (is_moe(m)) {
+      linear(mn::router, m.num_experts, d, false);
+      for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, m.mlp_bias);
+      if (m.shared_expert_intermediate_size != 0) {
+        mlp(m.shared_expert_intermediate_size, false);
+        linear(mn::shared_expert_gate, 1, d, false);
+      }
+    } else {
+      mlp(m.intermediate_size, m.mlp_bias);
+    }
+    for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) visit(norm);
+  }
+  visit(norm);
+  if (!m.tie_word_embeddings) visit(param_tensor{mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
 }
 
 /// Every weight tensor of the model, as a list (see visit_parameters).

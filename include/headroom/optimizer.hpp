@@ -9,7 +9,9 @@
 #include <string>
 #include <string_view>
 
+#include "choices.hpp"
 #include "model.hpp"
+#include "runtime.hpp"
 #include "units.hpp"
 
 namespace headroom {
@@ -21,6 +23,21 @@ enum class state_storage : std::uint8_t {
   blockwise_8bit,  ///< bitsandbytes 8-bit: uint8 codes + one fp32 absmax per block
 };
 
+/// The step's own temporaries, in copies of the trainable values (dtype of the state), per
+/// implementation. Read from torch/optim/{adamw,adam,adagrad,rmsprop,sgd}.py, _single_tensor_* and
+/// _multi_tensor_* (1.13.1 as shipped by Debian 12; 2.x as of 2.5).
+struct step_buffers {
+  std::uint8_t per_tensor = 0;     ///< for-loop: copies of the largest tensor alive at once
+  std::uint8_t foreach_v2 = 0;     ///< foreach, torch 2.x: copies of all trainable values
+  std::uint8_t foreach_v1_13 = 0;  ///< foreach, torch 1.13
+};
+/// Adam(W): sqrt(v) and its quotient (for-loop); 2.x foreach divides in place, 1.13 allocates denom too.
+inline constexpr step_buffers adam_buffers{2, 1, 2};
+/// Adagrad: std (for-loop); foreach 1.13 keeps std, grad·clr and their quotient, 2.x std and numerator.
+inline constexpr step_buffers adagrad_buffers{1, 2, 3};
+/// RMSprop: sqrt(square_avg) per tensor, or for all tensors at once.
+inline constexpr step_buffers rmsprop_buffers{1, 1, 1};
+
 /// How one optimizer lays out its state; `name` is the transformers `optim` string.
 struct optimizer_info {
   std::string_view name;
@@ -31,7 +48,9 @@ struct optimizer_info {
   bool kahan_16bit = false;    ///< StableAdamW: + a Kahan buffer when params are 16-bit
   bool paged = false;          ///< state in CUDA unified memory (bitsandbytes paged_*)
   std::string_view source;     ///< where the layout was read
-  bool foreach_temps = false;  ///< torch foreach step: ~sizeof(params) of temporaries (adam.py _foreach_doc)
+  step_buffers buffers{};      ///< the step's temporaries (torch.optim implementations)
+  std::uint8_t step_bytes = 0;  ///< a per-tensor `step` kept as a tensor: 4 (fp32 scalar) in torch Adam(W)/Adagrad
+  bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
@@ -39,8 +58,10 @@ inline constexpr std::string_view src_bnb = "bitsandbytes/optim/optimizer.py ini
 
 /// The catalogue. The first ten are the course's; aliases map to the same layout.
 inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
-    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, true},
-    {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam},
+    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, adam_buffers, 4,
+     true},
+    {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam,
+     adam_buffers, 4, true},
     {"adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"adamw_bnb_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"paged_adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
@@ -50,16 +71,17 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
     {"lion_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"sgd", 0, state_storage::param_dtype, false, false, false, false,
-     "transformers trainer_optimizer.py: torch.optim.SGD(lr) with momentum 0"},
+     "torch/optim/sgd.py: momentum_buffer only with momentum > 0 (transformers passes none)", {}, 0, true},
     {"muon", 1, state_storage::param_dtype, false, true, false, false,
      "torch.optim.Muon; embeddings, head, norms and biases on AdamW"},
     {"adamw_hf", 2, state_storage::param_dtype, false, false, false, false,
-     "transformers 4.x legacy alias, treated as adamw_torch", true},
+     "transformers 4.x legacy alias, treated as adamw_torch", adam_buffers, 4, true},
     {"paged_lion_32bit", 1, state_storage::fp32, false, false, false, true, src_bnb},
     {"paged_lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
-    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.Adagrad sum", true},
-    {"rmsprop", 1, state_storage::param_dtype, false, false, false, false, "torch.optim.RMSprop square_avg",
-     true},
+    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch/optim/adagrad.py sum + step",
+     adagrad_buffers, 4, true},
+    {"rmsprop", 1, state_storage::param_dtype, false, false, false, false,
+     "torch/optim/rmsprop.py square_avg (step is a Python int)", rmsprop_buffers, 0, true},
     {"rmsprop_bnb", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
@@ -80,10 +102,25 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
      "optimi stableadamw.py (+ Kahan buffer for 16-bit params)"},
 }};
 
+/// How a torch.optim optimizer runs its step (the `foreach` / `fused` constructor arguments).
+enum class optimizer_impl : std::uint8_t {
+  automatic,  ///< torch's own choice: foreach on CUDA under torch 2.x, for-loop on a CPU or under 1.13;
+              ///< fused for adamw_torch_fused
+  for_loop,   ///< _single_tensor_*: one parameter at a time
+  foreach,    ///< _multi_tensor_*: every parameter at once
+  fused,      ///< _fused_adamw: one kernel, no temporaries (CUDA)
+};
+inline constexpr std::array<named<optimizer_impl>, 4> optimizer_impl_names{{{"auto", optimizer_impl::automatic},
+                                                                             {"for-loop", optimizer_impl::for_loop},
+                                                                             {"foreach", optimizer_impl::foreach},
+                                                                             {"fused", optimizer_impl::fused}}};
+
 /// Knobs of the 8-bit optimizers (bitsandbytes Optimizer2State defaults).
 struct optimizer_options {
   std::uint64_t block_size = 256;      ///< bnb ≥ 0.44 uses 256; the course's W06 (bnb ≤ 0.43) 2048
   std::uint64_t min_8bit_size = 4096;  ///< smaller tensors keep 32-bit state (min_8bit_size)
+  bool momentum = false;  ///< torch.optim.SGD with momentum > 0 keeps a momentum_buffer (torchtune configs)
+  optimizer_impl impl = optimizer_impl::automatic;
 };
 
 /// Looks an `optim` string up; nullopt if unknown.
@@ -144,10 +181,66 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
     const bool hidden_matrix = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
     per_copy = detail::dense_state_bytes(hidden_matrix ? 1 : 2, n, opt.storage, param_bytes, o);
   } else {
-    const std::uint64_t states = opt.states + (opt.kahan_16bit && param_bytes < 4 ? 1 : 0);
+    const std::uint64_t states = opt.states + (opt.kahan_16bit && param_bytes < 4 ? 1 : 0) +
+                                 (o.momentum && opt.name == "sgd" ? 1 : 0);  // SGD's momentum_buffer
     per_copy = detail::dense_state_bytes(states, n, opt.storage, param_bytes, o);
   }
   return bytes(detail::checked_mul(per_copy, t.copies, "optimizer state"));
+}
+
+/// The per-parameter `step` counters torch keeps as 0-dim fp32 tensors (Adam(W), Adagrad): 4 bytes times
+/// the number of trainable tensors (torch/optim/adamw.py _init_group: state['step'] = torch.tensor(0.)).
+[[nodiscard]] constexpr bytes optimizer_step_counter_bytes(const optimizer_info& opt, std::uint64_t tensors) {
+  return bytes(detail::checked_mul(opt.step_bytes, tensors, "optimizer step counters"));
+}
+
+/// The optimizer implementation torch runs: `automatic` resolved as torch does (torch/optim/optimizer.py
+/// _default_to_fused_or_foreach: foreach only when every parameter is a CUDA tensor, from 2.0 on).
+[[nodiscard]] constexpr optimizer_impl resolved_impl(const optimizer_info& opt, optimizer_impl impl,
+                                                     const runtime_config& r) {
+  if (!opt.torch_optim) return optimizer_impl::fused;  // bitsandbytes and friends: per-tensor kernels in place
+  if (impl != optimizer_impl::automatic) return impl;
+  if (opt.name == "adamw_torch_fused") return optimizer_impl::fused;
+  const bool foreach_default = r.device == device_kind::cuda && r.torch == torch_generation::v2;
+  return foreach_default ? optimizer_impl::foreach : optimizer_impl::for_loop;
+}
+
+/// The step's temporaries in values of the state dtype: the for-loop's worst tensor (`for_loop_values`,
+/// from memory.hpp for_loop_step_values), foreach a few copies of every trainable value, fused none.
+[[nodiscard]] constexpr std::uint64_t step_temporary_values(const optimizer_info& opt, optimizer_impl impl,
+                                                            const runtime_config& r, std::uint64_t trainable,
+                                                            std::uint64_t for_loop_values) {
+  switch (resolved_impl(opt, impl, r)) {
+    case optimizer_impl::for_loop:
+      return for_loop_values;
+    case optimizer_impl::foreach:
+      return detail::checked_mul(
+          r.torch == torch_generation::v1_13 ? opt.buffers.foreach_v1_13 : opt.buffers.foreach_v2, trainable,
+          "optimizer temporaries");
+    case optimizer_impl::fused:
+    case optimizer_impl::automatic:
+      break;
+  }
+  return 0;
+}
+
+namespace detail {
+/// What Optimizer.step allocates besides its temporaries, measured on the CPU (torch 1.13.1): 0-dim
+/// tensors alongside the update (8 bytes, and one scalar in the state dtype), and at entry the profiler
+/// hook's record_function handle (a 288-byte tensor and a 4-byte one; 2.x returns a script object
+/// instead). On a GPU these are host memory.
+inline constexpr std::uint64_t step_scalars_bytes = 8;
+inline constexpr std::uint64_t record_function_handle_bytes = 292;
+}  // namespace detail
+
+/// The step's temporaries plus its bookkeeping, in bytes, given the temporaries in bytes.
+[[nodiscard]] constexpr std::uint64_t step_bytes_with_bookkeeping(std::uint64_t temporaries, std::uint64_t state_bytes,
+                                                                  const runtime_config& r) {
+  if (r.device != device_kind::cpu) return temporaries;
+  const std::uint64_t during =
+      detail::checked_add(temporaries, detail::step_scalars_bytes + state_bytes, "optimizer temporaries");
+  const std::uint64_t entry = r.torch == torch_generation::v1_13 ? detail::record_function_handle_bytes : 0;
+  return during > entry ? during : entry;
 }
 
 /// True where the state depends on tensor shapes, so a lumped nominal count cannot price it.

@@ -64,19 +64,26 @@ struct training_estimate {
 };
 
 namespace detail {
-/// Foreach optimizers hold about one more copy of the parameters during the step (adam.py).
+/// The optimizer step's own temporaries (optimizer.hpp step_temporary_values), in the state dtype.
 constexpr bytes step_temporaries(const static_estimate& st, const training_setup& s) {
-  if (!s.optimizer.foreach_temps) return bytes(0);
-  return per_param(st.trainable_params, optimizer_param_bytes(s.precision));
-}
-/// torch.autocast caches a bf16 copy of every trainable fp32 leaf weight for the forward.
-constexpr bytes autocast_cache(const static_estimate& st, const training_setup& s) {
-  if (!autocasts(s.precision)) return bytes(0);
-  return per_param(st.trainable_params, bf16_bytes);
+  const std::uint64_t state_bytes =
+      s.method == training_method::full ? optimizer_param_bytes(s.precision) : adapter_optimizer_param_bytes(s);
+  const bytes temps = per_param(params(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
+                                                             st.trainable_params.count(), st.for_loop_step.count())),
+                                state_bytes);
+  return bytes(step_bytes_with_bookkeeping(temps.count(), state_bytes, s.runtime));
 }
 }  // namespace detail
 
 namespace detail {
+/// Gradients outside the decoder layers: the embedding, the final norm and an untied head (full
+/// fine-tuning); none with adapters (they sit in the layers).
+constexpr bytes non_layer_grads(const model_shape& m, const training_setup& s) {
+  if (s.method != training_method::full) return bytes(0);
+  const std::uint64_t head = m.tie_word_embeddings ? 0 : m.vocab_size * m.hidden_size;
+  return act(m.vocab_size * m.hidden_size + head + m.hidden_size, 1, weight_bytes(s.precision));
+}
+
 /// The step estimate for a validated shape with its static part known (it does not depend on the
 /// micro-batch or the length, so the solvers compute it once for all their probes).
 constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
@@ -90,6 +97,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     acts.per_layer_kept = scale(acts.per_layer_kept);
     acts.recompute = scale(acts.recompute);
     acts.gpu = scale(acts.gpu);
+    acts.kept = scale(acts.kept);
     acts.host = scale(acts.host);
   }
   const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, r.activations, r.loss);
@@ -109,29 +117,63 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   struct varying {
     bytes grads, activations, logits, temporaries;
   };
-  // forward_end: saved tensors of every block (and the one in flight when offloading) + the loss
-  const varying forward_end{
-      grads_in_forward, acts.gpu - acts.recompute + (offloading ? acts.recompute : bytes(0)),
-      detail::div_up(head.forward_peak(), head_shards), gathered + detail::autocast_cache(statics, r.setup)};
-  // backward_start: the loss backward runs while the last block is being recomputed
-  const varying backward_start{grads_in_forward, acts.gpu, detail::div_up(head.backward_peak(), head_shards),
-                               gathered};
-  // backward_end: all gradients exist; at most the first block's recompute is still alive
-  const varying backward_end{st.grads, acts.recompute, bytes(0), gathered};
-  // optimizer_step: the optimizer's temporaries
-  const varying optimizer_step{st.grads, bytes(0), bytes(0), step_temporaries};
+  const bytes in_flight = offloading ? acts.recompute : bytes(0);  // offloading: the block being moved
+  const bytes kept = acts.kept + in_flight;
+  // During the loss forward the final hidden states are its input, kept for backward or not.
+  const std::uint64_t tokens = detail::checked_mul(r.activations.batch, r.activations.seq_len, "tokens");
+  const bytes hidden = detail::act(tokens, spec.shape.hidden_size, detail::weight_bytes(r.setup.precision));
+  const bytes head_forward = detail::div_up(head.forward_peak() + hidden, head_shards);
+  const bytes head_backward = detail::div_up(head.backward_peak() + head.hidden_kept, head_shards);
+  const bytes head_after = detail::div_up(head.after, head_shards);
+  // forward_end: saved tensors of every block + the loss head's forward peak
+  const varying forward_end{grads_in_forward, kept + acts.forward_cached, head_forward, gathered};
+  // backward_start: the loss backward runs before any block is recomputed; the last block's recompute
+  // follows, with the hidden-state (and head) gradient alive. The larger of the two moments.
+  const varying loss_moment{grads_in_forward, kept, head_backward, gathered};
+  const varying recompute_moment{grads_in_forward, kept + acts.recompute, head_after, gathered};
+  // backward_end: every gradient exists; the first block is recomputed, or (full fine-tuning) the
+  // embedding's gradient is built from the gradient of its output — or, with tied embeddings, summed
+  // out of place with the head's (two more V x d gradients).
+  bytes embedding{0};
+  if (r.setup.method == training_method::full) {
+    const model_shape& m = spec.shape;
+    embedding = m.tie_word_embeddings
+                    ? detail::act(2 * m.vocab_size, m.hidden_size, detail::weight_bytes(r.setup.precision))
+                    : hidden;
+  }
+  // The loss and its seed gradient (two 0-dim fp32 tensors) outlive the backward pass.
+  const bytes loss_scalars = bytes(2 * detail::scalar_bytes);
+  // With recomputation, the first layer is recomputed before its own gradients (and the embedding's)
+  // exist, with the gradient of its output arriving: all other gradients + its internals.
+  bytes before_first_layer{0};
+  if (acts.recompute.count() != 0) {
+    const bytes first_layer_grads = detail::div_up(st.grads - detail::non_layer_grads(spec.shape, r.setup), spec.shape.num_hidden_layers);
+    before_first_layer = st.grads - first_layer_grads - detail::non_layer_grads(spec.shape, r.setup);
+  }
+  const bool recompute_last = acts.recompute.count() != 0 &&
+                              before_first_layer + acts.recompute + hidden > st.grads + embedding;
+  const varying backward_end = recompute_last
+                                   ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, gathered}
+                                   : varying{st.grads, acts.retained, loss_scalars, gathered + embedding};
+  // optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the
+  // graph is gone, the loss value stays)
+  const varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
   const bytes overhead = over.total();
   auto phase = [&](const varying& v) {
     return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
                           v.activations, v.logits,           v.temporaries, overhead};
   };
   // The peak is the largest phase (the first of equals).
+  const varying backward_start = phase(recompute_moment).total_bytes() > phase(loss_moment).total_bytes()
+                                     ? recompute_moment
+                                     : loss_moment;
   const std::array<bytes, 4> totals{{phase(forward_end).total_bytes(), phase(backward_start).total_bytes(),
                                      phase(backward_end).total_bytes(), phase(optimizer_step).total_bytes()}};
   std::size_t peak = 0;
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
-  const bytes forward_temporaries = forward_end.temporaries;
+  auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
+  const bytes most_temporaries = larger(larger(forward_end.temporaries, backward_end.temporaries), step_temporaries);
   // sizes: each bucket's largest value over the step. Built in one aggregate, phases in place (a
   // copied array becomes a slow `rep movs` under GCC).
   return training_estimate{
@@ -142,7 +184,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       over,
       memory_buckets{st.weights, st.adapter_weights, st.grads, st.master, st.optimizer, acts.gpu,
                      detail::div_up(head.peak(), head_shards),
-                     forward_temporaries > step_temporaries ? forward_temporaries : step_temporaries,
+                     most_temporaries,
                      overhead},
       {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
       static_cast<step_phase>(peak),

@@ -96,14 +96,22 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"sequence_parallel", par.sequence_parallel},
                    {"pipeline_parallel", par.pipeline_parallel}};
   const activation_breakdown acts = activation_inventory(model.spec.shape, r.setup, a);
-  const logits_breakdown head = logits_inventory(model.spec.shape, r.setup, a, r.loss);
+  nlohmann::json events = nlohmann::json::array();
+  for (const loss_event& ev : logits_inventory(model.spec.shape, r.setup, a, r.loss))
+    events.push_back({{"name", ev.name},
+                      {"bytes", ev.amount.count()},
+                      {"event", ev.release ? "release" : "alloc"},
+                      {"pass", ev.backward ? "backward" : "forward"},
+                      {"reason", ev.reason}});
   j["activations_detail"] = {{"layer_terms", detail::terms_json(acts.layer)},
                              {"model_terms", detail::terms_json(acts.model_level)},
                              {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},
                              {"recompute_bytes", e.activations.recompute.count()}};
-  j["logits_detail"] = {{"forward_terms", detail::terms_json(head.forward)},
-                        {"backward_terms", detail::terms_json(head.backward)},
-                        {"kept_bytes", e.logits.kept.count()}};
+  j["logits_detail"] = {{"events", events},
+                        {"forward_peak_bytes", e.logits.forward.count()},
+                        {"kept_bytes", e.logits.kept.count()},
+                        {"backward_peak_bytes", e.logits.backward.count()},
+                        {"after_backward_bytes", e.logits.after.count()}};
   j["overhead_detail"] = {{"cuda_context", e.overhead.cuda_context.count()},
                           {"cublas_workspace", e.overhead.cublas_workspace.count()},
                           {"cublaslt_workspace", e.overhead.cublaslt_workspace.count()},

@@ -216,11 +216,12 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                        t.reason));
   for (const activation_term& t : acts.model_level)
     line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
-  line(fmt::format("  logits   loss {}: forward {} / backward {} (docs/logits.md)",
-                   choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()),
+  line(fmt::format("  logits   loss {}: forward peak {}, kept {}, backward peak {} (docs/logits.md); in order:",
+                   choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()), gb(e.logits.kept),
                    gb(e.logits.backward_peak())));
-  for (const activation_term& t : logits_inventory(m, s, a, r.loss).backward)
-    line(fmt::format("      backward  {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
+  for (const loss_event& ev : logits_inventory(m, s, a, r.loss))
+    line(fmt::format("      {:<8} {} {:<30} {:>16} B  {}", ev.backward ? "backward" : "forward",
+                     ev.release ? "-" : "+", ev.name, with_commas(ev.amount.count()), ev.reason));
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
                    gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),

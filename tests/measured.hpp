@@ -1,0 +1,185 @@
+// SPDX-License-Identifier: MIT
+// The CPU ground truth (validation/torch/measurements.csv) as headroom inputs: a small CSV reader and
+// the mapping from each row's configuration columns to a model, a training setup and a run.
+#pragma once
+
+#include <cstdint>
+#include <fstream>
+#include <map>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include <headroom/headroom.hpp>
+#include <nlohmann/json.hpp>
+
+namespace headroom::test {
+
+/// One measured row: every column by name.
+struct measured_row {
+  std::map<std::string, std::string> cells;
+
+  [[nodiscard]] const std::string& text(const std::string& column) const {
+    const auto it = cells.find(column);
+    if (it == cells.end()) throw std::runtime_error("measurements.csv has no column " + column);
+    return it->second;
+  }
+  [[nodiscard]] bool has(const std::string& column) const { return !text(column).empty(); }
+  [[nodiscard]] std::uint64_t count(const std::string& column) const { return std::stoull(text(column)); }
+  [[nodiscard]] double number(const std::string& column) const { return std::stod(text(column)); }
+  [[nodiscard]] bytes measured(const std::string& column) const { return bytes(count(column)); }
+  [[nodiscard]] const std::string& id() const { return text("id"); }
+  [[nodiscard]] const std::string& kind() const { return text("kind"); }
+};
+
+/// RFC 4180 fields: commas inside double quotes belong to the field ("q_proj,v_proj").
+inline std::vector<std::string> split_csv_line(const std::string& line) {
+  std::vector<std::string> out(1);
+  bool quoted = false;
+  for (std::size_t i = 0; i < line.size(); ++i) {
+    const char c = line[i];
+    if (quoted && c == '"' && i + 1 < line.size() && line[i + 1] == '"') {
+      out.back() += '"';
+      ++i;
+    } else if (c == '"') {
+      quoted = !quoted;
+    } else if (c == ',' && !quoted) {
+      out.emplace_back();
+    } else {
+      out.back() += c;
+    }
+  }
+  return out;
+}
+
+inline std::vector<measured_row> read_measurements(const std::string& path) {
+  std::ifstream in(path);
+  if (!in) throw std::runtime_error("cannot open " + path);
+  std::string line;
+  std::getline(in, line);
+  const std::vector<std::string> header = split_csv_line(line);
+  std::vector<measured_row> rows;
+  while (std::getline(in, line)) {
+    if (line.empty()) continue;
+    const std::vector<std::string> fields = split_csv_line(line);
+    if (fields.size() != header.size()) throw std::runtime_error("ragged row: " + line);
+    measured_row row;
+    for (std::size_t i = 0; i < header.size(); ++i) row.cells[header[i]] = fields[i];
+    rows.push_back(std::move(row));
+  }
+  return rows;
+}
+
+/// The row's shape, read through headroom's own config.json reader (model_type = the family).
+inline model_shape shape_of(const measured_row& r) {
+  nlohmann::json j;
+  const std::string& family = r.text("family");
+  j["model_type"] = family;
+  j["hidden_size"] = r.count("hidden");
+  j["num_hidden_layers"] = r.count("layers") == 0 ? 1 : r.count("layers");
+  j["num_attention_heads"] = r.count("heads");
+  j["num_key_value_heads"] = r.count("kv_heads");
+  j["head_dim"] = r.count("head_dim");
+  j["vocab_size"] = r.count("vocab");
+  j["tie_word_embeddings"] = r.text("tied") == "1";
+  if (r.has("experts")) {
+    j[family == "mixtral" ? "num_local_experts" : "num_experts"] = r.count("experts");
+    j["num_experts_per_tok"] = r.count("experts_per_tok");
+    j[family == "mixtral" ? "intermediate_size" : "moe_intermediate_size"] = r.count("moe_intermediate");
+    if (family != "mixtral") j["norm_topk_prob"] = r.text("norm_topk") == "1";
+  } else {
+    j["intermediate_size"] = r.count("intermediate");
+  }
+  if (family == "gemma2") {
+    j["attn_logit_softcapping"] = r.number("attn_softcap");
+    j["final_logit_softcapping"] = r.number("final_softcap");
+  }
+  return model_from_config(j, r.id()).spec.shape;
+}
+
+inline precision_route precision_of(const measured_row& r) {
+  const std::string& dtype = r.text("dtype");
+  if (dtype == "bf16") return precision_route::bf16_pure;
+  if (dtype == "fp32") return precision_route::fp32;
+  if (dtype == "autocast") return precision_route::fp32_autocast;
+  throw std::runtime_error(r.id() + ": unknown dtype " + dtype);
+}
+
+inline training_setup setup_of(const measured_row& r) {
+  training_setup s;
+  s.method = r.text("method") == "lora" ? training_method::lora : training_method::full;
+  s.precision = precision_of(r);
+  s.runtime.device = parse_choice(device_names, r.text("device"), "device");
+  s.runtime.torch = r.text("torch").rfind("1.", 0) == 0 ? torch_generation::v1_13 : torch_generation::v2;
+  if (s.method == training_method::lora) {
+    s.lora.rank = r.count("lora_rank");
+    s.lora.targets = parse_lora_targets(r.text("lora_targets"));
+    s.lora.dropout = r.number("lora_dropout");
+    s.lora.dtype = r.text("adapter_dtype") == "fp32" ? adapter_precision::fp32 : adapter_precision::base;
+  }
+  const std::string& optimizer = r.text("optimizer");
+  if (optimizer == "adamw" || optimizer == "adam") {
+    s.optimizer = optimizer_by_name("adamw_torch");  // torch.optim.Adam with weight_decay 0: the same tensors
+  } else if (optimizer == "sgd_momentum") {
+    s.optimizer = optimizer_by_name("sgd");
+    s.optim.momentum = true;
+  } else if (!optimizer.empty()) {
+    s.optimizer = optimizer_by_name(optimizer);
+  }
+  if (r.has("optimizer_impl"))
+    s.optim.impl = r.text("optimizer_impl") == "foreach" ? optimizer_impl::foreach : optimizer_impl::for_loop;
+  return s;
+}
+
+inline activation_config activations_of(const measured_row& r) {
+  activation_config c;
+  c.batch = r.count("batch");
+  c.seq_len = r.count("seq_len");
+  // On a CPU, torch 1.13's SDPA is the math path; eager is transformers' own.
+  c.attention = r.text("attention") == "eager" ? attention_impl::eager : attention_impl::sdpa_math;
+  c.attention_dropout = r.has("attention_dropout") && r.number("attention_dropout") > 0;
+  c.ckpt = r.text("checkpointing") == "none" ? checkpointing::none : checkpointing::full;
+  c.reentrant = r.text("checkpointing") == "reentrant";
+  return c;
+}
+
+inline loss_config loss_of(const measured_row& r) {
+  loss_config l;
+  const std::string& loss = r.text("loss");
+  if (loss == "trl_chunked") {
+    l.impl = loss_impl::chunked;
+    l.chunk_tokens = r.count("loss_chunk");
+  } else if (loss == "torchtune_chunked") {
+    l.impl = loss_impl::chunked_output;
+    l.output_chunks = r.count("loss_chunk");
+  } else if (loss != "hf") {
+    throw std::runtime_error(r.id() + ": unknown loss " + loss);
+  }
+  return l;
+}
+
+/// A loss row's setup: the head trains or is frozen (frozen = every other weight frozen too, as in LoRA).
+inline training_setup loss_setup_of(const measured_row& r) {
+  training_setup s = setup_of(r);
+  if (r.text("head_trainable") != "1") s.method = training_method::lora;
+  return s;
+}
+
+/// A whole-step row as a run: CPU, no CUDA context or workspaces, the measured loss head.
+inline run_config run_of(const measured_row& r) {
+  run_config run;
+  run.setup = setup_of(r);
+  run.activations = activations_of(r);
+  run.loss = loss_of(r);
+  run.basis = params_basis::exact;
+  run.overhead.override_total = true;  // a CPU has no CUDA context, workspaces or caching allocator
+  run.overhead.total_override = bytes(0);
+  return run;
+}
+
+/// Bytes a measured region allocated on top of what was live when it began.
+inline std::int64_t delta(const measured_row& r, const std::string& column) {
+  return static_cast<std::int64_t>(r.count(column)) - static_cast<std::int64_t>(r.count("start_bytes"));
+}
+
+}  // namespace headroom::test

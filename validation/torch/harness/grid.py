@@ -1,0 +1,171 @@
+"""The measured grid: which configurations, in which order, with which columns.
+
+Shapes are small (a CPU measures every allocation), but keep the proportions that decide which tensors
+exist: grouped-query attention, head_dim different from hidden/heads, tied and untied heads, fused
+projections, biases, four norms, soft-capping, routed experts.  Each row carries every column headroom
+needs to estimate the same quantity; ``CI_ROWS`` is the subset CI re-measures.
+"""
+
+# One small shape per family (config.json keys; values chosen for the proportions above: the vocabulary
+# is 10 to 100 times the hidden size, as in the real models).
+SHAPES = {
+    "llama": dict(hidden=128, intermediate=344, heads=8, kv_heads=2, head_dim=16, vocab=4096, tied=0),
+    "mistral": dict(hidden=128, intermediate=448, heads=4, kv_heads=4, head_dim=32, vocab=3072, tied=0),
+    "qwen2": dict(hidden=96, intermediate=256, heads=6, kv_heads=2, head_dim=16, vocab=4096, tied=1),
+    "qwen3": dict(hidden=64, intermediate=192, heads=8, kv_heads=4, head_dim=32, vocab=4096, tied=1),
+    "gemma2": dict(hidden=96, intermediate=288, heads=4, kv_heads=2, head_dim=32, vocab=8192, tied=1,
+                   query_pre_attn_scalar=32, attn_softcap=50.0, final_softcap=30.0),
+    "phi3": dict(hidden=96, intermediate=256, heads=6, kv_heads=6, head_dim=16, vocab=2048, tied=0),
+    "mixtral": dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_dim=16, vocab=2048, tied=0,
+                    experts=4, experts_per_tok=2, moe_intermediate=112, norm_topk=1),
+    "qwen3_moe": dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_dim=32, vocab=4096, tied=0,
+                      experts=8, experts_per_tok=2, moe_intermediate=48, norm_topk=0),
+}
+
+CONFIG_COLUMNS = [
+    "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
+    "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
+    "final_softcap", "batch", "seq_len", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
+    "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
+    "optimizer", "optimizer_impl", "device", "torch",
+]
+MEASURED_COLUMNS = [
+    "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
+    "saved_shared_bytes", "live_after_forward_delta", "state_bytes", "start_bytes", "forward_peak",
+    "after_forward", "backward_peak", "after_backward", "optimizer_peak", "after_step", "after_zero_grad",
+]
+COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
+
+BASE = dict(kind="", layers=1, batch=2, seq_len=32, dtype="bf16", method="full", lora_rank="", lora_targets="",
+            lora_dropout="", adapter_dtype="", attention="sdpa", attention_dropout="", checkpointing="none",
+            loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", device="cpu")
+
+
+def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same"):
+    return dict(method="lora", lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
+                adapter_dtype=adapter_dtype)
+
+
+def _row(kind, family, **overrides):
+    row = dict(BASE, kind=kind, family=family)
+    row.update({k: v for k, v in SHAPES[family].items()})
+    row.update(overrides)
+    return row
+
+
+def block_rows():
+    rows = []
+    for family in SHAPES:
+        rows.append(_row("block", family))                                     # full, bf16, sdpa
+        rows.append(_row("block", family, attention="eager"))
+        rows.append(_row("block", family, dtype="fp32", attention="eager"))
+        rows.append(_row("block", family, dtype="autocast"))
+        rows.append(_row("block", family, **lora()))                            # LoRA all-linear, bf16 adapters
+        rows.append(_row("block", family, **lora(adapter_dtype="fp32")))        # PEFT's autocast_adapter_dtype
+        rows.append(_row("block", family, attention="eager", **lora("q_proj,v_proj" if family != "phi3"
+                                                                     else "qkv_proj")))
+        rows.append(_row("block", family, **lora(dropout=0.1)))
+        rows.append(_row("block", family, dtype="fp32", **lora(adapter_dtype="fp32")))
+    # Sizes and the remaining switches on Llama and Qwen3.
+    for family in ("llama", "qwen3"):
+        rows.append(_row("block", family, batch=1, seq_len=128))
+        rows.append(_row("block", family, batch=4, seq_len=16, attention="eager"))
+        rows.append(_row("block", family, attention="eager", attention_dropout=0.1))
+        rows.append(_row("block", family, dtype="autocast", **lora()))
+        rows.append(_row("block", family, dtype="autocast", attention="eager", **lora(dropout=0.1)))
+        rows.append(_row("block", family, **lora("o_proj,down_proj", rank=16)))
+    rows.append(_row("block", "mixtral", **lora("gate,q_proj")))
+    rows.append(_row("block", "qwen3_moe", dtype="fp32"))
+    return rows
+
+
+def loss_rows():
+    rows = []
+    for family in ("llama", "qwen3", "gemma2"):
+        for dtype in ("bf16", "fp32", "autocast"):
+            for trainable in ("0", "1"):
+                rows.append(_row("loss", family, dtype=dtype, loss="hf", head_trainable=trainable))
+    for family, chunk in (("llama", 16), ("qwen3", 32), ("gemma2", 24)):
+        for dtype in ("bf16", "fp32"):
+            for trainable in ("0", "1"):
+                rows.append(_row("loss", family, dtype=dtype, loss="trl_chunked", loss_chunk=chunk,
+                                 head_trainable=trainable))
+    for family, chunks in (("llama", 8), ("qwen3", 4)):
+        for dtype in ("bf16", "fp32"):
+            for trainable in ("0", "1"):
+                rows.append(_row("loss", family, dtype=dtype, loss="torchtune_chunked", loss_chunk=chunks,
+                                 head_trainable=trainable))
+    rows.append(_row("loss", "llama", batch=1, seq_len=96, loss="hf", head_trainable="0"))
+    rows.append(_row("loss", "llama", batch=1, seq_len=96, loss="trl_chunked", loss_chunk=40, head_trainable="0"))
+    rows.append(_row("loss", "qwen3", batch=4, seq_len=16, loss="torchtune_chunked", loss_chunk=2,
+                     head_trainable="1"))
+    return rows
+
+
+def optimizer_rows():
+    rows = []
+    for optimizer in ("adamw", "adam", "sgd_momentum", "adagrad", "rmsprop"):
+        for impl in ("for_loop", "foreach"):
+            rows.append(_row("optimizer", "llama", layers=2, dtype="fp32", optimizer=optimizer, optimizer_impl=impl))
+    for impl in ("for_loop", "foreach"):
+        rows.append(_row("optimizer", "llama", layers=2, dtype="bf16", optimizer="adamw", optimizer_impl=impl))
+        rows.append(_row("optimizer", "qwen3", layers=2, dtype="bf16", optimizer="sgd_momentum", optimizer_impl=impl))
+        rows.append(_row("optimizer", "qwen3", layers=2, dtype="fp32", optimizer="adamw", optimizer_impl=impl,
+                         **lora()))
+        rows.append(_row("optimizer", "mixtral", layers=2, dtype="bf16", optimizer="adamw", optimizer_impl=impl,
+                         **lora(adapter_dtype="fp32")))
+    return rows
+
+
+def step_rows():
+    rows = []
+
+    def step(family, **kw):
+        kw.setdefault("layers", 2)
+        kw.setdefault("loss", "hf")
+        kw.setdefault("optimizer", "adamw")
+        kw.setdefault("optimizer_impl", "for_loop")
+        rows.append(_row("step", family, **kw))
+
+    # Full fine-tuning, the precision routes torch has (pure bf16, fp32, fp32 weights under autocast).
+    for family in ("llama", "qwen3", "gemma2", "phi3", "mixtral"):
+        step(family, dtype="fp32")
+        step(family, dtype="bf16")
+    step("llama", dtype="autocast")
+    step("qwen3", dtype="autocast", optimizer_impl="foreach")
+    step("llama", dtype="fp32", optimizer_impl="foreach")
+    step("llama", dtype="fp32", optimizer="sgd_momentum")
+    step("qwen2", dtype="fp32", attention="eager")
+    step("mistral", dtype="bf16", attention="eager")
+    # Checkpointing, reentrant and not.
+    for ckpt in ("reentrant", "non_reentrant"):
+        step("llama", dtype="fp32", checkpointing=ckpt)
+        step("qwen3", dtype="bf16", checkpointing=ckpt, **lora())
+    step("gemma2", dtype="bf16", checkpointing="non_reentrant", attention="eager")
+    # LoRA: the adapter dtypes, targets and dropout; the loss heads.
+    step("llama", dtype="bf16", **lora())
+    step("llama", dtype="bf16", **lora(adapter_dtype="fp32"))
+    step("llama", dtype="bf16", **lora("q_proj,v_proj"))
+    step("qwen3", dtype="bf16", **lora(dropout=0.1))
+    step("phi3", dtype="bf16", **lora(adapter_dtype="fp32"))
+    step("qwen3_moe", dtype="bf16", **lora())
+    step("llama", dtype="autocast", **lora())
+    step("llama", dtype="bf16", loss="trl_chunked", loss_chunk=16, checkpointing="non_reentrant",
+         **lora(adapter_dtype="fp32"))
+    step("qwen3", dtype="fp32", loss="trl_chunked", loss_chunk=32)
+    step("llama", dtype="bf16", loss="torchtune_chunked", loss_chunk=8, optimizer_impl="foreach")
+    step("qwen3", dtype="bf16", loss="torchtune_chunked", loss_chunk=4, checkpointing="reentrant", **lora())
+    step("llama", dtype="fp32", layers=4, batch=1, seq_len=64)
+    return rows
+
+
+def rows():
+    out = block_rows() + loss_rows() + optimizer_rows() + step_rows()
+    for i, row in enumerate(out):
+        row["id"] = f"{row['kind']}-{i:03d}"
+    return out
+
+
+# The rows CI re-measures (a few of each kind, the most informative first).
+CI_ROWS = ["block-000", "block-004", "block-040", "block-077", "loss-092", "loss-101", "loss-111",
+           "optimizer-122", "optimizer-135", "step-140", "step-160"]

@@ -1,0 +1,486 @@
+"""Decoder models written operation for operation the way the libraries write them, for CPU measurement.
+
+Every forward below performs the same tensor operations, in the same order and dtypes, as the named source,
+because autograd saves what the operations save: an extra ``.contiguous()`` or a missing ``.to()`` would
+change the measurement.  The sources (read for this harness; none of their code is copied):
+
+* transformers (4.5x modeling files; the v5 layout is the same for these paths)
+  - ``models/llama/modeling_llama.py``: ``LlamaRMSNorm.forward``, ``LlamaRotaryEmbedding.forward``,
+    ``rotate_half``, ``apply_rotary_pos_emb``, ``repeat_kv``, ``eager_attention_forward``,
+    ``LlamaAttention.forward``, ``LlamaMLP.forward``, ``LlamaDecoderLayer.forward``, ``LlamaModel.forward``,
+    ``LlamaForCausalLM.forward``.  Mistral's files are the same code; Qwen2 adds q/k/v biases.
+  - ``models/qwen3/modeling_qwen3.py``: ``Qwen3Attention.forward`` (q_norm / k_norm over head_dim on the
+    (b, s, heads, head_dim) view, before the transpose).
+  - ``models/gemma2/modeling_gemma2.py``: ``Gemma2RMSNorm`` (fp32 throughout, ``1 + weight``), the four norms
+    of ``Gemma2DecoderLayer.forward``, the embedding ``normalizer``, ``query_pre_attn_scalar`` scaling,
+    attention logit soft-capping in ``eager_attention_forward``, gelu(tanh) MLP, final logit soft-capping in
+    ``Gemma2ForCausalLM.forward``.
+  - ``models/phi3/modeling_phi3.py``: fused ``qkv_proj`` sliced into views, fused ``gate_up_proj`` chunked.
+  - ``models/mixtral/modeling_mixtral.py`` ``MixtralSparseMoeBlock.forward`` and
+    ``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward`` (router, fp32 softmax,
+    top-k, optional renormalisation, one_hot expert mask, per-expert ``torch.where`` / index / ``index_add_``).
+  - ``integrations/sdpa_attention.py`` ``sdpa_attention_forward`` (repeat_kv before the kernel when torch
+    cannot do GQA itself, ``is_causal`` without a mask); on torch 1.13 the kernel is
+    ``torch.nn.functional._scaled_dot_product_attention``, whose CPU path is the math implementation.
+  - ``loss/loss_utils.py`` ``ForCausalLMLoss`` and ``fixed_cross_entropy`` (``logits.float()``, labels padded
+    and shifted, ``reduction="sum"`` divided by ``num_items_in_batch``).
+  - ``modeling_utils.py`` ``GradientCheckpointingLayer`` / ``gradient_checkpointing_enable`` (the layer call
+    through ``torch.utils.checkpoint.checkpoint`` with the other arguments bound by ``functools.partial``).
+  transformers itself is over the fetch tool's size limit; these paths were checked against the copies
+  optimum-habana (commit 1d8504c6) keeps of ``eager_attention_forward`` with soft-capping and of the Qwen3-MoE
+  routing.
+* PEFT ``src/peft/tuners/lora/layer.py`` ``Linear.forward`` (commit 5d602fdb): base output, input cast to
+  the adapter dtype (``_cast_input_dtype``), ``lora_B(lora_A(dropout(x))) * scaling`` added, cast back;
+  ``autocast_adapter_dtype=True`` (``peft_model.py``) keeps adapters in fp32 under a bf16 base.
+* TRL ``trl/trainer/sft_trainer.py`` ``_chunked_cross_entropy_loss`` and ``_chunk`` (commit f2cd5771).
+* torchtune ``torchtune/modules/transformer.py`` ``TransformerDecoder.chunked_output`` and
+  ``torchtune/modules/loss/ce_chunked_output_loss.py`` ``CEWithChunkedOutputLoss`` (commit bd2a0fc7).
+"""
+import functools
+import math
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+import torch.utils.checkpoint as torch_checkpoint
+
+# What each family changes in the Llama block (config.json model_type → structure).
+FAMILIES = {
+    "llama": dict(),
+    "mistral": dict(),
+    "qwen2": dict(qkv_bias=True),
+    "qwen3": dict(qk_norm=True),
+    "gemma2": dict(gemma=True),
+    "phi3": dict(fused=True),
+    "mixtral": dict(moe=True, norm_topk=True),
+    "qwen3_moe": dict(moe=True, qk_norm=True),
+}
+
+
+class LlamaRMSNorm(nn.Module):
+    def __init__(self, width, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(width))
+        self.eps = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.eps)
+        return self.weight * hidden_states.to(input_dtype)
+
+
+class GemmaRMSNorm(nn.Module):
+    def __init__(self, width, eps=1e-6):
+        super().__init__()
+        self.weight = nn.Parameter(torch.zeros(width))
+        self.eps = eps
+
+    def _norm(self, x):
+        return x * torch.rsqrt(x.pow(2).mean(-1, keepdim=True) + self.eps)
+
+    def forward(self, x):
+        output = self._norm(x.float())
+        output = output * (1.0 + self.weight.float())
+        return output.type_as(x)
+
+
+class Rotary(nn.Module):
+    """LlamaRotaryEmbedding: cos/sin of shape (b, s, head_dim), computed once per forward, no grad."""
+
+    def __init__(self, head_dim, base=10000.0):
+        super().__init__()
+        inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
+        self.register_buffer("inv_freq", inv_freq, persistent=False)
+
+    @torch.no_grad()
+    def forward(self, x, position_ids):
+        inv_freq_expanded = self.inv_freq[None, :, None].float().expand(position_ids.shape[0], -1, 1)
+        position_ids_expanded = position_ids[:, None, :].float()
+        with torch.autocast(device_type="cpu", enabled=False):
+            freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+            emb = torch.cat((freqs, freqs), dim=-1)
+            cos = emb.cos() * 1.0
+            sin = emb.sin() * 1.0
+        return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
+
+
+def rotate_half(x):
+    x1 = x[..., : x.shape[-1] // 2]
+    x2 = x[..., x.shape[-1] // 2:]
+    return torch.cat((-x2, x1), dim=-1)
+
+
+def apply_rotary_pos_emb(q, k, cos, sin):
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+def repeat_kv(hidden_states, n_rep):
+    batch, num_key_value_heads, slen, head_dim = hidden_states.shape
+    if n_rep == 1:
+        return hidden_states
+    hidden_states = hidden_states[:, :, None, :, :].expand(batch, num_key_value_heads, n_rep, slen, head_dim)
+    return hidden_states.reshape(batch, num_key_value_heads * n_rep, slen, head_dim)
+
+
+def eager_attention(module, query, key, value, attention_mask, dropout, scaling, softcap=None):
+    key_states = repeat_kv(key, module.groups)
+    value_states = repeat_kv(value, module.groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if softcap is not None:
+        attn_weights = attn_weights / softcap
+        attn_weights = torch.tanh(attn_weights)
+        attn_weights = attn_weights * softcap
+    if attention_mask is not None:
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+    attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
+    attn_weights = F.dropout(attn_weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
+def sdpa_attention(module, query, key, value, attention_mask, dropout, scaling, softcap=None):
+    # torch 1.13 has no enable_gqa: transformers expands K and V first (use_gqa_in_sdpa is False).
+    key = repeat_kv(key, module.groups)
+    value = repeat_kv(value, module.groups)
+    is_causal = query.shape[2] > 1 and attention_mask is None
+    attn_output = F._scaled_dot_product_attention(query, key, value, attention_mask, dropout, False, is_causal)[0]
+    return attn_output.transpose(1, 2).contiguous()
+
+
+ATTENTION = {"eager": eager_attention, "sdpa": sdpa_attention}
+
+
+class LoraLinear(nn.Module):
+    """PEFT lora.Linear: a frozen base nn.Linear plus A (r × in) and B (out × r) in the adapter dtype."""
+
+    def __init__(self, base, rank, alpha, dropout, dtype):
+        super().__init__()
+        self.base_layer = base
+        self.lora_A = nn.Linear(base.in_features, rank, bias=False, dtype=dtype)
+        self.lora_B = nn.Linear(rank, base.out_features, bias=False, dtype=dtype)
+        nn.init.zeros_(self.lora_B.weight)
+        self.lora_dropout = nn.Dropout(p=dropout) if dropout > 0 else nn.Identity()
+        self.scaling = alpha / rank
+
+    def forward(self, x):
+        result = self.base_layer(x)
+        torch_result_dtype = result.dtype
+        if x.dtype != self.lora_A.weight.dtype:  # _cast_input_dtype
+            x = x.to(dtype=self.lora_A.weight.dtype)
+        result = result + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+        return result.to(torch_result_dtype)
+
+
+class Attention(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        d, a, g, hd = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
+        self.head_dim, self.groups, self.fused = hd, a // g, fam.get("fused", False)
+        self.q_width, self.kv_width = a * hd, g * hd
+        bias = fam.get("qkv_bias", False)
+        if self.fused:
+            self.qkv_proj = nn.Linear(d, a * hd + 2 * g * hd, bias=False)
+        else:
+            self.q_proj = nn.Linear(d, a * hd, bias=bias)
+            self.k_proj = nn.Linear(d, g * hd, bias=bias)
+            self.v_proj = nn.Linear(d, g * hd, bias=bias)
+        self.o_proj = nn.Linear(a * hd, d, bias=False)
+        self.qk_norm = fam.get("qk_norm", False)
+        if self.qk_norm:
+            self.q_norm = LlamaRMSNorm(hd)
+            self.k_norm = LlamaRMSNorm(hd)
+        self.gemma = fam.get("gemma", False)
+        self.scaling = (cfg.get("query_pre_attn_scalar", hd) if self.gemma else hd) ** -0.5
+        self.softcap = cfg.get("attn_softcap") if self.gemma else None
+        self.attention_dropout = cfg.get("attention_dropout", 0.0)
+        self.kernel = ATTENTION[cfg["attention"]]
+
+    def forward(self, hidden_states, position_embeddings, attention_mask):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        if self.fused:
+            qkv = self.qkv_proj(hidden_states)
+            query_states = qkv[..., : self.q_width]
+            key_states = qkv[..., self.q_width: self.q_width + self.kv_width]
+            value_states = qkv[..., self.q_width + self.kv_width:]
+            query_states = query_states.view(hidden_shape).transpose(1, 2)
+            key_states = key_states.view(hidden_shape).transpose(1, 2)
+            value_states = value_states.view(hidden_shape).transpose(1, 2)
+        elif self.qk_norm:
+            query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        else:
+            query_states = self.q_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+            key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        dropout = self.attention_dropout if self.training else 0.0
+        attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout,
+                                  self.scaling, self.softcap)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class MLP(nn.Module):
+    def __init__(self, cfg, width=None):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        d, f = cfg["hidden"], width or cfg["intermediate"]
+        self.fused = fam.get("fused", False)
+        if self.fused:
+            self.gate_up_proj = nn.Linear(d, 2 * f, bias=False)
+        else:
+            self.gate_proj = nn.Linear(d, f, bias=False)
+            self.up_proj = nn.Linear(d, f, bias=False)
+        self.down_proj = nn.Linear(f, d, bias=False)
+        self.gelu = fam.get("gemma", False)
+
+    def act(self, x):
+        return F.gelu(x, approximate="tanh") if self.gelu else F.silu(x)
+
+    def forward(self, x):
+        if self.fused:
+            up_states = self.gate_up_proj(x)
+            gate, up_states = up_states.chunk(2, dim=-1)
+            up_states = up_states * self.act(gate)
+            return self.down_proj(up_states)
+        return self.down_proj(self.act(self.gate_proj(x)) * self.up_proj(x))
+
+
+class SparseMoeBlock(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.num_experts, self.top_k = cfg["experts"], cfg["experts_per_tok"]
+        self.norm_topk_prob = cfg.get("norm_topk", FAMILIES[cfg["family"]].get("norm_topk", False))
+        self.gate = nn.Linear(cfg["hidden"], self.num_experts, bias=False)
+        self.experts = nn.ModuleList([MLP(cfg, cfg["moe_intermediate"]) for _ in range(self.num_experts)])
+
+    def forward(self, hidden_states):
+        batch_size, sequence_length, hidden_dim = hidden_states.shape
+        hidden_states = hidden_states.view(-1, hidden_dim)
+        router_logits = self.gate(hidden_states)
+        routing_weights = F.softmax(router_logits, dim=1, dtype=torch.float)
+        routing_weights, selected_experts = torch.topk(routing_weights, self.top_k, dim=-1)
+        if self.norm_topk_prob:
+            routing_weights /= routing_weights.sum(dim=-1, keepdim=True)
+        routing_weights = routing_weights.to(hidden_states.dtype)
+        final_hidden_states = torch.zeros((batch_size * sequence_length, hidden_dim), dtype=hidden_states.dtype)
+        expert_mask = F.one_hot(selected_experts, num_classes=self.num_experts).permute(2, 1, 0)
+        expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in expert_hit:
+            expert_layer = self.experts[int(expert_idx)]
+            idx, top_x = torch.where(expert_mask[expert_idx].squeeze(0))
+            current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
+            current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
+            final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
+
+
+class DecoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        d = cfg["hidden"]
+        self.gemma = fam.get("gemma", False)
+        norm = GemmaRMSNorm if self.gemma else LlamaRMSNorm
+        self.self_attn = Attention(cfg, layer_idx)
+        self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
+        self.input_layernorm = norm(d)
+        self.post_attention_layernorm = norm(d)
+        if self.gemma:
+            self.pre_feedforward_layernorm = norm(d)
+            self.post_feedforward_layernorm = norm(d)
+
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        if self.gemma:
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.pre_feedforward_layernorm(hidden_states)
+            hidden_states = self.mlp(hidden_states)
+            hidden_states = self.post_feedforward_layernorm(hidden_states)
+        else:
+            hidden_states = residual + hidden_states
+            residual = hidden_states
+            hidden_states = self.post_attention_layernorm(hidden_states)
+            hidden_states = self.mlp(hidden_states)
+        return residual + hidden_states
+
+
+def causal_mask(batch, seq_len, dtype):
+    """The (b, 1, s, s) additive mask transformers builds for eager attention (masking_utils)."""
+    allowed = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
+    mask = torch.where(allowed, torch.tensor(0.0, dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype))
+    return mask[None, None, :, :].expand(batch, 1, seq_len, seq_len).contiguous()
+
+
+class CausalLM(nn.Module):
+    """Embedding, decoder layers, final norm, lm_head (tied or not), as *ForCausalLM."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.cfg = cfg
+        fam = FAMILIES[cfg["family"]]
+        d, v = cfg["hidden"], cfg["vocab"]
+        self.gemma = fam.get("gemma", False)
+        self.embed_tokens = nn.Embedding(v, d)
+        self.layers = nn.ModuleList([DecoderLayer(cfg, i) for i in range(cfg["layers"])])
+        self.norm = (GemmaRMSNorm if self.gemma else LlamaRMSNorm)(d)
+        self.rotary_emb = Rotary(cfg["head_dim"])
+        self.lm_head = nn.Linear(d, v, bias=False)
+        if cfg.get("tied", False):
+            self.lm_head.weight = self.embed_tokens.weight
+        self.checkpointing = None  # None | "reentrant" | "non_reentrant"
+        self.input_requires_grad = False  # PreTrainedModel.enable_input_require_grads
+
+    def hidden(self, input_ids):
+        b, s = input_ids.shape
+        hidden_states = self.embed_tokens(input_ids)
+        if self.input_requires_grad:
+            hidden_states.requires_grad_(True)
+        if self.gemma:
+            normalizer = torch.tensor(self.cfg["hidden"] ** 0.5, dtype=hidden_states.dtype)
+            hidden_states = hidden_states * normalizer
+        position_ids = torch.arange(s).unsqueeze(0)
+        mask = causal_mask(b, s, hidden_states.dtype) if self.cfg["attention"] == "eager" else None
+        position_embeddings = self.rotary_emb(hidden_states, position_ids)
+        for layer in self.layers:
+            if self.checkpointing is None:
+                hidden_states = layer(hidden_states, mask, position_embeddings)
+            else:
+                call = functools.partial(layer.__call__, attention_mask=mask, position_embeddings=position_embeddings)
+                hidden_states = torch_checkpoint.checkpoint(call, hidden_states,
+                                                            use_reentrant=self.checkpointing == "reentrant")
+        return self.norm(hidden_states)
+
+    def head_logits(self, hidden_states):
+        logits = self.lm_head(hidden_states[:, slice(0, None), :])
+        cap = self.cfg.get("final_softcap") if self.gemma else None
+        if cap is not None:
+            logits = logits / cap
+            logits = torch.tanh(logits)
+            logits = logits * cap
+        return logits
+
+
+# ----- loss heads -----------------------------------------------------------------------------------------
+
+def hf_causal_lm_loss(logits, labels, vocab_size, num_items_in_batch):
+    logits = logits.float()
+    labels = F.pad(labels, (0, 1), value=-100)
+    shift_labels = labels[..., 1:].contiguous()
+    logits = logits.view(-1, vocab_size)
+    shift_labels = shift_labels.view(-1)
+    loss = F.cross_entropy(logits, shift_labels, ignore_index=-100, reduction="sum")
+    return loss / num_items_in_batch
+
+
+def _trl_chunk(h, w, lbl):
+    logits = h.float() @ w.float().t()
+    log_p = F.log_softmax(logits, dim=-1)
+    chunk_loss = F.nll_loss(log_p, lbl, ignore_index=-100, reduction="sum")
+    valid = lbl != -100
+    chunk_correct = ((logits.argmax(dim=-1) == lbl) & valid).sum().float()
+    chunk_entropy = (-(log_p.exp() * log_p).sum(dim=-1) * valid).sum()
+    return chunk_loss, chunk_correct, chunk_entropy
+
+
+def trl_chunked_loss(hidden_states, lm_head_weight, labels, chunk_size, num_items_in_batch):
+    hidden = hidden_states[..., :-1, :].reshape(-1, hidden_states.size(-1))
+    labels = labels[..., 1:].reshape(-1)
+    valid = labels != -100
+    n_valid_tensor = valid.sum()
+    correct = hidden.new_zeros((), dtype=torch.float32)
+    entropy_sum = hidden.new_zeros((), dtype=torch.float32)
+    order = valid.to(torch.int8).argsort(descending=True, stable=True)
+    hidden = hidden[order]
+    labels = labels[order]
+    n_padded = int((n_valid_tensor / chunk_size).ceil().to(torch.int64) * chunk_size)
+    loss = hidden.new_zeros((), dtype=torch.float32)
+    for start in range(0, n_padded, chunk_size):
+        h_chunk = hidden[start: start + chunk_size]
+        lbl_chunk = labels[start: start + chunk_size]
+        chunk_loss, chunk_correct, chunk_entropy = torch_checkpoint.checkpoint(
+            _trl_chunk, h_chunk, lm_head_weight, lbl_chunk, use_reentrant=False)
+        loss = loss + chunk_loss
+        correct = correct + chunk_correct
+        entropy_sum = entropy_sum + chunk_entropy
+    return loss / num_items_in_batch
+
+
+def torchtune_chunked_loss(model, hidden_states, labels, num_chunks):
+    # The recipe shifts labels left and pads with the ignore index; the model returns bf16 chunks.
+    labels = torch.hstack((labels[..., 1:], torch.full((labels.shape[0], 1), -100, dtype=labels.dtype)))
+    logits = [model.lm_head(chunk) for chunk in hidden_states.tensor_split(num_chunks, dim=1)]
+    total_elements = (labels != -100).sum()
+    label_chunks = [c.reshape(-1) for c in labels.tensor_split(num_chunks, dim=1)]
+    logits = [c.reshape(-1, c.size(-1)) for c in logits]
+    total_loss = 0.0
+    for logits_chunk, labels_chunk in zip(logits, label_chunks):
+        total_loss += F.cross_entropy(logits_chunk.float(), labels_chunk, ignore_index=-100, reduction="sum")
+    return total_loss / total_elements
+
+
+def num_items_in_batch(labels):
+    """Trainer.get_batch_samples: the trained-token count, computed before the step."""
+    return (labels[..., 1:] != -100).sum()
+
+
+def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
+    """The loss head as each library computes it; returns only the loss (the caller drops the logits)."""
+    if loss == "hf":
+        # *ForCausalLM.forward keeps `logits` (returned in the output) while the loss runs; the Trainer
+        # drops the output when compute_loss returns, so the logits die at the end of the forward.
+        logits = model.head_logits(hidden_states)
+        result = hf_causal_lm_loss(logits, labels, model.cfg["vocab"], num_items)
+        del logits
+        return result
+    if loss == "trl_chunked":
+        return trl_chunked_loss(hidden_states, model.lm_head.weight, labels, chunk, num_items)
+    if loss == "torchtune_chunked":
+        return torchtune_chunked_loss(model, hidden_states, labels, chunk)
+    raise ValueError(f"unknown loss {loss!r}")
+
+
+# ----- building a model for a row ------------------------------------------------------------------------
+
+LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj",
+                "gate_up_proj", "gate")
+
+
+def apply_lora(model, targets, rank, alpha, dropout, dtype):
+    """get_peft_model: freeze everything, wrap the targeted nn.Linear modules (by attribute name)."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    wanted = set(LINEAR_NAMES) if targets == "all-linear" else set(targets.split(","))
+    replaced = 0
+    for parent in list(model.modules()):
+        for name, child in list(parent.named_children()):
+            if isinstance(child, nn.Linear) and name in wanted and name != "lm_head":
+                setattr(parent, name, LoraLinear(child, rank, alpha, dropout, dtype or child.weight.dtype))
+                replaced += 1
+    if replaced == 0:
+        raise ValueError(f"target_modules {targets!r} matched nothing")
+    return model
+
+
+def build(cfg, seed=0):
+    torch.manual_seed(seed)
+    model = CausalLM(cfg)
+    # Small, well-conditioned weights: nothing here depends on values except the MoE routing.
+    with torch.no_grad():
+        for p in model.parameters():
+            if p.dim() > 1:
+                p.normal_(0.0, 0.02)
+    return model

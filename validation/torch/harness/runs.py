@@ -1,0 +1,192 @@
+"""One measurement per row kind: a decoder block's saved tensors, a loss head, an optimizer step, a whole step.
+
+Every function takes a row (a dict of the configuration columns) and returns the measured columns.  All
+sizes are bytes.  ``start_bytes`` is the live total when the measured region begins; the phase columns are
+absolute live totals (start included), so a difference of two columns is what the region allocated.
+"""
+import contextlib
+import gc
+
+import torch
+
+from . import modules
+from .instruments import LiveBytes, SavedTensors, distinct_bytes, optimizer_state_bytes
+
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "autocast": torch.float32}
+
+
+def model_config(row, layers=None):
+    cfg = {k: int(row[k]) for k in ("hidden", "intermediate", "heads", "kv_heads", "head_dim", "vocab")}
+    cfg["family"], cfg["attention"] = row["family"], row["attention"]
+    cfg["layers"] = layers if layers is not None else int(row["layers"])
+    cfg["tied"] = row["tied"] == "1"
+    cfg["attention_dropout"] = float(row["attention_dropout"] or 0)
+    for key, cast in (("experts", int), ("experts_per_tok", int), ("moe_intermediate", int),
+                      ("attn_softcap", float), ("final_softcap", float), ("query_pre_attn_scalar", int)):
+        if row.get(key):
+            cfg[key] = cast(row[key])
+    if row.get("norm_topk"):
+        cfg["norm_topk"] = row["norm_topk"] == "1"
+    return cfg
+
+
+def build_model(row, layers=None):
+    """The model in the row's dtype, LoRA applied if asked, in training mode."""
+    model = modules.build(model_config(row, layers))
+    model.to(DTYPES[row["dtype"]])
+    if row["method"] == "lora":
+        adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else None
+        modules.apply_lora(model, row["lora_targets"], int(row["lora_rank"]), 2 * int(row["lora_rank"]),
+                           float(row["lora_dropout"] or 0), adapter_dtype)
+    model.train()
+    return model
+
+
+def autocast(row):
+    if row["dtype"] == "autocast":
+        return torch.autocast(device_type="cpu", dtype=torch.bfloat16)
+    return contextlib.nullcontext()
+
+
+def counts(model):
+    params = list(model.parameters())
+    return {
+        "params": sum(p.numel() for p in params),
+        "trainable_params": sum(p.numel() for p in params if p.requires_grad),
+        "param_bytes": distinct_bytes(params),
+    }
+
+
+def run_block(row):
+    """One decoder layer on a hidden-state input that requires grad (a middle layer of a model)."""
+    model = build_model(row, layers=1)
+    layer = model.layers[0]
+    b, s, d = int(row["batch"]), int(row["seq_len"]), int(row["hidden"])
+    torch.manual_seed(1)
+    x = torch.randn(b, s, d, dtype=DTYPES[row["dtype"]], requires_grad=True)
+    with torch.no_grad():
+        cos, sin = model.rotary_emb(x, torch.arange(s).unsqueeze(0))
+    mask = modules.causal_mask(b, s, x.dtype) if row["attention"] == "eager" else None
+    live = LiveBytes()
+    with live, SavedTensors(params=model.parameters(), shared=(cos, sin, mask)) as saved:
+        live.mark("forward")
+        with autocast(row):
+            y = layer(x, mask, (cos, sin))
+        live.mark("end")
+    seg = live.timeline()
+    out = counts(layer)
+    out.update(saved_activation_bytes=saved.activation_bytes, saved_param_bytes=saved.param_bytes,
+               saved_shared_bytes=saved.shared_bytes,
+               live_after_forward_delta=seg["forward"][1] - seg["start"][1] - distinct_bytes([y]))
+    saved.release()
+    return out
+
+
+def run_loss(row):
+    """The loss head alone: final hidden states (requiring grad) → lm_head → loss, forward and backward."""
+    model = build_model(row, layers=0)
+    head = model.lm_head.weight
+    head.requires_grad_(row["head_trainable"] == "1")
+    b, s, d, v = int(row["batch"]), int(row["seq_len"]), int(row["hidden"]), int(row["vocab"])
+    torch.manual_seed(1)
+    hidden = torch.randn(b, s, d, dtype=DTYPES[row["dtype"]], requires_grad=True)
+    labels = torch.randint(0, v, (b, s))
+    num_items = modules.num_items_in_batch(labels)
+    live = LiveBytes()
+    with live:
+        live.mark("forward")
+        with autocast(row):
+            loss = modules.loss_from_hidden(model, hidden, labels, row["loss"], int(row["loss_chunk"] or 0),
+                                            num_items)
+        live.mark("backward")
+        loss.backward()
+        live.mark("end")
+    seg = live.timeline()
+    return {
+        "start_bytes": seg["start"][1], "forward_peak": seg["forward"][0], "after_forward": seg["forward"][1],
+        "backward_peak": seg["backward"][0], "after_backward": seg["backward"][1],
+    }
+
+
+OPTIMIZERS = {
+    "adamw": lambda ps, foreach: torch.optim.AdamW(ps, lr=1e-3, foreach=foreach),
+    "adam": lambda ps, foreach: torch.optim.Adam(ps, lr=1e-3, foreach=foreach),
+    "sgd_momentum": lambda ps, foreach: torch.optim.SGD(ps, lr=1e-3, momentum=0.9, foreach=foreach),
+    "adagrad": lambda ps, foreach: torch.optim.Adagrad(ps, lr=1e-3, foreach=foreach),
+    "rmsprop": lambda ps, foreach: torch.optim.RMSprop(ps, lr=1e-3, foreach=foreach),
+}
+
+
+def make_optimizer(row, params):
+    return OPTIMIZERS[row["optimizer"]](params, row["optimizer_impl"] == "foreach")
+
+
+def run_optimizer(row):
+    """The trainable tensors of a model (full) or its adapters (LoRA), stepped twice; the second step measured."""
+    model = build_model(row)
+    params = [p for p in model.parameters() if p.requires_grad]
+    for p in params:
+        p.grad = torch.randn_like(p)
+    opt = make_optimizer(row, params)
+    opt.step()
+    state = optimizer_state_bytes(opt)
+    live = LiveBytes()
+    with live:
+        live.mark("optimizer")
+        opt.step()
+        live.mark("end")
+    seg = live.timeline()
+    out = counts(model)
+    out.update(state_bytes=state, start_bytes=seg["start"][1], optimizer_peak=seg["optimizer"][0],
+               after_step=seg["optimizer"][1])
+    return out
+
+
+def forward_loss(model, row, input_ids, labels, num_items):
+    """Trainer.compute_loss: the model's forward and loss under autocast; only the loss survives."""
+    with autocast(row):
+        hidden = model.hidden(input_ids)
+        return modules.loss_from_hidden(model, hidden, labels, row["loss"], int(row["loss_chunk"] or 0),
+                                        num_items)
+
+
+def run_step(row):
+    """A whole training step after a warm-up step: forward, backward, optimizer step, zero_grad(set_to_none)."""
+    model = build_model(row)
+    if row["checkpointing"] != "none":
+        model.checkpointing = row["checkpointing"]
+        model.input_requires_grad = row["method"] == "lora"  # TRL/PEFT: enable_input_require_grads
+    b, s, v = int(row["batch"]), int(row["seq_len"]), int(row["vocab"])
+    torch.manual_seed(1)
+    input_ids = torch.randint(0, v, (b, s))
+    labels = input_ids.clone()
+    num_items = modules.num_items_in_batch(labels)
+    params = [p for p in model.parameters() if p.requires_grad]
+    opt = make_optimizer(row, params)
+    forward_loss(model, row, input_ids, labels, num_items).backward()  # warm-up: creates the optimizer state
+    opt.step()
+    opt.zero_grad(set_to_none=True)
+    gc.collect()
+    live = LiveBytes()
+    with live:
+        live.mark("forward")
+        loss = forward_loss(model, row, input_ids, labels, num_items)
+        live.mark("backward")
+        loss.backward()
+        loss = loss.detach()  # Trainer.training_step returns loss.detach(): the graph goes before the step
+        live.mark("optimizer")
+        opt.step()
+        live.mark("zero_grad")
+        opt.zero_grad(set_to_none=True)
+        live.mark("end")
+    seg = live.timeline()
+    out = counts(model)
+    out.update(state_bytes=optimizer_state_bytes(opt), start_bytes=seg["start"][1],
+               forward_peak=seg["forward"][0], after_forward=seg["forward"][1],
+               backward_peak=seg["backward"][0], after_backward=seg["backward"][1],
+               optimizer_peak=seg["optimizer"][0], after_step=seg["optimizer"][1],
+               after_zero_grad=seg["zero_grad"][1])
+    return out
+
+
+RUNNERS = {"block": run_block, "loss": run_loss, "optimizer": run_optimizer, "step": run_step}
