@@ -2,6 +2,8 @@
 // headroom against the CPU ground truth: every row of validation/torch/measurements.csv.
 #include <algorithm>
 #include <cstdio>
+#include <cstdlib>
+#include <map>
 #include <string>
 
 #include "catch.hpp"
@@ -16,20 +18,109 @@ const std::vector<measured_row>& rows() {
       read_measurements(std::string(HEADROOM_VALIDATION_DIR) + "/torch/measurements.csv");
   return all;
 }
+// The bounds docs/accuracy.md states and justifies. Every other quantity is compared byte for byte.
+// Chunked losses allocate a few 0-dim accumulators per chunk (the running loss, accuracy and entropy
+// sums, nll_loss's total_weight) that the timeline lists only in part.
+constexpr std::int64_t chunked_loss_scalars = 64;
+// Optimizer.step's 0-dim bookkeeping beyond the modelled 8 + one state-dtype scalar (Adagrad's foreach
+// learning-rate list, RMSprop's integer step).
+constexpr std::int64_t optimizer_scalars = 96;
+
+std::int64_t signed_bytes(bytes b) { return static_cast<std::int64_t>(b.count()); }
+bool chunked(const measured_row& r) { return r.text("loss") != "hf"; }
+
 }  // namespace
 
-TEST_CASE("Saved activations of one decoder block are byte-exact", "[accuracy][block]") {
+TEST_CASE("Accuracy: the two instruments agree on every block", "[accuracy][block]") {
   int checked = 0;
   for (const measured_row& r : rows()) {
     if (r.kind() != "block") continue;
-    const model_shape m = shape_of(r);
-    const bytes estimate = layer_inventory(m, setup_of(r), activations_of(r)).total();
-    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
-                << r.text("lora_targets") << " " << r.text("attention"));
-    CHECK(estimate.count() == r.count("saved_activation_bytes"));
+    INFO(r.id());
+    // Saved-for-backward bytes (pack hook) equal the live bytes the forward left (allocator events).
+    CHECK(r.count("saved_activation_bytes") == r.count("live_after_forward_delta"));
     ++checked;
   }
-  CHECK(checked > 0);
+  CHECK(checked >= 80);
+}
+
+TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[accuracy][block]") {
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "block") continue;
+    const model_shape m = shape_of(r);
+    const training_setup s = setup_of(r);
+    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
+                << r.text("lora_targets") << " " << r.text("attention"));
+    CHECK(layer_inventory(m, s, activations_of(r)).total().count() == r.count("saved_activation_bytes"));
+    // One layer's parameters, from the per-tensor inventory.
+    const std::uint64_t outside = m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
+    const std::uint64_t layer = parameter_count(m).count() - outside;  // the row's model has one layer
+    const std::uint64_t adapters = s.method == training_method::lora ? adapter_count(m, s.lora).count() : 0;
+    CHECK(layer + adapters == r.count("params"));
+  }
+}
+
+TEST_CASE("Accuracy: the loss head's peaks, what it keeps and leaves", "[accuracy][loss]") {
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "loss") continue;
+    const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
+    const std::int64_t bound = chunked(r) ? chunked_loss_scalars : 0;
+    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("loss"));
+    CHECK(std::abs(signed_bytes(e.forward) - delta(r, "forward_peak")) <= bound);
+    CHECK(std::abs(signed_bytes(e.kept) - delta(r, "after_forward")) <= bound);
+    CHECK(std::abs(signed_bytes(e.backward) - delta(r, "backward_peak")) <= bound);
+    CHECK(std::abs(signed_bytes(e.after) - delta(r, "after_backward")) <= bound);
+  }
+}
+
+TEST_CASE("Accuracy: optimizer state is byte-exact, the step's temporaries within its scalars", "[accuracy][optimizer]") {
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "optimizer") continue;
+    const training_setup s = setup_of(r);
+    const static_estimate st = estimate_static(model_spec{shape_of(r), 0}, s, params_basis::exact);
+    INFO(r.id() << " " << r.text("optimizer") << " " << r.text("optimizer_impl") << " " << r.text("dtype"));
+    CHECK(st.model_params.count() + st.adapter_params.count() == r.count("params"));
+    CHECK(st.trainable_params.count() == r.count("trainable_params"));
+    CHECK(st.buckets.optimizer.count() == r.count("state_bytes"));
+    CHECK(std::abs(signed_bytes(headroom::detail::step_temporaries(st, s)) - delta(r, "optimizer_peak")) <=
+          optimizer_scalars);
+  }
+}
+
+TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") {
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "step") continue;
+    const model_spec spec{shape_of(r), 0};
+    const training_estimate e = estimate_training(spec, run_of(r));
+    const memory_buckets& st = e.per_gpu_static.per_gpu;
+    const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes"));
+    auto phase = [&](step_phase p) { return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes()); };
+    const std::int64_t bound = chunked(r) ? chunked_loss_scalars : optimizer_scalars;
+    auto close = [&](std::int64_t estimate, const char* column) {
+      const std::int64_t measured = base + delta(r, column);
+      INFO(column << ": estimate " << estimate << ", measured " << measured);
+      CHECK(std::abs(estimate - measured) <= bound);
+      CHECK(std::abs(estimate - measured) <= measured / 50);  // the issue's 2% on whole-step peaks
+    };
+    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
+                << r.text("checkpointing") << " " << r.text("loss"));
+    CHECK(e.statics.model_params.count() + e.statics.adapter_params.count() == r.count("params"));
+    CHECK(signed_bytes(st.static_bytes() - st.grads) == base);  // weights, adapters and optimizer state
+    close(phase(step_phase::forward_end), "forward_peak");
+    close(signed_bytes(st.static_bytes() - st.grads + e.activations.kept + e.logits.kept + e.logits.hidden_kept),
+          "after_forward");
+    close(std::max(phase(step_phase::backward_start), phase(step_phase::backward_end)), "backward_peak");
+    close(phase(step_phase::optimizer_step), "optimizer_peak");
+  }
+}
+
+TEST_CASE("Accuracy: the grid is the one the issue asks for", "[accuracy]") {
+  std::map<std::string, int> kinds;
+  for (const measured_row& r : rows()) ++kinds[r.kind()];
+  CHECK(rows().size() >= 150);
+  CHECK(kinds["step"] >= 30);
+  CHECK(kinds["loss"] >= 30);
+  CHECK(kinds["optimizer"] >= 15);
+  CHECK(kinds["block"] >= 80);
 }
 
 TEST_CASE("Report: whole steps", "[.report]") {

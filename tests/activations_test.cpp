@@ -90,10 +90,15 @@ TEST_CASE("Detailed inventory of a Llama-3.1-8B block, full fine-tuning, flash, 
   const activation_terms layer = layer_inventory(llama_3_1_8b, full_ft, c);
   CHECK(layer.total() == bytes(by_hand));
   for (const activation_term& term : layer) CHECK_FALSE(term.reason.empty());
-  // 32 layers plus the model-level terms (RoPE tables, final norm, lm_head input).
+  // 32 layers plus the model-level terms: RoPE tables (1, s, 128) cos and sin, the final norm. (The
+  // head's input belongs to the loss head: estimate_logits' hidden_kept.)
   const activation_estimate e = estimate_activations(llama_3_1_8b, full_ft, c);
-  const std::uint64_t model_level = 2 * t * 2 * 128 + (4 * t * d + 4 * t + 2 * t * d) + 2 * t * d;
+  const std::uint64_t model_level = 2 * 1024 * 2 * 128 + (4 * t * d + 4 * t + 2 * t * d);
   CHECK(e.gpu == bytes(32 * by_hand + model_level));
+  // torch 1.13's mean() keeps x² too: one more fp32 tensor per norm.
+  training_setup old = full_ft;
+  old.runtime.torch = torch_generation::v1_13;
+  CHECK(layer_inventory(llama_3_1_8b, old, c).total() - layer.total() == bytes(2 * 4 * t * d));
 }
 
 TEST_CASE("LoRA keeps only the inputs its adapters read, frozen linears save nothing", "[activations]") {
@@ -121,7 +126,15 @@ TEST_CASE("Eager attention stores s²-sized scores, flash and SDPA do not", "[ac
   c.attention_dropout = true;
   const bytes eager_dropout = layer_inventory(qwen3_4b, lora16, c).total();
   const std::uint64_t scores = 32ull * 4096 * 4096;
-  CHECK(eager_dropout - eager == bytes(scores));  // one byte per score for the mask
+  CHECK(eager_dropout - eager == bytes(scores));  // CUDA's fused dropout: a one-byte mask per score
+  // (the dropped probabilities replace the bf16 copy that ·v saves without dropout)
+  training_setup on_cpu = lora16;
+  on_cpu.runtime.device = device_kind::cpu;
+  c.attention_dropout = false;
+  const bytes cpu_eager = layer_inventory(qwen3_4b, on_cpu, c).total();
+  c.attention_dropout = true;
+  const bytes cpu_dropout = layer_inventory(qwen3_4b, on_cpu, c).total();
+  CHECK(cpu_dropout - cpu_eager == bytes(2 * scores));  // the CPU's mask is in the input dtype
   c.attention_dropout = false;
   c.attention = attention_impl::flash;
   const bytes flash = layer_inventory(qwen3_4b, lora16, c).total();
@@ -165,10 +178,13 @@ TEST_CASE("MoE activations follow the routed tokens", "[activations]") {
   for (const activation_term& term : layer)
     if (term.name == "gate_proj output") swiglu = term.amount;
   CHECK(swiglu == bytes(2 * t * k * fe));
-  bytes expert_inputs{0};
-  for (const activation_term& term : layer)
-    if (term.name == "expert inputs") expert_inputs = term.amount;
-  CHECK(expert_inputs == bytes(2 * t * k * d));
+  bytes expert_inputs{0}, expert_outputs{0};
+  for (const activation_term& term : layer) {
+    if (term.name == "gate/up_proj input" && term.amount > bytes(2 * t * d)) expert_inputs = term.amount;
+    if (term.name == "expert outputs") expert_outputs = term.amount;
+  }
+  CHECK(expert_inputs == bytes(2 * t * k * d));  // each token copied to its k experts (index)
+  CHECK(expert_outputs == bytes(2 * t * k * d));
 }
 
 TEST_CASE("Activations grow with batch, sequence length and rank, checkpointing never raises them",

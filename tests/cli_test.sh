@@ -26,7 +26,7 @@ expect() {
 p8=(--preset llama-3.1-8b-like)
 expect "default table" 0 'static +128\.000' --
 expect "W04 json" 0 '"static_bytes": 128000000000,' -- "${p8[@]}" --method full --json
-expect "W04 exact" 0 '"static_bytes": 128484179968,' -- "${p8[@]}" --method full --json --exact-params
+expect "W04 exact" 0 '"static_bytes": 128484181132,' -- "${p8[@]}" --method full --json --exact-params
 expect "W09 adapters" 0 '"adapter_params": 41943040,' -- "${p8[@]}" --method lora --rank 16 --json
 expect "W10 LoRA" 0 '"static_bytes": 16671088640,' -- "${p8[@]}" --method lora --rank 16 --json
 expect "W11 QLoRA" 0 '"static_bytes": 4798088640,' -- "${p8[@]}" --method qlora --rank 16 --json
@@ -54,9 +54,9 @@ expect "gpu budget" 1 '"budget_bytes": 80000000000' -- "${p8[@]}" --gpu h100-sxm
 q4=(--preset qwen3-4b --method lora --batch 1 --seq-len 2048 --activation-formula korthikanti)
 expect "W16 eager" 0 '"activations": 30576476160,' -- "${q4[@]}" --eager-attention --no-checkpointing --json
 expect "W17 flash" 0 '"activations": 6417285120,' -- "${q4[@]}" --no-checkpointing --json
-expect "W18 checkpointing" 0 '"activations": 555745280,' -- "${q4[@]}" --json
-expect "W20 naive logits" 0 '"logits": 14935916544,' -- --preset qwen3-4b --method lora --seq-len 8192 --json
-expect "fused logits" 0 '"logits": 119767040,' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce --json
+expect "W18 checkpointing" 0 '"with_recompute_bytes": 555745280' -- "${q4[@]}" --json
+expect "W20 naive logits" 0 '"logits": 14935916552,' -- --preset qwen3-4b --method lora --seq-len 8192 --json
+expect "fused logits" 0 '"logits": 161710080,' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce --json
 expect "cce logits" 0 '"loss": "cce"' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce cce --json
 expect "chunked" 0 '"ce_chunk": 512,' -- --preset qwen3-4b --method lora --ce-chunk 512 --json
 expect "peak phase" 0 '"peak_phase": "backward_start"' -- --preset qwen3-4b --method qlora --seq-len 16384 --json
@@ -134,7 +134,7 @@ expect "solve needs budget" 2 '--solve-gpus: needs a budget' -- --solve-gpus
 
 # Output people would rather look at: sweeps as CSV, SVG charts, --explain.
 svg=$(mktemp --suffix=.svg)
-expect "sweep table" 1 '16384 +39\.565 GB  backward_start  does not fit' -- --preset qwen3-4b --method qlora --gpu rtx-4090 --sweep seq-len=1024:32768:x2
+expect "sweep table" 1 '16384 +37\.107 GB  backward_start  does not fit' -- --preset qwen3-4b --method qlora --gpu rtx-4090 --sweep seq-len=1024:32768:x2
 expect "sweep csv" 0 '^seq_len,weights,adapter_weights,grads,master,optimizer,activations,logits,temporaries,overhead,total_bytes,peak_phase$' -- --preset qwen3-4b --method qlora --sweep seq-len=512:2048:x2 --csv
 expect "sweep batch" 0 '^4,' -- --preset qwen3-4b --method qlora --sweep batch=1:4 --csv
 expect "svg written" 0 '' -- --preset qwen3-4b --method qlora --svg "$svg"

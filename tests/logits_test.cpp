@@ -20,11 +20,30 @@ activation_config tokens(std::uint64_t b, std::uint64_t s) {
   c.seq_len = s;
   return c;
 }
-bytes term(const activation_terms& terms, std::string_view name) {
-  for (const activation_term& t : terms)
-    if (t.name == name) return t.amount;
-  FAIL("no term named " << name);
+/// The size of the first allocation with this name in a loss timeline.
+bytes event(const loss_timeline& events, std::string_view name) {
+  for (const loss_event& e : events)
+    if (e.name == name && !e.release) return e.amount;
+  FAIL("no event named " << name);
   return bytes(0);
+}
+/// Replays a fully listed timeline by hand: its peaks must be the estimate's.
+logits_estimate replay(const loss_timeline& events) {
+  logits_estimate out;
+  std::uint64_t live = 0;
+  bool backward = false;
+  for (const loss_event& e : events) {
+    if (e.backward && !backward) {
+      backward = true;
+      out.kept = bytes(live);
+      out.backward = out.kept;
+    }
+    live = e.release ? live - e.amount.count() : live + e.amount.count();
+    bytes& peak = backward ? out.backward : out.forward;
+    if (live > peak.count()) peak = bytes(live);
+  }
+  out.after = bytes(live);
+  return out;
 }
 constexpr double mib = 1024.0 * 1024.0;
 double rel_error(double model, double measured) { return (model - measured) / measured; }
@@ -33,16 +52,22 @@ double rel_error(double model, double measured) { return (model - measured) / me
 TEST_CASE("W20: one 8k Qwen3 sequence has 4.98 GB of fp32 logits and a 2.49 GB bf16 copy",
           "[logits][worked]") {
   const logits_estimate e = estimate_logits(qwen3_4b, lora16, tokens(1, 8192), loss_config{});
-  const logits_breakdown terms = logits_inventory(qwen3_4b, lora16, tokens(1, 8192), loss_config{});
-  CHECK(terms.forward.total() == e.forward_peak());
-  CHECK(terms.backward.total() == e.backward_peak());
-  CHECK(term(terms.forward, "fp32 logits") == bytes(151'936ull * 8192 * 4));
-  REQUIRE_THAT(in_gb(term(terms.forward, "fp32 logits")), Catch::Matchers::WithinAbs(4.98, 0.005));
-  REQUIRE_THAT(in_gb(term(terms.forward, "logits")), Catch::Matchers::WithinAbs(2.49, 0.005));
-  // The naive loss peaks in backward: the saved log-softmax plus two fp32 gradients, 12 bytes/logit.
-  CHECK(e.backward_peak() == bytes(12 * 151'936ull * 8192));
-  CHECK(e.forward_peak() == bytes(10 * 151'936ull * 8192));
-  CHECK(e.peak() >= term(terms.forward, "fp32 logits"));
+  const loss_timeline events = logits_inventory(qwen3_4b, lora16, tokens(1, 8192), loss_config{});
+  const logits_estimate replayed = replay(events);
+  CHECK(replayed.forward == e.forward);
+  CHECK(replayed.kept == e.kept);
+  CHECK(replayed.backward == e.backward);
+  CHECK(event(events, "fp32 logits") == bytes(151'936ull * 8192 * 4));
+  REQUIRE_THAT(in_gb(event(events, "fp32 logits")), Catch::Matchers::WithinAbs(4.98, 0.005));
+  REQUIRE_THAT(in_gb(event(events, "logits")), Catch::Matchers::WithinAbs(2.49, 0.005));
+  // The naive loss peaks in backward: the saved log-softmax plus two fp32 gradients, 12 bytes/logit, and
+  // two 0-dim fp32 tensors (the loss and the seed gradient); nll_loss has already released its labels.
+  CHECK(e.backward_peak() == bytes(12 * 151'936ull * 8192 + 2 * 4));
+  // One sequence: the shifted labels are a view of the padded ones, (1, 8193) int64.
+  const std::uint64_t labels = 8 * 8193;
+  // Forward: bf16 logits, the fp32 copy and the log-softmax (10 bytes/logit), labels, four scalars.
+  CHECK(e.forward_peak() == bytes(10 * 151'936ull * 8192 + labels + 4 * 4));
+  CHECK(e.peak() >= event(events, "fp32 logits"));
 }
 
 TEST_CASE("W21: a chunked loss keeps one 16 x 101 tile and reproduces the full loss and head gradient",
@@ -103,8 +128,10 @@ TEST_CASE("Chunked, Liger and CCE losses keep far less than the naive one", "[lo
   CHECK(liger * 10 < naive);  // the issue's "--fused-ce cuts it more than tenfold"
   CHECK(cce < liger);
   CHECK(chunked * 5 < naive);
-  // TRL chunked_nll: the fp32 head copy V·d·4, the fp32 hidden chunk, and three 256 x V fp32 tiles.
-  CHECK(chunked == bytes(151'936ull * 2560 * 4 + 256ull * 2560 * 4 + 3 * 256ull * 151'936 * 4));
+  // TRL chunked_nll peaks in backward while a chunk is recomputed: the fp32 head copy V·d·4 and four
+  // 256 x V fp32 tiles (logits, log-probabilities, exp and exp·log-p), over the packed hidden states.
+  CHECK(chunked >= bytes(151'936ull * 2560 * 4 + 4 * 256ull * 151'936 * 4));
+  CHECK(chunked < bytes(151'936ull * 2560 * 4 + 4 * 256ull * 151'936 * 4 + 8192ull * 2560 * 2 * 4));
 }
 
 TEST_CASE("Liger's tile rows follow its own formula", "[logits]") {
@@ -141,8 +168,9 @@ TEST_CASE("Validation: Cut Cross-Entropy's README benchmark (Gemma-2 2B head, M 
   const logits_estimate naive = estimate_logits(gemma, full_ft, c, loss_config{});
   const logits_estimate cce = estimate_logits(gemma, full_ft, c, loss_config{loss_impl::fused_cce, 256});
   const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / mib; };
-  // Backward: two fp32 gradients of the logits on top of the saved log-softmax: exact.
-  CHECK(rel_error(mib_of(naive.backward_peak() - naive.kept), 16000.0) == 0.0);
+  // Backward: two fp32 gradients of the logits on top of the saved log-softmax (transformers' loss also
+  // releases its labels and two scalars first: 64 KiB of 16,000 MiB).
+  CHECK(std::fabs(rel_error(mib_of(naive.backward_peak() - naive.kept), 16000.0)) < 1e-5);
   // Forward and forward+backward: under by one bf16 logits tensor (4000 MiB) that the alive-tensor
   // model does not see (docs/logits.md); bounded at 20%, no fitted term.
   CHECK(std::fabs(rel_error(mib_of(naive.forward_peak()), 24000.0)) < 0.20);

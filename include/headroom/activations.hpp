@@ -235,13 +235,15 @@ constexpr void add_linear(Out& out, const block_context& k, const linear_site& s
   if (k.scalar != 0) out.add(mod, bytes(k.scalar * site.copies), "the Python float `scaling`, saved by the product");
 }
 /// Linears reading one input tensor; the input is counted once if any of them keeps it.
+/// `counted` marks an input another tensor already accounts for (FlashAttention's saved output is the
+/// very storage o_proj reads).
 template <class Out, std::size_t N>
 constexpr void add_linear_group(Out& out, const block_context& k, std::string_view input_name,
                                 std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
-                                const std::array<linear_site, N>& sites, std::size_t used = N) {
+                                const std::array<linear_site, N>& sites, bool counted = false) {
   bool shared = false;
-  for (std::size_t i = 0; i < used; ++i) add_linear(out, k, sites[i], rows, in, in_bytes, shared);
-  if (shared) out.add(input_name, act(rows, in, in_bytes), "the shared input, saved once for the linears above");
+  for (const linear_site& site : sites) add_linear(out, k, site, rows, in, in_bytes, shared);
+  if (shared && !counted) out.add(input_name, act(rows, in, in_bytes), "the shared input, saved once for the linears above");
 }
 
 /// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors.
@@ -349,7 +351,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   }
   add_attention_core(out, k, t);
   const block_context rest = context_of(m, s, c);  // from o_proj on, everything requires grad
-  add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}});
+  add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}},
+                   c.attention == attention_impl::flash);
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
   if (gemma_post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
@@ -550,7 +553,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   if (checkpoints && s.runtime.device == device_kind::cpu) e.checkpoint_state = bytes(cpu_rng_state_bytes) * L;
   // The checkpointed calls hold their bound arguments until backward: eager attention's (b, 1, s, s) mask
   // (sdpa and flash get none). Without checkpointing it dies with the forward.
-  if (checkpoints && c.attention == attention_impl::eager)
+  if (checkpoints && c.attention == attention_impl::eager && !korthikanti)
     e.checkpoint_state += act(c.batch, c.seq_len, c.seq_len) * weight_bytes(s.precision);
   // Reentrant checkpoints (CheckpointFunction) keep their ctx — the RNG state and the bound arguments: the
   // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per layer.

@@ -63,7 +63,7 @@ struct loss_event {
 /// The events in order (for --explain and the JSON report). Chunked losses list one chunk of each
 /// kind in full and the others as one line each.
 struct loss_timeline {
-  static constexpr std::size_t capacity = 80;
+  static constexpr std::size_t capacity = 160;
   std::array<loss_event, capacity> items{};
   std::size_t size = 0;
   bool in_backward = false;
@@ -278,7 +278,10 @@ namespace detail {
 template <class Out>
 constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t chunk) {
   const std::uint64_t rows = k.b * (k.s - 1);  // hidden_states[..., :-1, :]
-  if (rows == 0) fail("seq_len", "must be at least 2 for a shifted loss");
+  if (rows == 0) {  // nothing to predict: TRL returns (h.sum() + w.sum()) · 0, scalars only
+    out.begin_backward();
+    return;
+  }
   const std::uint64_t c = chunk < rows ? chunk : rows;
   const std::uint64_t full = rows / c, tail = rows % c;
   const bytes hidden = act(rows, k.d, k.hb), labels = act(rows, 1, index_bytes);

@@ -147,8 +147,9 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   // exist, with the gradient of its output arriving: all other gradients + its internals.
   bytes before_first_layer{0};
   if (acts.recompute.count() != 0) {
-    const bytes first_layer_grads = detail::div_up(st.grads - detail::non_layer_grads(spec.shape, r.setup), spec.shape.num_hidden_layers);
-    before_first_layer = st.grads - first_layer_grads - detail::non_layer_grads(spec.shape, r.setup);
+    auto minus = [](bytes a, bytes b) { return a > b ? a - b : bytes(0); };  // sharded grads can be smaller
+    const bytes layer_grads = minus(st.grads, detail::non_layer_grads(spec.shape, r.setup));
+    before_first_layer = minus(layer_grads, detail::div_up(layer_grads, spec.shape.num_hidden_layers));
   }
   const bool recompute_last = acts.recompute.count() != 0 &&
                               before_first_layer + acts.recompute + hidden > st.grads + embedding;
@@ -172,20 +173,21 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   std::size_t peak = 0;
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
-  auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
-  const bytes most_temporaries = larger(larger(forward_end.temporaries, backward_end.temporaries), step_temporaries);
-  // sizes: each bucket's largest value over the step. Built in one aggregate, phases in place (a
-  // copied array becomes a slow `rep movs` under GCC).
+  // sizes: each bucket's largest value over the phases.
+  auto most = [&](bytes varying::*f) {
+    bytes m = forward_end.*f;
+    for (const varying* v : {&backward_start, &backward_end, &optimizer_step}) m = v->*f > m ? v->*f : m;
+    return m;
+  };
+  // Built in one aggregate, phases in place (a copied array becomes a slow `rep movs` under GCC).
   return training_estimate{
       statics,
       per_gpu_static,
       acts,
       head,
       over,
-      memory_buckets{st.weights, st.adapter_weights, st.grads, st.master, st.optimizer, acts.gpu,
-                     detail::div_up(head.peak(), head_shards),
-                     most_temporaries,
-                     overhead},
+      memory_buckets{st.weights, st.adapter_weights, most(&varying::grads), st.master, st.optimizer,
+                     most(&varying::activations), most(&varying::logits), most(&varying::temporaries), overhead},
       {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
       static_cast<step_phase>(peak),
       r.setup.optimizer.paged};

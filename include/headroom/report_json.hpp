@@ -106,7 +106,11 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["activations_detail"] = {{"layer_terms", detail::terms_json(acts.layer)},
                              {"model_terms", detail::terms_json(acts.model_level)},
                              {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},
-                             {"recompute_bytes", e.activations.recompute.count()}};
+                             {"kept_bytes", e.activations.kept.count()},
+                             {"recompute_bytes", e.activations.recompute.count()},
+                             {"with_recompute_bytes", e.activations.gpu.count()},
+                             {"first_layer_saving_bytes", e.activations.first_layer_saving.count()},
+                             {"checkpoint_state_bytes", e.activations.checkpoint_state.count()}};
   j["logits_detail"] = {{"events", events},
                         {"forward_peak_bytes", e.logits.forward.count()},
                         {"kept_bytes", e.logits.kept.count()},

@@ -141,6 +141,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   double head = detail::gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
   switch (r.loss.impl) {
     case loss_impl::naive:
+    case loss_impl::chunked_output:  // the same tensors, one chunk of them upcast at a time
       head += roof.time(0, t * V * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2));
       break;
     case loss_impl::chunked:

@@ -10,7 +10,7 @@ import gc
 import torch
 
 from . import modules
-from .instruments import LiveBytes, SavedTensors, distinct_bytes, optimizer_state_bytes
+from .instruments import LiveBytes, SavedTensors, distinct_bytes, optimizer_state_bytes, storage_key
 
 DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "autocast": torch.float32}
 
@@ -75,9 +75,13 @@ def run_block(row):
         live.mark("end")
     seg = live.timeline()
     out = counts(layer)
+    # The second instrument's view of the same set: what the forward allocated and left alive, less its
+    # output, plus the input itself when a layer saves it (an fp32 stream: the first norm keeps x as is).
+    x_ptr, x_bytes = storage_key(x)
+    input_saved = x_bytes if x_ptr in saved.activations else 0
     out.update(saved_activation_bytes=saved.activation_bytes, saved_param_bytes=saved.param_bytes,
                saved_shared_bytes=saved.shared_bytes,
-               live_after_forward_delta=seg["forward"][1] - seg["start"][1] - distinct_bytes([y]))
+               live_after_forward_delta=seg["forward"][1] - seg["start"][1] - distinct_bytes([y]) + input_saved)
     saved.release()
     return out
 
