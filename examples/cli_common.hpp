@@ -55,6 +55,13 @@ inline double parse_nonnegative(const std::string& flag, const std::string& text
   return parse_positive(flag, text);
 }
 
+/// A probability in [0, 1) (lora_dropout, attention_dropout).
+inline double parse_fraction(const std::string& flag, const std::string& text) {
+  const double v = parse_nonnegative(flag, text);
+  if (v >= 1.0) throw input_error(flag, "must be below 1, got '" + text + "'");
+  return v;
+}
+
 /// A sweep such as "seq-len=512:32768:x2" (doubling) or "batch=1:64" (step 1, or ":+K").
 struct sweep_spec {
   std::string dimension;  ///< "seq-len" or "batch"

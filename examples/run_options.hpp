@@ -37,6 +37,14 @@ struct run_options {
   std::string overhead_gb;
   std::string args_file;
   std::string gpus = "1";
+  std::string device = "cuda";
+  std::string torch = "2";
+  std::string adapter_dtype = "base";
+  std::string lora_dropout = "0";
+  std::string optimizer_impl = "auto";
+  std::string output_chunks = "8";
+  bool non_reentrant = false;
+  bool sgd_momentum = false;
   std::string zero;
   std::string fsdp;
   std::string tp = "1";
@@ -91,7 +99,21 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
-  app.add_option("--loss", o.loss, "naive | chunked | liger | cce")->capture_default_str();
+  app.add_option("--loss", o.loss, "naive | chunked | liger | cce | chunked-output")->capture_default_str();
+  app.add_option("--output-chunks", o.output_chunks, "torchtune's num_output_chunks (--loss chunked-output)")
+      ->capture_default_str();
+  app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
+  app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")->capture_default_str();
+  app.add_option("--torch", o.torch, "2 | 1.13: the PyTorch generation (autograd and optimizer details)")
+      ->capture_default_str();
+  app.add_option("--adapter-dtype", o.adapter_dtype,
+                 "base | fp32: LoRA weights in the base dtype or in fp32 (PEFT autocast_adapter_dtype)")
+      ->capture_default_str();
+  app.add_option("--lora-dropout", o.lora_dropout, "LoraConfig lora_dropout (above 0 keeps masks)")
+      ->capture_default_str();
+  app.add_option("--optimizer-impl", o.optimizer_impl, "auto | for-loop | foreach | fused (torch.optim)")
+      ->capture_default_str();
+  app.add_flag("--sgd-momentum", o.sgd_momentum, "SGD with momentum > 0 (a momentum buffer per parameter)");
   app.add_option("--ce-chunk", o.ce_chunk,
                  "chunked cross-entropy with N tokens per chunk (TRL chunked_nll: 256)");
   app.add_option("--fused-ce", o.fused_ce, "fused linear cross-entropy: liger (default) or cce")
@@ -116,7 +138,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
   for (const char* flag : {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch",
                            "--seq-len", "--grad-accum", "--attention", "--eager-attention", "--checkpointing",
-                           "--no-checkpointing", "--loss", "--ce-chunk", "--fused-ce"})
+                           "--no-checkpointing", "--loss", "--ce-chunk", "--fused-ce", "--lora-dropout",
+                           "--non-reentrant"})
     args->excludes(app.get_option(flag));
 }
 
@@ -125,6 +148,11 @@ inline bytes gb_flag(const std::string& flag, const std::string& text) {
   const double gb = parse_positive(flag, text);
   if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
   return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
+}
+
+/// The device and torch generation (--device, --torch); shared with a training-args run.
+inline runtime_config runtime_from(const run_options& o) {
+  return {parse_choice(device_names, o.device, "--device"), parse_choice(torch_names, o.torch, "--torch")};
 }
 
 inline training_setup setup_from(const run_options& o) {
@@ -136,7 +164,14 @@ inline training_setup setup_from(const run_options& o) {
   s.grad_accum_buffer = o.grad_accum_buffer;
   s.lora.rank = parse_count("--rank", o.rank, max_lora_rank);
   s.lora.targets = parse_lora_targets(o.targets);
+  s.lora.dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
+  s.lora.dropout = parse_fraction("--lora-dropout", o.lora_dropout);
   s.nf4.double_quant = !o.no_double_quant;
+  s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
+  s.optim.momentum = o.sgd_momentum;
+  if (o.sgd_momentum && s.optimizer.name != "sgd")
+    throw input_error("--sgd-momentum", "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");
+  s.runtime = runtime_from(o);
   return s;
 }
 
@@ -159,7 +194,9 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
                            ? checkpointing::none
                            : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
   r.activations.attention_dropout = o.attention_dropout;
+  r.activations.reentrant = !o.non_reentrant;
   r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
+  r.loss.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
   if (!o.ce_chunk.empty()) {
     r.loss.impl = loss_impl::chunked;
     r.loss.chunk_tokens = parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
@@ -175,6 +212,9 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
 }
 
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
+  r.setup.runtime = runtime_from(o);
+  if (r.setup.runtime.device == device_kind::cpu && gpu)
+    throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
   r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
   r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
   r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);
@@ -194,6 +234,10 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if (gpu) r.overhead = overhead_for(*gpu);
+  if (r.setup.runtime.device == device_kind::cpu) {  // no CUDA context, workspaces or caching allocator
+    r.overhead.override_total = true;
+    r.overhead.total_override = bytes(0);
+  }
   if (!o.overhead_gb.empty()) {
     r.overhead.override_total = true;
     r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb);

@@ -14,7 +14,7 @@
 
 namespace headroom {
 
-inline constexpr int json_schema_version = 2;
+inline constexpr int json_schema_version = 3;
 
 namespace detail {
 inline nlohmann::json buckets_json(const memory_buckets& b) {
@@ -40,6 +40,11 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["precision"] = choice_name(precision_names, s.precision);
   j["optimizer"] = s.optimizer.name;
   j["optimizer_block_size"] = s.optim.block_size;
+  j["optimizer_impl"] = choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
+  j["device"] = choice_name(device_names, s.runtime.device);
+  j["torch"] = choice_name(torch_names, s.runtime.torch);
+  j["adapter_dtype"] = choice_name(adapter_precision_names, s.lora.dtype);
+  j["lora_dropout"] = s.lora.dropout;
   j["grad_accum_buffer"] = s.grad_accum_buffer;
   j["params_basis"] = e.basis == params_basis::nominal ? "nominal" : "exact";
   j["params"] = e.priced_params.count();
@@ -73,7 +78,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"checkpointing", choice_name(checkpointing_names, a.ckpt)},
                    {"activation_formula", choice_name(activation_formula_names, a.formula)},
                    {"loss", choice_name(loss_names, r.loss.impl)},
-                   {"ce_chunk", r.loss.chunk_tokens}};
+                   {"ce_chunk", r.loss.chunk_tokens},
+                   {"output_chunks", r.loss.output_chunks},
+                   {"checkpoint_reentrant", a.reentrant},
+                   {"attention_dropout", a.attention_dropout}};
   j["buckets"] = detail::buckets_json(e.sizes);
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : phase_names) {

@@ -33,8 +33,15 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
   line(fmt::format("method     {} | precision {} | optimizer {}", choice_name(method_names, s.method),
                    choice_name(precision_names, s.precision), s.optimizer.name));
   if (s.method != training_method::full)
-    line(fmt::format("adapters   rank {} on {}: {} adapter parameters", s.lora.rank,
-                     lora_targets_text(s.lora.targets), with_commas(e.adapter_params.count())));
+    line(fmt::format("adapters   rank {} on {}: {} adapter parameters{}{}", s.lora.rank,
+                     lora_targets_text(s.lora.targets), with_commas(e.adapter_params.count()),
+                     s.lora.dtype == adapter_precision::fp32 ? " in fp32" : "",
+                     s.lora.dropout > 0 ? fmt::format(", lora_dropout {}", s.lora.dropout) : std::string()));
+  if (s.runtime.device != device_kind::cuda || s.runtime.torch != torch_generation::v2 ||
+      s.optim.impl != optimizer_impl::automatic)
+    line(fmt::format("runtime    {} kernels, torch {}, optimizer step {}", choice_name(device_names, s.runtime.device),
+                     choice_name(torch_names, s.runtime.torch),
+                     choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime))));
   line(fmt::format("priced on  {} = {} parameters",
                    e.basis == params_basis::nominal ? "nominal N" : "exact N",
                    with_commas(e.priced_params.count())));
