@@ -92,7 +92,10 @@ TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") 
     const model_spec spec{shape_of(r), 0};
     const training_estimate e = estimate_training(spec, run_of(r));
     const memory_buckets& st = e.per_gpu_static.per_gpu;
-    const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes"));
+    // What is live when the measured micro-batch begins: weights, optimizer state, and the gradients of the
+    // earlier micro-batches under accumulation.
+    const std::int64_t base =
+        static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
     auto phase = [&](step_phase p) { return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes()); };
     const std::int64_t bound = chunked(r) ? chunked_loss_scalars : optimizer_scalars;
     auto close = [&](std::int64_t estimate, const char* column) {
@@ -104,9 +107,11 @@ TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") 
     INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
                 << r.text("checkpointing") << " " << r.text("loss"));
     CHECK(e.statics.model_params.count() + e.statics.adapter_params.count() == r.count("params"));
-    CHECK(signed_bytes(st.static_bytes() - st.grads) == base);  // weights, adapters and optimizer state
+    const bytes grads_at_start = r.count("grad_accum") > 1 ? st.grads : bytes(0);
+    CHECK(signed_bytes(st.static_bytes() - st.grads + grads_at_start) == base);
     close(phase(step_phase::forward_end), "forward_peak");
-    close(signed_bytes(st.static_bytes() - st.grads + e.activations.kept + e.logits.kept + e.logits.hidden_kept),
+    close(signed_bytes(st.static_bytes() - st.grads + grads_at_start + e.activations.kept + e.logits.kept +
+                       e.logits.hidden_kept),
           "after_forward");
     close(std::max(phase(step_phase::backward_start), phase(step_phase::backward_end)), "backward_peak");
     close(phase(step_phase::optimizer_step), "optimizer_peak");
@@ -130,16 +135,18 @@ TEST_CASE("Report: whole steps", "[.report]") {
     const run_config run = run_of(r);
     const training_estimate e = estimate_training(spec, run);
     const bytes statics = e.per_gpu_static.per_gpu.static_bytes();
-    const auto base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes"));
+    const auto base =
+        static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
     auto at = [&](step_phase p) { return static_cast<std::int64_t>(e.phases[static_cast<std::size_t>(p)].total_bytes().count()); };
-    const std::int64_t after_forward = static_cast<std::int64_t>((statics - e.per_gpu_static.per_gpu.grads + e.activations.kept + e.logits.kept + e.logits.hidden_kept).count());
+    const bytes at_start = r.count("grad_accum") > 1 ? e.per_gpu_static.per_gpu.grads : bytes(0);
+    const std::int64_t after_forward = static_cast<std::int64_t>((statics - e.per_gpu_static.per_gpu.grads + at_start + e.activations.kept + e.logits.kept + e.logits.hidden_kept).count());
     auto show = [&](const char* what, std::int64_t est, const char* column) {
       const std::int64_t m = base + delta(r, column);
       std::printf(" %s %+.2f%%(%+lld)", what, 100.0 * static_cast<double>(est - m) / static_cast<double>(m), static_cast<long long>(est - m));
     };
     std::printf("%s %-9s %-8s %-4s %-13s %-17s %-12s", r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(),
                 r.text("method").c_str(), r.text("checkpointing").c_str(), r.text("loss").c_str(), r.text("optimizer").c_str());
-    std::printf(" static %+lld", static_cast<long long>((statics - e.per_gpu_static.per_gpu.grads).count()) - base);
+    std::printf(" static %+lld", static_cast<long long>((statics - e.per_gpu_static.per_gpu.grads + at_start).count()) - base);
     show("fwd", at(step_phase::forward_end), "forward_peak");
     show("afw", after_forward, "after_forward");
     show("bwd", std::max(at(step_phase::backward_start), at(step_phase::backward_end)), "backward_peak");
@@ -196,4 +203,57 @@ TEST_CASE("Report: estimate against measurement for every row", "[.report]") {
                 static_cast<long long>(estimate.count()), measured,
                 static_cast<long long>(estimate.count()) - measured);
   }
+}
+
+// The summary tables of docs/accuracy.md: ./build/tests/headroom_tests_cxx20 "[.summary]"
+TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.summary]") {
+  struct tally {
+    int rows = 0, exact = 0;
+    std::int64_t worst = 0;
+    double worst_rel = 0;
+  };
+  std::map<std::string, tally> table;
+  auto add = [&](const std::string& key, std::int64_t estimate, std::int64_t measured) {
+    tally& t = table[key];
+    const std::int64_t diff = estimate - measured;
+    ++t.rows;
+    t.exact += diff == 0 ? 1 : 0;
+    if (std::abs(diff) > std::abs(t.worst)) t.worst = diff;
+    const double rel = measured == 0 ? 0.0 : std::abs(static_cast<double>(diff) / static_cast<double>(measured));
+    t.worst_rel = std::max(t.worst_rel, rel);
+  };
+  for (const measured_row& r : rows()) {
+    const std::string fam = r.text("family");
+    if (r.kind() == "block") {
+      add("block saved activations | " + fam, signed_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total()),
+          static_cast<std::int64_t>(r.count("saved_activation_bytes")));
+    } else if (r.kind() == "loss") {
+      const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
+      const std::string key = "loss head | " + r.text("loss");
+      add(key + " | forward peak", signed_bytes(e.forward), delta(r, "forward_peak"));
+      add(key + " | kept", signed_bytes(e.kept), delta(r, "after_forward"));
+      add(key + " | backward peak", signed_bytes(e.backward), delta(r, "backward_peak"));
+    } else if (r.kind() == "optimizer") {
+      const training_setup s = setup_of(r);
+      const static_estimate st = estimate_static(model_spec{shape_of(r), 0}, s, params_basis::exact);
+      add("optimizer | " + r.text("optimizer") + " state", signed_bytes(st.buckets.optimizer),
+          static_cast<std::int64_t>(r.count("state_bytes")));
+      add("optimizer | " + r.text("optimizer") + " " + r.text("optimizer_impl") + " step temporaries",
+          signed_bytes(headroom::detail::step_temporaries(st, s)), delta(r, "optimizer_peak"));
+    } else if (r.kind() == "step") {
+      const training_estimate e = estimate_training(model_spec{shape_of(r), 0}, run_of(r));
+      const std::int64_t base =
+          static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
+      auto phase = [&](step_phase p) { return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes()); };
+      const std::int64_t peak = std::max({phase(step_phase::forward_end), phase(step_phase::backward_start),
+                                          phase(step_phase::backward_end), phase(step_phase::optimizer_step)});
+      const std::int64_t measured = base + std::max({delta(r, "forward_peak"), delta(r, "backward_peak"),
+                                                     delta(r, "optimizer_peak")});
+      add("whole step peak | " + r.text("method") + " " + r.text("dtype"), peak, measured);
+    }
+  }
+  std::printf("| rows | family | exact | largest difference (bytes) | largest relative |\n|---|---|---|---|---|\n");
+  for (const auto& [key, t] : table)
+    std::printf("| %d | %s | %d | %+lld | %.4f%% |\n", t.rows, key.c_str(), t.exact, static_cast<long long>(t.worst),
+                100.0 * t.worst_rel);
 }

@@ -257,3 +257,88 @@ TEST_CASE("The Korthikanti formula's 34·sbh is checked, not wrapped", "[activat
   c.batch = std::uint64_t{1} << 24;  // s·b·h = 2^50 · 2560: 34 of those bytes overflow 64 bits
   CHECK_THROWS_AS(estimate_activations(qwen3_4b, lora16, c), overflow_error);
 }
+
+// Fixes the CPU ground truth (validation/torch) found; each test failed before its fix.
+namespace {
+constexpr model_shape small_llama = dense(128, 344, 1, 8, 2, 16, 4096, false);  // the grid's Llama row
+activation_config cpu_workload(attention_impl a) {
+  activation_config c;
+  c.batch = 2;
+  c.seq_len = 32;
+  c.attention = a;
+  c.ckpt = checkpointing::none;
+  return c;
+}
+training_setup on_cpu_113(training_setup s) {
+  s.runtime = {device_kind::cpu, torch_generation::v1_13};
+  return s;
+}
+}  // namespace
+
+TEST_CASE("SDPA's math path (the CPU's) saves scaled q and k and the probabilities, no log-sum-exp",
+          "[activations][groundtruth]") {
+  const std::uint64_t t = 64, q = 128, scores = 2 * 8 * 32 * 32;
+  const training_setup s = on_cpu_113(with_method(training_method::full, precision_route::bf16_pure));
+  bytes attention{0};
+  for (const activation_term& term : layer_inventory(small_llama, s, cpu_workload(attention_impl::sdpa_math)))
+    if (term.name.substr(0, 9) == "sdpa-math") attention += term.amount;
+  CHECK(attention == bytes(2 * t * 2 * q + 2 * scores + 2 * t * q));  // q·s, kᵀ·s, probs, v (block-000)
+}
+
+TEST_CASE("In fp32, eager attention's probabilities are the softmax output itself: counted once",
+          "[activations][groundtruth]") {
+  const training_setup fp32 = on_cpu_113(with_method(training_method::full, precision_route::fp32));
+  bool probabilities = false;
+  for (const activation_term& term : layer_inventory(small_llama, fp32, cpu_workload(attention_impl::eager)))
+    probabilities = probabilities || term.name == "eager probabilities";
+  CHECK_FALSE(probabilities);  // .to(float32) of an fp32 tensor returns it (block-002: 811,528 B)
+}
+
+TEST_CASE("fp32 adapters on a bf16 base: each adapted linear keeps its own fp32 copy of the input",
+          "[activations][groundtruth]") {
+  training_setup s = on_cpu_113(with_method(training_method::lora, precision_route::bf16_pure));
+  s.lora.rank = 8;
+  const activation_config c = cpu_workload(attention_impl::sdpa_math);
+  const bytes same = layer_inventory(small_llama, s, c).total();
+  s.lora.dtype = adapter_precision::fp32;
+  const bytes fp32 = layer_inventory(small_llama, s, c).total();
+  const std::uint64_t t = 64, d = 128, q = 128, f = 344, r = 8;
+  // Shared bf16 inputs (q/k/v 2td, o 2tq, gate/up 2td, down 2tf) become one fp32 copy per adapter
+  // (3·4td + 4tq + 2·4td + 4tf), and the seven lora_A outputs double (2tr → 4tr).
+  const std::uint64_t before = 2 * t * d + 2 * t * q + 2 * t * d + 2 * t * f + 7 * 2 * t * r;
+  const std::uint64_t after = 3 * 4 * t * d + 4 * t * q + 2 * 4 * t * d + 4 * t * f + 7 * 4 * t * r;
+  CHECK(fp32 - same == bytes(after - before));  // block-005 vs block-004: 644,664 - 446,008 B
+}
+
+TEST_CASE("The first layer over frozen embeddings saves nothing in its input norm", "[activations][groundtruth]") {
+  training_setup s = on_cpu_113(with_method(training_method::lora, precision_route::bf16_pure));
+  activation_config c = cpu_workload(attention_impl::sdpa_math);
+  const activation_estimate e = estimate_activations(small_llama, s, c);
+  // input_layernorm: fp32 copy 4td, x² 4td (torch 1.13), rstd 4t — nothing requires grad there.
+  CHECK(e.first_layer_saving == bytes(2 * 4 * 64 * 128 + 4 * 64));
+  c.ckpt = checkpointing::full;  // enable_input_require_grads: the input requires grad again
+  CHECK(estimate_activations(small_llama, s, c).first_layer_saving == bytes(0));
+}
+
+TEST_CASE("Gemma-2 has four norms per block, the last on the MLP output", "[activations][groundtruth]") {
+  int norms = 0;
+  for (const activation_term& term : layer_inventory(gemma_2_2b, full_ft, activation_config{}))
+    norms += term.reason == std::string_view("rsqrt(variance + eps), one fp32 value per row") ? 1 : 0;
+  CHECK(norms == 4);
+}
+
+TEST_CASE("Autocast keeps a bf16 cast of every frozen weight a LoRA model multiplies by", "[activations][groundtruth]") {
+  training_setup s = with_method(training_method::lora, precision_route::fp32_autocast);
+  s.lora.targets = parse_lora_targets("q_proj");
+  bytes frozen_casts{0};
+  for (const activation_term& term : layer_inventory(small_llama, s, cpu_workload(attention_impl::sdpa_math)))
+    if (term.reason == std::string_view("the weight cast to bf16, saved for the input gradient")) frozen_casts += term.amount;
+  const std::uint64_t d = 128, q = 128, kv = 32, f = 344;
+  CHECK(frozen_casts == bytes(2 * (d * q + 2 * d * kv + q * d + 3 * d * f)));
+}
+
+TEST_CASE("RoPE tables are (1, s, head_dim): one per position, not per sequence", "[activations][groundtruth]") {
+  const activation_terms once = model_level_inventory(small_llama, full_ft, cpu_workload(attention_impl::flash));
+  CHECK(once.items[0].name == std::string_view("RoPE cos/sin"));
+  CHECK(once.items[0].amount == bytes(32 * 2 * 16 * 2));  // s · (cos + sin) · head_dim · bf16
+}

@@ -172,6 +172,7 @@ inline run_config run_of(const measured_row& r) {
   run.activations = activations_of(r);
   run.loss = loss_of(r);
   run.basis = params_basis::exact;
+  run.grad_accum_steps = r.count("grad_accum");
   run.overhead.override_total = true;  // a CPU has no CUDA context, workspaces or caching allocator
   run.overhead.total_override = bytes(0);
   return run;

@@ -3,9 +3,11 @@
 #include <set>
 #include <string>
 
+#include <headroom/memory.hpp>
 #include <headroom/optimizer.hpp>
 
 #include "catch.hpp"
+#include "shapes.hpp"
 
 using namespace headroom;
 
@@ -91,4 +93,40 @@ TEST_CASE("Optimizer names are unique, and an unknown one lists the valid ones",
         (void)optimizer_state_bytes(opt("adamw_8bit"), vector(8192), 4, optimizer_options{0, 4096});
       },
       "block size");
+}
+
+TEST_CASE("torch keeps a 0-dim fp32 step per tensor: exact pricing counts it", "[optimizer][groundtruth]") {
+  const model_shape m = headroom::test::dense(128, 344, 2, 8, 2, 16, 4096, false);
+  training_setup s;
+  s.precision = precision_route::fp32;
+  const static_estimate st = estimate_static(model_spec{m, 0}, s, params_basis::exact);
+  // 1,395,328 parameters in 21 tensors (embed, head, final norm, 9 per layer): m and v, plus 4 B each.
+  CHECK(st.trainable_tensors == 21);
+  CHECK(st.buckets.optimizer == bytes(8 * 1'395'328ull + 4 * 21));  // optimizer-127: 11,162,708 B
+}
+
+TEST_CASE("Optimizer step temporaries per implementation and torch generation", "[optimizer][groundtruth]") {
+  const optimizer_info adamw = optimizer_by_name("adamw_torch");
+  const runtime_config cuda2{}, cpu113{device_kind::cpu, torch_generation::v1_13};
+  // automatic: foreach on CUDA under torch 2, the for-loop on a CPU or under 1.13.
+  CHECK(resolved_impl(adamw, optimizer_impl::automatic, cuda2) == optimizer_impl::foreach);
+  CHECK(resolved_impl(adamw, optimizer_impl::automatic, cpu113) == optimizer_impl::for_loop);
+  CHECK(resolved_impl(optimizer_by_name("adamw_torch_fused"), optimizer_impl::automatic, cuda2) ==
+        optimizer_impl::fused);
+  // foreach: one copy of the trainable values in 2.x (in-place division), two in 1.13 (denom as well).
+  CHECK(step_temporary_values(adamw, optimizer_impl::foreach, cuda2, 1000, 0) == 1000);
+  CHECK(step_temporary_values(adamw, optimizer_impl::foreach, cpu113, 1000, 0) == 2000);
+  CHECK(step_temporary_values(adamw, optimizer_impl::fused, cuda2, 1000, 0) == 0);
+}
+
+TEST_CASE("A for-loop step's worst tensor holds the previous tensor's denominator too", "[optimizer][groundtruth]") {
+  // Llama-shaped, 2 layers, fp32: the head (524,288 values) after the final norm (128): 2·head + norm;
+  // Adagrad's worst is q_proj right after the embedding: q_proj + embed (optimizer-127, optimizer-133).
+  const model_shape m = headroom::test::dense(128, 344, 2, 8, 2, 16, 4096, false);
+  training_setup s;
+  s.precision = precision_route::fp32;
+  s.optim.impl = optimizer_impl::for_loop;
+  CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step == params(2 * 524'288 + 128));
+  s.optimizer = optimizer_by_name("adagrad");
+  CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step == params(128 * 128 + 524'288));
 }

@@ -164,3 +164,26 @@ TEST_CASE("The peak grows with sequence length, batch and rank", "[peak][propert
     last = now;
   }
 }
+
+TEST_CASE("The loss backward and the last block's recompute are different moments", "[peak][groundtruth]") {
+  // Checkpointed LoRA: the loss backward runs before any block is recomputed, so the peak is the larger
+  // of (kept + loss backward) and (kept + one block + the hidden-state gradient), not their sum.
+  run_config r;
+  r.setup.method = training_method::lora;
+  r.activations.seq_len = 16384;
+  const training_estimate e = estimate_training(model_spec{qwen3_4b, 4'000'000'000}, r);
+  const memory_buckets& start = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
+  CHECK(start.activations == e.activations.kept);  // the loss moment wins at 16k tokens
+  CHECK(start.logits == e.logits.backward_peak());
+}
+
+TEST_CASE("Tied embeddings: the head's and the embedding's gradients are summed at the end of backward",
+          "[peak][groundtruth]") {
+  run_config r;
+  r.basis = params_basis::exact;
+  r.activations.ckpt = checkpointing::none;
+  const training_estimate e = estimate_training(model_spec{qwen3_4b, 0}, r);
+  const memory_buckets& end = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
+  // The embedding's gradient and the sum, each V x d in the weight dtype (step-159's peak).
+  CHECK(end.temporaries == bytes(2 * 151'936ull * 2560 * 2));
+}

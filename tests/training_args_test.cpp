@@ -63,6 +63,8 @@ TEST_CASE("An SFTConfig with LoRA and 4-bit quantisation becomes a QLoRA run", "
   CHECK(r.activations.seq_len == 2048);
   CHECK(r.activations.attention == attention_impl::flash);
   CHECK(r.activations.ckpt == checkpointing::full);  // TRL's default
+  CHECK_FALSE(r.activations.reentrant);              // gradient_checkpointing_kwargs.use_reentrant
+  CHECK(r.setup.lora.dropout == 0.05);
   CHECK(r.loss.impl == loss_impl::chunked);          // SFTConfig's loss_type default: chunked_nll
   CHECK(r.setup.optimizer.name == "adamw_torch_fused");
   CHECK(r.basis == params_basis::exact);

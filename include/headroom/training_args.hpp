@@ -124,6 +124,9 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   const bool selective =
       detail::read_bool_or(ckpt_kwargs, "selective", origin + ": /gradient_checkpointing_kwargs", false);
   const bool offload = detail::read_bool_or(j, "activation_offloading", origin, false);
+  // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
+  r.activations.reentrant =
+      detail::read_bool_or(ckpt_kwargs, "use_reentrant", origin + ": /gradient_checkpointing_kwargs", true);
   r.activations.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
                              : (offload     ? checkpointing::offload_checkpointed
                                 : selective ? checkpointing::selective
@@ -199,6 +202,9 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
       throw input_error(po + "/target_modules", "must be a string or a list of strings");
     }
     r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
+    r.setup.lora.dropout = detail::args_number(*peft, "lora_dropout", po, 0.0);  // LoraConfig default 0.0
+    if (!(r.setup.lora.dropout < 1.0))
+      throw input_error(po + "/lora_dropout", "must be in [0, 1)");
     if (r.setup.lora.use_dora)
       a.notes.emplace_back(
           "DoRA: magnitude vectors are counted; the weight-sized temporaries its forward builds are not");

@@ -25,18 +25,18 @@ SHAPES = {
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
-    "final_softcap", "batch", "seq_len", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
+    "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
     "optimizer", "optimizer_impl", "device", "torch",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
-    "saved_shared_bytes", "live_after_forward_delta", "state_bytes", "start_bytes", "forward_peak",
+    "saved_shared_bytes", "live_after_forward_delta", "state_bytes", "start_grad_bytes", "start_bytes", "forward_peak",
     "after_forward", "backward_peak", "after_backward", "optimizer_peak", "after_step", "after_zero_grad",
 ]
 COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
 
-BASE = dict(kind="", layers=1, batch=2, seq_len=32, dtype="bf16", method="full", lora_rank="", lora_targets="",
+BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", method="full", lora_rank="", lora_targets="",
             lora_dropout="", adapter_dtype="", attention="sdpa", attention_dropout="", checkpointing="none",
             loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", device="cpu")
 
@@ -156,6 +156,10 @@ def step_rows():
     step("llama", dtype="bf16", loss="torchtune_chunked", loss_chunk=8, optimizer_impl="foreach")
     step("qwen3", dtype="bf16", loss="torchtune_chunked", loss_chunk=4, checkpointing="reentrant", **lora())
     step("llama", dtype="fp32", layers=4, batch=1, seq_len=64)
+    # Gradient accumulation: the measured micro-batch is the second, its forward runs with the gradients.
+    step("llama", dtype="fp32", grad_accum=2)
+    step("qwen3", dtype="bf16", grad_accum=2, **lora())
+    step("gemma2", dtype="bf16", grad_accum=2, checkpointing="reentrant")
     return rows
 
 
@@ -166,6 +170,6 @@ def rows():
     return out
 
 
-# The rows CI re-measures (a few of each kind, the most informative first).
-CI_ROWS = ["block-000", "block-004", "block-040", "block-077", "loss-092", "loss-101", "loss-111",
-           "optimizer-122", "optimizer-135", "step-140", "step-160"]
+# A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
+CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
+           "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173"]
