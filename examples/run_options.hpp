@@ -103,7 +103,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--output-chunks", o.output_chunks, "torchtune's num_output_chunks (--loss chunked-output)")
       ->capture_default_str();
   app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
-  app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")->capture_default_str();
+  app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
+      ->capture_default_str();
   app.add_option("--torch", o.torch, "2 | 1.13: the PyTorch generation (autograd and optimizer details)")
       ->capture_default_str();
   app.add_option("--adapter-dtype", o.adapter_dtype,
@@ -136,10 +137,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
-  for (const char* flag : {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch",
-                           "--seq-len", "--grad-accum", "--attention", "--eager-attention", "--checkpointing",
-                           "--no-checkpointing", "--loss", "--ce-chunk", "--fused-ce", "--lora-dropout",
-                           "--non-reentrant"})
+  for (const char* flag :
+       {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch", "--seq-len",
+        "--grad-accum", "--attention", "--eager-attention", "--checkpointing", "--no-checkpointing", "--loss",
+        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant"})
     args->excludes(app.get_option(flag));
 }
 
@@ -170,7 +171,8 @@ inline training_setup setup_from(const run_options& o) {
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;
   if (o.sgd_momentum && s.optimizer.name != "sgd")
-    throw input_error("--sgd-momentum", "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");
+    throw input_error("--sgd-momentum",
+                      "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");
   s.runtime = runtime_from(o);
   return s;
 }

@@ -52,7 +52,8 @@ TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[acc
                 << r.text("lora_targets") << " " << r.text("attention"));
     CHECK(layer_inventory(m, s, activations_of(r)).total().count() == r.count("saved_activation_bytes"));
     // One layer's parameters, from the per-tensor inventory.
-    const std::uint64_t outside = m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
+    const std::uint64_t outside =
+        m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
     const std::uint64_t layer = parameter_count(m).count() - outside;  // the row's model has one layer
     const std::uint64_t adapters = s.method == training_method::lora ? adapter_count(m, s.lora).count() : 0;
     CHECK(layer + adapters == r.count("params"));
@@ -72,7 +73,8 @@ TEST_CASE("Accuracy: the loss head's peaks, what it keeps and leaves", "[accurac
   }
 }
 
-TEST_CASE("Accuracy: optimizer state is byte-exact, the step's temporaries within its scalars", "[accuracy][optimizer]") {
+TEST_CASE("Accuracy: optimizer state is byte-exact, the step's temporaries within its scalars",
+          "[accuracy][optimizer]") {
   for (const measured_row& r : rows()) {
     if (r.kind() != "optimizer") continue;
     const training_setup s = setup_of(r);
@@ -94,9 +96,11 @@ TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") 
     const memory_buckets& st = e.per_gpu_static.per_gpu;
     // What is live when the measured micro-batch begins: weights, optimizer state, and the gradients of the
     // earlier micro-batches under accumulation.
-    const std::int64_t base =
-        static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
-    auto phase = [&](step_phase p) { return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes()); };
+    const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
+                                                        r.count("start_grad_bytes"));
+    auto phase = [&](step_phase p) {
+      return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
+    };
     const std::int64_t bound = chunked(r) ? chunked_loss_scalars : optimizer_scalars;
     auto close = [&](std::int64_t estimate, const char* column) {
       const std::int64_t measured = base + delta(r, column);
@@ -135,18 +139,26 @@ TEST_CASE("Report: whole steps", "[.report]") {
     const run_config run = run_of(r);
     const training_estimate e = estimate_training(spec, run);
     const bytes statics = e.per_gpu_static.per_gpu.static_bytes();
-    const auto base =
-        static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
-    auto at = [&](step_phase p) { return static_cast<std::int64_t>(e.phases[static_cast<std::size_t>(p)].total_bytes().count()); };
+    const auto base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
+                                                r.count("start_grad_bytes"));
+    auto at = [&](step_phase p) {
+      return static_cast<std::int64_t>(e.phases[static_cast<std::size_t>(p)].total_bytes().count());
+    };
     const bytes at_start = r.count("grad_accum") > 1 ? e.per_gpu_static.per_gpu.grads : bytes(0);
-    const std::int64_t after_forward = static_cast<std::int64_t>((statics - e.per_gpu_static.per_gpu.grads + at_start + e.activations.kept + e.logits.kept + e.logits.hidden_kept).count());
+    const std::int64_t after_forward =
+        static_cast<std::int64_t>((statics - e.per_gpu_static.per_gpu.grads + at_start + e.activations.kept +
+                                   e.logits.kept + e.logits.hidden_kept)
+                                      .count());
     auto show = [&](const char* what, std::int64_t est, const char* column) {
       const std::int64_t m = base + delta(r, column);
-      std::printf(" %s %+.2f%%(%+lld)", what, 100.0 * static_cast<double>(est - m) / static_cast<double>(m), static_cast<long long>(est - m));
+      std::printf(" %s %+.2f%%(%+lld)", what, 100.0 * static_cast<double>(est - m) / static_cast<double>(m),
+                  static_cast<long long>(est - m));
     };
-    std::printf("%s %-9s %-8s %-4s %-13s %-17s %-12s", r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(),
-                r.text("method").c_str(), r.text("checkpointing").c_str(), r.text("loss").c_str(), r.text("optimizer").c_str());
-    std::printf(" static %+lld", static_cast<long long>((statics - e.per_gpu_static.per_gpu.grads + at_start).count()) - base);
+    std::printf("%s %-9s %-8s %-4s %-13s %-17s %-12s", r.id().c_str(), r.text("family").c_str(),
+                r.text("dtype").c_str(), r.text("method").c_str(), r.text("checkpointing").c_str(),
+                r.text("loss").c_str(), r.text("optimizer").c_str());
+    std::printf(" static %+lld",
+                static_cast<long long>((statics - e.per_gpu_static.per_gpu.grads + at_start).count()) - base);
     show("fwd", at(step_phase::forward_end), "forward_peak");
     show("afw", after_forward, "after_forward");
     show("bwd", std::max(at(step_phase::backward_start), at(step_phase::backward_end)), "backward_peak");
@@ -162,14 +174,17 @@ TEST_CASE("Report: the optimizer", "[.report]") {
     const training_setup s = setup_of(r);
     const static_estimate st = estimate_static(model_spec{m, 0}, s, params_basis::exact);
     const bytes temps = headroom::detail::step_temporaries(st, s);
-    std::printf("%s %-7s %-5s %-6s %-13s %-9s params %llu/%llu state %llu/%llu(%+lld) temps %llu/%lld(%+lld)\n",
-                r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
-                r.text("optimizer").c_str(), r.text("optimizer_impl").c_str(),
-                static_cast<unsigned long long>(st.trainable_params.count()), static_cast<unsigned long long>(r.count("trainable_params")),
-                static_cast<unsigned long long>(st.buckets.optimizer.count()), static_cast<unsigned long long>(r.count("state_bytes")),
-                static_cast<long long>(st.buckets.optimizer.count()) - static_cast<long long>(r.count("state_bytes")),
-                static_cast<unsigned long long>(temps.count()), static_cast<long long>(delta(r, "optimizer_peak")),
-                static_cast<long long>(temps.count()) - static_cast<long long>(delta(r, "optimizer_peak")));
+    std::printf(
+        "%s %-7s %-5s %-6s %-13s %-9s params %llu/%llu state %llu/%llu(%+lld) temps %llu/%lld(%+lld)\n",
+        r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
+        r.text("optimizer").c_str(), r.text("optimizer_impl").c_str(),
+        static_cast<unsigned long long>(st.trainable_params.count()),
+        static_cast<unsigned long long>(r.count("trainable_params")),
+        static_cast<unsigned long long>(st.buckets.optimizer.count()),
+        static_cast<unsigned long long>(r.count("state_bytes")),
+        static_cast<long long>(st.buckets.optimizer.count()) - static_cast<long long>(r.count("state_bytes")),
+        static_cast<unsigned long long>(temps.count()), static_cast<long long>(delta(r, "optimizer_peak")),
+        static_cast<long long>(temps.count()) - static_cast<long long>(delta(r, "optimizer_peak")));
   }
 }
 
@@ -179,11 +194,12 @@ TEST_CASE("Report: the loss head", "[.report]") {
     const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
     auto show = [&](const char* what, bytes est, const char* column) {
       const std::int64_t m = delta(r, column);
-      std::printf(" %s %lld/%lld(%+lld)", what, static_cast<long long>(est.count()), static_cast<long long>(m),
-                  static_cast<long long>(est.count()) - static_cast<long long>(m));
+      std::printf(" %s %lld/%lld(%+lld)", what, static_cast<long long>(est.count()),
+                  static_cast<long long>(m), static_cast<long long>(est.count()) - static_cast<long long>(m));
     };
-    std::printf("%s %-7s %-8s %-17s %-3s h%s", r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(),
-                r.text("loss").c_str(), r.text("loss_chunk").c_str(), r.text("head_trainable").c_str());
+    std::printf("%s %-7s %-8s %-17s %-3s h%s", r.id().c_str(), r.text("family").c_str(),
+                r.text("dtype").c_str(), r.text("loss").c_str(), r.text("loss_chunk").c_str(),
+                r.text("head_trainable").c_str());
     show("fwd", e.forward, "forward_peak");
     show("kept", e.kept, "after_forward");
     show("bwd", e.backward, "backward_peak");
@@ -197,9 +213,10 @@ TEST_CASE("Report: estimate against measurement for every row", "[.report]") {
     if (r.kind() != "block") continue;
     const bytes estimate = layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total();
     const auto measured = static_cast<long long>(r.count("saved_activation_bytes"));
-    std::printf("%s %-9s %-8s %-4s %-16s %-4s %-4s %-5s %lld %lld %+lld\n", r.id().c_str(), r.text("family").c_str(),
-                r.text("dtype").c_str(), r.text("method").c_str(), r.text("lora_targets").c_str(),
-                r.text("lora_dropout").c_str(), r.text("adapter_dtype").c_str(), r.text("attention").c_str(),
+    std::printf("%s %-9s %-8s %-4s %-16s %-4s %-4s %-5s %lld %lld %+lld\n", r.id().c_str(),
+                r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
+                r.text("lora_targets").c_str(), r.text("lora_dropout").c_str(),
+                r.text("adapter_dtype").c_str(), r.text("attention").c_str(),
                 static_cast<long long>(estimate.count()), measured,
                 static_cast<long long>(estimate.count()) - measured);
   }
@@ -219,13 +236,15 @@ TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.
     ++t.rows;
     t.exact += diff == 0 ? 1 : 0;
     if (std::abs(diff) > std::abs(t.worst)) t.worst = diff;
-    const double rel = measured == 0 ? 0.0 : std::abs(static_cast<double>(diff) / static_cast<double>(measured));
+    const double rel =
+        measured == 0 ? 0.0 : std::abs(static_cast<double>(diff) / static_cast<double>(measured));
     t.worst_rel = std::max(t.worst_rel, rel);
   };
   for (const measured_row& r : rows()) {
     const std::string fam = r.text("family");
     if (r.kind() == "block") {
-      add("block saved activations | " + fam, signed_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total()),
+      add("block saved activations | " + fam,
+          signed_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total()),
           static_cast<std::int64_t>(r.count("saved_activation_bytes")));
     } else if (r.kind() == "loss") {
       const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
@@ -242,18 +261,22 @@ TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.
           signed_bytes(headroom::detail::step_temporaries(st, s)), delta(r, "optimizer_peak"));
     } else if (r.kind() == "step") {
       const training_estimate e = estimate_training(model_spec{shape_of(r), 0}, run_of(r));
-      const std::int64_t base =
-          static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") + r.count("start_grad_bytes"));
-      auto phase = [&](step_phase p) { return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes()); };
-      const std::int64_t peak = std::max({phase(step_phase::forward_end), phase(step_phase::backward_start),
-                                          phase(step_phase::backward_end), phase(step_phase::optimizer_step)});
-      const std::int64_t measured = base + std::max({delta(r, "forward_peak"), delta(r, "backward_peak"),
-                                                     delta(r, "optimizer_peak")});
+      const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
+                                                          r.count("start_grad_bytes"));
+      auto phase = [&](step_phase p) {
+        return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
+      };
+      const std::int64_t peak =
+          std::max({phase(step_phase::forward_end), phase(step_phase::backward_start),
+                    phase(step_phase::backward_end), phase(step_phase::optimizer_step)});
+      const std::int64_t measured =
+          base + std::max({delta(r, "forward_peak"), delta(r, "backward_peak"), delta(r, "optimizer_peak")});
       add("whole step peak | " + r.text("method") + " " + r.text("dtype"), peak, measured);
     }
   }
-  std::printf("| rows | family | exact | largest difference (bytes) | largest relative |\n|---|---|---|---|---|\n");
+  std::printf(
+      "| rows | family | exact | largest difference (bytes) | largest relative |\n|---|---|---|---|---|\n");
   for (const auto& [key, t] : table)
-    std::printf("| %d | %s | %d | %+lld | %.4f%% |\n", t.rows, key.c_str(), t.exact, static_cast<long long>(t.worst),
-                100.0 * t.worst_rel);
+    std::printf("| %d | %s | %d | %+lld | %.4f%% |\n", t.rows, key.c_str(), t.exact,
+                static_cast<long long>(t.worst), 100.0 * t.worst_rel);
 }

@@ -310,7 +310,8 @@ TEST_CASE("fp32 adapters on a bf16 base: each adapted linear keeps its own fp32 
   CHECK(fp32 - same == bytes(after - before));  // block-005 vs block-004: 644,664 - 446,008 B
 }
 
-TEST_CASE("The first layer over frozen embeddings saves nothing in its input norm", "[activations][groundtruth]") {
+TEST_CASE("The first layer over frozen embeddings saves nothing in its input norm",
+          "[activations][groundtruth]") {
   training_setup s = on_cpu_113(with_method(training_method::lora, precision_route::bf16_pure));
   activation_config c = cpu_workload(attention_impl::sdpa_math);
   const activation_estimate e = estimate_activations(small_llama, s, c);
@@ -327,18 +328,22 @@ TEST_CASE("Gemma-2 has four norms per block, the last on the MLP output", "[acti
   CHECK(norms == 4);
 }
 
-TEST_CASE("Autocast keeps a bf16 cast of every frozen weight a LoRA model multiplies by", "[activations][groundtruth]") {
+TEST_CASE("Autocast keeps a bf16 cast of every frozen weight a LoRA model multiplies by",
+          "[activations][groundtruth]") {
   training_setup s = with_method(training_method::lora, precision_route::fp32_autocast);
   s.lora.targets = parse_lora_targets("q_proj");
   bytes frozen_casts{0};
   for (const activation_term& term : layer_inventory(small_llama, s, cpu_workload(attention_impl::sdpa_math)))
-    if (term.reason == std::string_view("the weight cast to bf16, saved for the input gradient")) frozen_casts += term.amount;
+    if (term.reason == std::string_view("the weight cast to bf16, saved for the input gradient"))
+      frozen_casts += term.amount;
   const std::uint64_t d = 128, q = 128, kv = 32, f = 344;
   CHECK(frozen_casts == bytes(2 * (d * q + 2 * d * kv + q * d + 3 * d * f)));
 }
 
-TEST_CASE("RoPE tables are (1, s, head_dim): one per position, not per sequence", "[activations][groundtruth]") {
-  const activation_terms once = model_level_inventory(small_llama, full_ft, cpu_workload(attention_impl::flash));
+TEST_CASE("RoPE tables are (1, s, head_dim): one per position, not per sequence",
+          "[activations][groundtruth]") {
+  const activation_terms once =
+      model_level_inventory(small_llama, full_ft, cpu_workload(attention_impl::flash));
   CHECK(once.items[0].name == std::string_view("RoPE cos/sin"));
   CHECK(once.items[0].amount == bytes(32 * 2 * 16 * 2));  // s · (cos + sin) · head_dim · bf16
 }

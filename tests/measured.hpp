@@ -10,8 +10,9 @@
 #include <string>
 #include <vector>
 
-#include <headroom/headroom.hpp>
 #include <nlohmann/json.hpp>
+
+#include <headroom/headroom.hpp>
 
 namespace headroom::test {
 

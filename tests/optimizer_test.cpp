@@ -119,7 +119,8 @@ TEST_CASE("Optimizer step temporaries per implementation and torch generation", 
   CHECK(step_temporary_values(adamw, optimizer_impl::fused, cuda2, 1000, 0) == 0);
 }
 
-TEST_CASE("A for-loop step's worst tensor holds the previous tensor's denominator too", "[optimizer][groundtruth]") {
+TEST_CASE("A for-loop step's worst tensor holds the previous tensor's denominator too",
+          "[optimizer][groundtruth]") {
   // Llama-shaped, 2 layers, fp32: the head (524,288 values) after the final norm (128): 2·head + norm;
   // Adagrad's worst is q_proj right after the embedding: q_proj + embed (optimizer-127, optimizer-133).
   const model_shape m = headroom::test::dense(128, 344, 2, 8, 2, 16, 4096, false);
@@ -128,5 +129,6 @@ TEST_CASE("A for-loop step's worst tensor holds the previous tensor's denominato
   s.optim.impl = optimizer_impl::for_loop;
   CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step == params(2 * 524'288 + 128));
   s.optimizer = optimizer_by_name("adagrad");
-  CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step == params(128 * 128 + 524'288));
+  CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step ==
+        params(128 * 128 + 524'288));
 }

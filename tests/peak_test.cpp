@@ -81,13 +81,15 @@ TEST_CASE("Route B: autocast's bf16 casts of the trainable weights are saved for
   const activation_terms layer = layer_inventory(llama_3_1_8b, r.setup, r.activations);
   bytes casts{0};
   for (const activation_term& t : layer)
-    if (t.reason == std::string_view("the weight cast to bf16, saved for the input gradient")) casts += t.amount;
+    if (t.reason == std::string_view("the weight cast to bf16, saved for the input gradient"))
+      casts += t.amount;
   const std::uint64_t d = 4096, q = 4096, kv = 1024, f = 14336;
   CHECK(casts == bytes(2 * (d * q + 2 * d * kv + q * d + 3 * d * f)));
   r.setup.precision = precision_route::bf16_mixed;
   bytes none{0};
   for (const activation_term& t : layer_inventory(llama_3_1_8b, r.setup, r.activations))
-    if (t.reason == std::string_view("the weight cast to bf16, saved for the input gradient")) none += t.amount;
+    if (t.reason == std::string_view("the weight cast to bf16, saved for the input gradient"))
+      none += t.amount;
   CHECK(none == bytes(0));
 }
 

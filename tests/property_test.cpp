@@ -205,7 +205,8 @@ TEST_CASE(
       REQUIRE(estimate_activations(spec.shape, r.setup, r.activations).gpu <= none);
     }
     const bool head_frozen = !r.setup.lora.modules_to_save.contains(module_name::lm_head);
-    if (r.setup.method != training_method::full && head_frozen && r.activations.batch * r.activations.seq_len >= 1024) {
+    if (r.setup.method != training_method::full && head_frozen &&
+        r.activations.batch * r.activations.seq_len >= 1024) {
       const bytes naive = estimate_logits(spec.shape, r.setup, r.activations, loss_config{}).peak();
       for (loss_impl l : {loss_impl::fused_liger, loss_impl::fused_cce})
         REQUIRE(estimate_logits(spec.shape, r.setup, r.activations, loss_config{l, 256}).peak() <= naive);

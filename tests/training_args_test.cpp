@@ -65,7 +65,7 @@ TEST_CASE("An SFTConfig with LoRA and 4-bit quantisation becomes a QLoRA run", "
   CHECK(r.activations.ckpt == checkpointing::full);  // TRL's default
   CHECK_FALSE(r.activations.reentrant);              // gradient_checkpointing_kwargs.use_reentrant
   CHECK(r.setup.lora.dropout == 0.05);
-  CHECK(r.loss.impl == loss_impl::chunked);          // SFTConfig's loss_type default: chunked_nll
+  CHECK(r.loss.impl == loss_impl::chunked);  // SFTConfig's loss_type default: chunked_nll
   CHECK(r.setup.optimizer.name == "adamw_torch_fused");
   CHECK(r.basis == params_basis::exact);
   CHECK(a.lr_scheduler_type == "cosine");
@@ -86,7 +86,7 @@ TEST_CASE(
   CHECK(a.learning_rate == 2e-5);
   CHECK(estimate_static(m.spec, a.run.setup, a.run.basis).buckets.static_bytes() ==
         bytes(16 * 8'030'261'248ull + 4 * 291));  // + torch's fp32 `step` per tensor
-  CHECK(a.notes.size() >= 2);  // the float32 load and the max_length default are said
+  CHECK(a.notes.size() >= 2);                     // the float32 load and the max_length default are said
 }
 
 TEST_CASE("TrainingArguments with bf16 on a bf16 model is the third route", "[training_args]") {

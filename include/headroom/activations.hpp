@@ -17,9 +17,9 @@
 namespace headroom {
 
 enum class attention_impl : std::uint8_t {
-  eager,  ///< HF eager attention: materialises the s × s scores and probabilities
-  sdpa,   ///< torch SDPA (memory-efficient / flash backends): output + log-sum-exp
-  flash,  ///< FlashAttention-2/3: output + log-sum-exp, GQA without expanding K/V
+  eager,      ///< HF eager attention: materialises the s × s scores and probabilities
+  sdpa,       ///< torch SDPA (memory-efficient / flash backends): output + log-sum-exp
+  flash,      ///< FlashAttention-2/3: output + log-sum-exp, GQA without expanding K/V
   sdpa_math,  ///< SDPA's math fallback (the CPU path of torch 1.13): scaled q, k and the probabilities
 };
 enum class checkpointing : std::uint8_t {
@@ -31,10 +31,11 @@ enum class checkpointing : std::uint8_t {
 };
 enum class activation_formula : std::uint8_t { korthikanti, detailed };
 
-inline constexpr std::array<named<attention_impl>, 4> attention_names{{{"eager", attention_impl::eager},
-                                                                       {"sdpa", attention_impl::sdpa},
-                                                                       {"flash", attention_impl::flash},
-                                                                       {"sdpa-math", attention_impl::sdpa_math}}};
+inline constexpr std::array<named<attention_impl>, 4> attention_names{
+    {{"eager", attention_impl::eager},
+     {"sdpa", attention_impl::sdpa},
+     {"flash", attention_impl::flash},
+     {"sdpa-math", attention_impl::sdpa_math}}};
 inline constexpr std::array<named<checkpointing>, 5> checkpointing_names{
     {{"none", checkpointing::none},
      {"full", checkpointing::full},
@@ -95,10 +96,10 @@ struct bytes_sum {
 
 /// Activation memory of one micro-batch under a checkpointing mode (the terms: activation_inventory).
 struct activation_estimate {
-  bytes layer{0};           ///< what one block saves without recomputation
-  bytes model_level{0};     ///< saved once per model (final norm, lm_head input, RoPE tables, mask)
-  bytes per_layer_kept{0};  ///< what each block keeps on the GPU under the checkpointing mode
-  bytes recompute{0};       ///< one block's internals alive while it is recomputed or in flight
+  bytes layer{0};               ///< what one block saves without recomputation
+  bytes model_level{0};         ///< saved once per model (final norm, lm_head input, RoPE tables, mask)
+  bytes per_layer_kept{0};      ///< what each block keeps on the GPU under the checkpointing mode
+  bytes recompute{0};           ///< one block's internals alive while it is recomputed or in flight
   bytes first_layer_saving{0};  ///< what the first layer does not save when its input needs no grad
   bytes checkpoint_state{0};    ///< kept per forward by the checkpoints themselves (CPU: the RNG states)
   bytes forward_cached{0};  ///< alive only in forward: autocast-cached casts the first layer does not save
@@ -141,28 +142,39 @@ struct block_context {
   const training_setup& s;
   const activation_config& c;
   block_dtypes dt;
-  bool full;              ///< every weight trains (full fine-tuning)
-  std::uint64_t scalar;   ///< bytes of a saved Python-scalar operand (CPU only)
-  std::uint64_t mask;     ///< bytes per element of a dropout mask: the input's on a CPU, 1 on CUDA (0 = input)
-  bool input_grad = true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
+  bool full;             ///< every weight trains (full fine-tuning)
+  std::uint64_t scalar;  ///< bytes of a saved Python-scalar operand (CPU only)
+  std::uint64_t mask;    ///< bytes per element of a dropout mask: the input's on a CPU, 1 on CUDA (0 = input)
+  bool input_grad =
+      true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
-  [[nodiscard]] constexpr bool adapted(module_name mod) const { return !full && s.lora.targets.contains(mod); }
+  [[nodiscard]] constexpr bool adapted(module_name mod) const {
+    return !full && s.lora.targets.contains(mod);
+  }
   /// Whether a projection of the block input has an output that requires grad.
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {
-    return input_grad || full || adapted(mod) || (mod != module_name::qkv_proj && m.fused_qkv && adapted(module_name::qkv_proj));
+    return input_grad || full || adapted(mod) ||
+           (mod != module_name::qkv_proj && m.fused_qkv && adapted(module_name::qkv_proj));
   }
 };
 constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,
                                    bool input_grad = true) {
-  return {m, s, c, dtypes_of(s), s.method == training_method::full, saved_scalar_bytes(s.runtime),
-          s.runtime.device == device_kind::cpu ? 0u : 1u, input_grad};
+  return {m,
+          s,
+          c,
+          dtypes_of(s),
+          s.method == training_method::full,
+          saved_scalar_bytes(s.runtime),
+          s.runtime.device == device_kind::cpu ? 0u : 1u,
+          input_grad};
 }
 /// The first layer's input requires grad only when the embeddings train or the caller asks for it:
 /// PEFT models call enable_input_require_grads() with gradient checkpointing (and in
 /// prepare_model_for_kbit_training); plain LoRA without checkpointing does not.
 constexpr bool first_layer_input_grad(const training_setup& s, const activation_config& c) {
   return s.method == training_method::full || c.ckpt != checkpointing::none ||
-         s.lora.targets.contains(module_name::embed_tokens) || s.lora.modules_to_save.contains(module_name::embed_tokens);
+         s.lora.targets.contains(module_name::embed_tokens) ||
+         s.lora.modules_to_save.contains(module_name::embed_tokens);
 }
 constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_bytes) {
   return k.mask == 0 ? input_bytes : k.mask;  // CPU: a scaled mask in the input dtype; CUDA: bool
@@ -175,15 +187,18 @@ template <class Out>
 constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows, std::uint64_t width,
                             std::uint64_t in_bytes, const block_context& k, bool input_grad = true) {
   if (!input_grad && !k.full) return;  // nothing in it requires grad: autograd records nothing
-  out.add(name, act(rows, width, fp32_bytes), "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
+  out.add(name, act(rows, width, fp32_bytes),
+          "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
   if (k.s.runtime.torch == torch_generation::v1_13)
     out.add(name, act(rows, width, fp32_bytes), "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
   out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
   if (k.m.norm_scale_fp32) {
     out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
-    if (k.full) out.add(name, act(rows, width, fp32_bytes), "the fp32 normalised input, for the weight's gradient");
+    if (k.full)
+      out.add(name, act(rows, width, fp32_bytes), "the fp32 normalised input, for the weight's gradient");
   } else if (k.full) {
-    out.add(name, act(rows, width, in_bytes), "the normalised input in the input dtype, for the weight's gradient");
+    out.add(name, act(rows, width, in_bytes),
+            "the normalised input in the input dtype, for the weight's gradient");
   }
 }
 
@@ -204,7 +219,8 @@ constexpr void add_linear(Out& out, const block_context& k, const linear_site& s
     // autocast casts the fp32 weight for every call (cached when it is a trainable leaf) and an fp32
     // input too; the matmul keeps the 16-bit weight for the input's gradient, the input for the weight's.
     if (k.input_grad)
-      out.add(mod, bytes(checked_mul(weight, bf16_bytes)), "the weight cast to bf16, saved for the input gradient");
+      out.add(mod, bytes(checked_mul(weight, bf16_bytes)),
+              "the weight cast to bf16, saved for the input gradient");
     if (k.full) {
       if (in_bytes == bf16_bytes)
         saves_shared = true;
@@ -226,13 +242,16 @@ constexpr void add_linear(Out& out, const block_context& k, const linear_site& s
     saves_shared = true;  // lora_A reads the very tensor the base layer read
   } else {
     out.add(mod, act(rows, in, k.dt.autocast ? bf16_bytes : x_bytes),
-            k.dt.autocast ? "the input cast to bf16 for lora_A" : "the input cast to the adapter dtype, saved by lora_A");
+            k.dt.autocast ? "the input cast to bf16 for lora_A"
+                          : "the input cast to the adapter dtype, saved by lora_A");
   }
   if (k.dt.autocast && k.dt.adapter == fp32_bytes)  // lora_A's cast is saved only for an input gradient
-    out.add(mod, bytes(checked_mul(checked_mul(r, (k.input_grad ? in : 0) + site.out), bf16_bytes * site.copies)),
+    out.add(mod,
+            bytes(checked_mul(checked_mul(r, (k.input_grad ? in : 0) + site.out), bf16_bytes * site.copies)),
             "lora_A and lora_B weights cast to bf16");
   out.add(mod, act(rows, r, k.dt.autocast ? bf16_bytes : k.dt.adapter), "lora_A's output, saved by lora_B");
-  if (k.scalar != 0) out.add(mod, bytes(k.scalar * site.copies), "the Python float `scaling`, saved by the product");
+  if (k.scalar != 0)
+    out.add(mod, bytes(k.scalar * site.copies), "the Python float `scaling`, saved by the product");
 }
 /// Linears reading one input tensor; the input is counted once if any of them keeps it.
 /// `counted` marks an input another tensor already accounts for (FlashAttention's saved output is the
@@ -243,7 +262,8 @@ constexpr void add_linear_group(Out& out, const block_context& k, std::string_vi
                                 const std::array<linear_site, N>& sites, bool counted = false) {
   bool shared = false;
   for (const linear_site& site : sites) add_linear(out, k, site, rows, in, in_bytes, shared);
-  if (shared && !counted) out.add(input_name, act(rows, in, in_bytes), "the shared input, saved once for the linears above");
+  if (shared && !counted)
+    out.add(input_name, act(rows, in, in_bytes), "the shared input, saved once for the linears above");
 }
 
 /// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors.
@@ -263,7 +283,8 @@ constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_
   out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
   switch (c.attention) {
     case attention_impl::flash:
-      out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab), "kernel inputs at their GQA widths, for backward");
+      out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
+              "kernel inputs at their GQA widths, for backward");
       out.add("flash-attn output", act(t, q, ab), "saved by the kernel; o_proj reads the same storage");
       out.add("flash-attn log-sum-exp", lse, "fp32 softmax statistics per head and token");
       return;
@@ -275,35 +296,45 @@ constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_
     case attention_impl::sdpa_math:
       // aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in
       // the input dtype and its output is both saved and multiplied by v.
-      out.add("sdpa-math q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab), "q·scale and kᵀ·scale, saved by their matmul");
+      out.add("sdpa-math q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab),
+              "q·scale and kᵀ·scale, saved by their matmul");
       if (scores_grad || vg)
-        out.add("sdpa-math probabilities", scores * ab, "softmax output in the input dtype, saved by softmax and ·v");
+        out.add("sdpa-math probabilities", scores * ab,
+                "softmax output in the input dtype, saved by softmax and ·v");
       if (c.attention_dropout) {
         if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
         if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
       }
-      if (scores_grad) out.add("sdpa-math v", act(t, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
+      if (scores_grad)
+        out.add("sdpa-math v", act(t, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
       return;
     case attention_impl::eager:
       break;
   }
   // transformers eager_attention_forward.
-  out.add("eager q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab), "saved by q·kᵀ; repeat_kv expands K to all heads");
+  out.add("eager q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab),
+          "saved by q·kᵀ; repeat_kv expands K to all heads");
   if (scores_grad) {
-    if (k.scalar != 0) out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+    if (k.scalar != 0)
+      out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
     if (m.attn_logit_softcapping) {
       out.add("eager soft-capping", scores * ab, "tanh(scores / cap), saved by tanh");
-      if (k.scalar != 0) out.add("eager soft-capping", bytes(2 * k.scalar), "the Python floats of / cap and · cap");
+      if (k.scalar != 0)
+        out.add("eager soft-capping", bytes(2 * k.scalar), "the Python floats of / cap and · cap");
     }
     out.add("eager softmax output", scores * fp32_bytes, "softmax(dtype=float32) saves its output");
   }
   if (c.attention_dropout) {
     if (scores_grad) out.add("eager dropout mask", scores * mask_bytes(k, query_bytes), "the dropout mask");
-    if (vg) out.add("eager dropped probabilities", scores * ab, "dropout's output (cast to bf16 under autocast), saved by ·v");
+    if (vg)
+      out.add("eager dropped probabilities", scores * ab,
+              "dropout's output (cast to bf16 under autocast), saved by ·v");
   } else if (ab != fp32_bytes && vg) {
     out.add("eager probabilities", scores * ab, "the cast to the compute dtype, saved by probs·v");
   }
-  if (scores_grad) out.add("eager v", act(t, q, ab), "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
+  if (scores_grad)
+    out.add("eager v", act(t, q, ab),
+            "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
 }
 
 /// The SwiGLU (or GELU) of a dense MLP or an expert on `rows` rows: act(gate), act·up, down.
@@ -374,13 +405,16 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
     out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by topk");
     if (m.norm_topk_prob) {
-      out.add("top-k renormalisation", act(routed, 1, fp32_bytes), "the weights before the in-place division");
+      out.add("top-k renormalisation", act(routed, 1, fp32_bytes),
+              "the weights before the in-place division");
       out.add("top-k renormalisation", act(t, 1, fp32_bytes), "their sum, saved by the division");
     }
-    out.add("expert token indices", act(routed, 2, 8), "torch.where's (k-slot, token) int64 pairs, saved by indexing");
+    out.add("expert token indices", act(routed, 2, 8),
+            "torch.where's (k-slot, token) int64 pairs, saved by indexing");
     add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
     out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
-    out.add("routing weights", act(routed, 1, sb), "each token's weight for its expert, saved by that product");
+    out.add("routing weights", act(routed, 1, sb),
+            "each token's weight for its expert, saved by that product");
     out.add("weighted expert outputs", act(routed, d, sb), "the source of index_add_, saved by it");
   }
   if (m.shared_expert_intermediate_size != 0) {
@@ -541,7 +575,8 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
     // layer's lora_A casts are cached but not saved, so they count in forward only.
     if (autocasts(s.precision) && adapter_bytes(s) == fp32_bytes) {
       std::uint64_t sites = 0;
-      for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::qkv_proj})
+      for (module_name mod :
+           {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::qkv_proj})
         if (s.lora.targets.contains(mod) && (mod == module_name::qkv_proj) == m.fused_qkv) ++sites;
       e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
     }
@@ -550,13 +585,15 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   // on a GPU, device memory on a CPU.
   const bool checkpoints = c.ckpt == checkpointing::full || c.ckpt == checkpointing::selective ||
                            c.ckpt == checkpointing::offload_checkpointed;
-  if (checkpoints && s.runtime.device == device_kind::cpu) e.checkpoint_state = bytes(cpu_rng_state_bytes) * L;
+  if (checkpoints && s.runtime.device == device_kind::cpu)
+    e.checkpoint_state = bytes(cpu_rng_state_bytes) * L;
   // The checkpointed calls hold their bound arguments until backward: eager attention's (b, 1, s, s) mask
   // (sdpa and flash get none). Without checkpointing it dies with the forward.
   if (checkpoints && c.attention == attention_impl::eager && !korthikanti)
     e.checkpoint_state += act(c.batch, c.seq_len, c.seq_len) * weight_bytes(s.precision);
   // Reentrant checkpoints (CheckpointFunction) keep their ctx — the RNG state and the bound arguments: the
-  // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per layer.
+  // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per
+  // layer.
   if (checkpoints && c.reentrant && !korthikanti)
     e.retained = e.checkpoint_state + act(c.seq_len, 2 * m.head_dim, weight_bytes(s.precision));
   e.kept = kept_per_layer * L + e.model_level + e.checkpoint_state - e.first_layer_saving;

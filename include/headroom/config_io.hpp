@@ -101,7 +101,8 @@ inline bool read_bool_or(const json& j, std::string_view key, const std::string&
   return it->get<bool>();
 }
 /// A key that is either null or a positive number (a cap, a scale): whether it is set.
-inline bool read_optional_number(const json& j, std::string_view key, const std::string& origin, bool fallback) {
+inline bool read_optional_number(const json& j, std::string_view key, const std::string& origin,
+                                 bool fallback) {
   const auto it = j.find(key);
   if (it == j.end()) return fallback;
   if (it->is_null()) return false;
@@ -177,7 +178,8 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
   const bool caps_default = arch->model_type == "gemma2";
   m.attn_logit_softcapping = detail::read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
-  m.final_logit_softcapping = detail::read_optional_number(j, "final_logit_softcapping", origin, caps_default);
+  m.final_logit_softcapping =
+      detail::read_optional_number(j, "final_logit_softcapping", origin, caps_default);
   if (arch->experts_key.empty()) {
     m.intermediate_size = read_count(j, "intermediate_size", origin);
   } else {
@@ -186,7 +188,8 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
     m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
     // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
-    m.norm_topk_prob = arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);
+    m.norm_topk_prob =
+        arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);
     if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
       throw input_error(detail::key_path(origin, "decoder_sparse_step"),
                         "layouts mixing dense and MoE layers are not supported yet (need 1)");

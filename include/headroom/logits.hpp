@@ -43,7 +43,8 @@ struct logits_estimate {
   bytes backward{0};  ///< the peak during the loss backward (what forward kept, released as it goes)
   bytes kept{0};      ///< alive between forward and backward: saved tensors, labels, the loss
   bytes after{0};     ///< alive when its backward is done: the hidden-state gradient (and the head's)
-  bytes hidden_kept{0};  ///< the final hidden states, when the head keeps them for backward (on top of all four)
+  bytes hidden_kept{
+      0};  ///< the final hidden states, when the head keeps them for backward (on top of all four)
   [[nodiscard]] constexpr bytes forward_peak() const { return forward; }
   [[nodiscard]] constexpr bytes backward_peak() const { return backward; }
   [[nodiscard]] constexpr bytes peak() const {
@@ -144,14 +145,15 @@ inline constexpr std::uint64_t scalar_bytes = 4;  // a 0-dim fp32 loss value
 /// What every loss head needs, computed once.
 struct loss_context {
   std::uint64_t t, b, s, V, d;
-  std::uint64_t ab;     ///< logits dtype (the matmul's): 2 under bf16 or autocast, 4 in fp32
-  std::uint64_t hb;     ///< hidden-state dtype (the stream's): 4 under autocast
-  std::uint64_t wb;     ///< head weight dtype
+  std::uint64_t ab;  ///< logits dtype (the matmul's): 2 under bf16 or autocast, 4 in fp32
+  std::uint64_t hb;  ///< hidden-state dtype (the stream's): 4 under autocast
+  std::uint64_t wb;  ///< head weight dtype
   bool autocast, head_trains, softcap;
-  std::uint64_t rng;    ///< a checkpoint's stashed RNG state, when it is device memory (CPU only)
-  std::uint64_t py;     ///< a saved Python-float operand (CPU only)
+  std::uint64_t rng;  ///< a checkpoint's stashed RNG state, when it is device memory (CPU only)
+  std::uint64_t py;   ///< a saved Python-float operand (CPU only)
 };
-constexpr loss_context loss_context_of(const model_shape& m, const training_setup& s, const activation_config& c) {
+constexpr loss_context loss_context_of(const model_shape& m, const training_setup& s,
+                                       const activation_config& c) {
   const block_dtypes dt = dtypes_of(s);
   const bool cpu = s.runtime.device == device_kind::cpu;
   return {checked_mul(c.batch, c.seq_len, "tokens"),
@@ -258,7 +260,8 @@ constexpr void naive_loss(Out& out, const loss_context& k) {
   if (k.autocast) {  // the casts' backward: gradients back to the fp32 hidden states and weight
     if (k.head_trains) out.release("hidden states (bf16 cast)", hidden_cast);
     out.release("lm_head weight (bf16 cast)", weight_cast);
-    out.alloc("grad of hidden states (fp32)", act(t, k.d, fp32_bytes), "ToCopyBackward to fp32 hidden states");
+    out.alloc("grad of hidden states (fp32)", act(t, k.d, fp32_bytes),
+              "ToCopyBackward to fp32 hidden states");
     out.release("grad of hidden states", hidden_cast);
     if (k.head_trains) {
       out.alloc("head gradient (fp32)", act(k.V, k.d, fp32_bytes), "ToCopyBackward to the fp32 weight");
@@ -298,7 +301,8 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
     out.release("shifted hidden states", hidden);
     out.release("shifted labels", labels);
   }
-  out.alloc("loss scalars", bytes(index_bytes + 3 * scalar_bytes), "the valid count; correct, entropy, loss zeros");
+  out.alloc("loss scalars", bytes(index_bytes + 3 * scalar_bytes),
+            "the valid count; correct, entropy, loss zeros");
   // .float() copies 16-bit tensors and returns fp32 ones as they are.
   const bytes w32 = k.wb == fp32_bytes ? bytes(0) : act(k.V, k.d, fp32_bytes);
   const bool h_copies = k.hb != fp32_bytes;
@@ -366,7 +370,8 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
       out.alloc("grad of hidden chunk", act(n, k.d, k.hb), "ToCopyBackward to the hidden dtype");
       out.release("grad of fp32 hidden chunk", grad_h);
     }
-    out.alloc("grad of packed hidden states", hidden, "the chunk slice's backward: zeros of the packed shape");
+    out.alloc("grad of packed hidden states", hidden,
+              "the chunk slice's backward: zeros of the packed shape");
     out.release("grad of hidden chunk", act(n, k.d, k.hb));
     if (!first) {  // the engine adds each chunk's full-size gradient out of place
       out.alloc("gradient sum", hidden, "InputBuffer accumulation of the chunk gradients");
@@ -376,7 +381,8 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
   // Forward: the full chunks (each keeps its RNG state), then the tail; the last full chunk peaks.
   if (full > 1) {
     out.list(false);
-    out.alloc("checkpoint RNG states", bytes(checked_mul(full - 1, k.rng)), "the earlier chunks' stashed states");
+    out.alloc("checkpoint RNG states", bytes(checked_mul(full - 1, k.rng)),
+              "the earlier chunks' stashed states");
     out.list(true);
   }
   chunk_forward(c);
@@ -431,7 +437,8 @@ constexpr void torchtune_chunked_loss(Out& out, const loss_context& k, std::uint
   }
   out.alloc("logits chunks", logits, "the n lm_head outputs, held by the recipe until the loss is done");
   if (strided && k.head_trains)
-    out.alloc("hidden chunks", act(k.t, k.d, k.hb), "contiguous copies of the chunks, saved for the head gradient");
+    out.alloc("hidden chunks", act(k.t, k.d, k.hb),
+              "contiguous copies of the chunks, saved for the head gradient");
   if (strided) out.alloc("label chunks", labels, "each chunk's labels reshaped (copied), saved by nll_loss");
   out.alloc("loss scalars", bytes(index_bytes), "total_elements, the count of trained tokens");
   // Cross-entropy per chunk: the fp32 copy is one chunk at a time; each chunk's log-probabilities stay.
@@ -441,17 +448,19 @@ constexpr void torchtune_chunked_loss(Out& out, const loss_context& k, std::uint
     out.list(true);
     out.alloc("fp32 logits chunk", tile, "logits_chunk.float(), one chunk at a time");
     out.alloc("log-probabilities", tile, "the last chunk's log-softmax output");
-    out.alloc("loss scalars", bytes(checked_mul(n + 2, scalar_bytes)), "per chunk total_weight; the last sum; the total");
+    out.alloc("loss scalars", bytes(checked_mul(n + 2, scalar_bytes)),
+              "per chunk total_weight; the last sum; the total");
     out.release("fp32 logits chunk", tile);
   } else {
     out.alloc("log-probabilities", all_logp, "every chunk's log-softmax output");
-    out.alloc("loss scalars", bytes(checked_mul(n + 2, scalar_bytes)), "per chunk total_weight; the last sum; the total");
+    out.alloc("loss scalars", bytes(checked_mul(n + 2, scalar_bytes)),
+              "per chunk total_weight; the last sum; the total");
   }
   out.release("loss scalars", bytes(scalar_bytes));  // the running total, replaced by the division
   out.release("loss scalars", bytes(scalar_bytes));  // the last sum, added into the total
   out.alloc("loss scalars", bytes(scalar_bytes), "the divided loss");
   if (strided) out.release("shifted labels", labels);  // the recipe's labels die with _loss_step
-  out.release("logits chunks", logits);  // `del outputs` in the recipe, before backward
+  out.release("logits chunks", logits);                // `del outputs` in the recipe, before backward
   out.begin_backward();
   out.alloc("gradient scalars", bytes(scalar_bytes), "the seed gradient");
   // Every chunk's cross-entropy backward runs before any head backward (they were recorded later): the
@@ -483,7 +492,8 @@ constexpr void torchtune_chunked_loss(Out& out, const loss_context& k, std::uint
     if (strided && k.head_trains) out.release("hidden chunks", act(k.t - 2 * last, k.d, k.hb));
   }
   out.list(true);
-  out.alloc("grad of hidden states", act(k.t, k.d, k.hb), "the split's backward: zeros, then each chunk added");
+  out.alloc("grad of hidden states", act(k.t, k.d, k.hb),
+            "the split's backward: zeros, then each chunk added");
   out.release("grad of hidden chunks", act(k.t, k.d, k.hb));
   out.release("gradient scalars", bytes(scalar_bytes));
   out.release("loss scalars", bytes(index_bytes));
@@ -500,7 +510,8 @@ constexpr void liger_loss(Out& out, const loss_context& k) {
   out.alloc("logits tile", act(rows, k.V, k.ab), "chunk × V logits, overwritten in place by their gradient");
   if (k.head_trains) {  // grad_weight += mm(...).float() when the head gradient is not fp32
     out.alloc("head gradient product", head, "mm(grad_logitsᵀ, input) for the chunk");
-    if (k.wb < fp32_bytes) out.alloc("fp32 head gradient product", act(k.V, k.d, fp32_bytes), ".float() of it");
+    if (k.wb < fp32_bytes)
+      out.alloc("fp32 head gradient product", act(k.V, k.d, fp32_bytes), ".float() of it");
     if (k.wb < fp32_bytes) out.release("fp32 head gradient product", act(k.V, k.d, fp32_bytes));
     out.release("head gradient product", head);
   }
@@ -511,7 +522,8 @@ constexpr void liger_loss(Out& out, const loss_context& k) {
 /// Cut Cross-Entropy: logits tiles live on chip; only the log-sum-exp is stored.
 template <class Out>
 constexpr void cce_loss(Out& out, const loss_context& k) {
-  out.alloc("log-sum-exp", act(k.t, 1, fp32_bytes), "fp32 per token; logits tiles never leave on-chip memory");
+  out.alloc("log-sum-exp", act(k.t, 1, fp32_bytes),
+            "fp32 per token; logits tiles never leave on-chip memory");
   out.begin_backward();
   out.alloc("grad_input", act(k.t, k.d, k.ab), "(BT, H) input gradient");
   if (k.head_trains) out.alloc("grad_weight", act(k.V, k.d, k.wb), "(V, H) head gradient");
@@ -552,7 +564,8 @@ constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const trai
   // bf16 cast instead (in the timeline) or a chunked loss keeps copies (in the timeline); CCE keeps it to
   // recompute its tiles in backward.
   const loss_context k = loss_context_of(m, s, c);
-  const bool keeps = (l.impl == loss_impl::naive && k.head_trains && !k.autocast) || l.impl == loss_impl::fused_cce ||
+  const bool keeps = (l.impl == loss_impl::naive && k.head_trains && !k.autocast) ||
+                     l.impl == loss_impl::fused_cce ||
                      (l.impl == loss_impl::chunked_output && k.head_trains && k.b == 1);
   if (keeps) e.hidden_kept = act(k.t, k.d, k.hb);
   return e;

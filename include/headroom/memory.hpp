@@ -96,7 +96,8 @@ struct static_estimate {
   params trainable_params{0};     ///< what gets gradients and optimizer state
   std::uint64_t trainable_tensors = 0;  ///< trainable tensors (each with its own optimizer `step`)
   params largest_trainable{0};          ///< the largest trainable tensor
-  params for_loop_step{0};  ///< values a for-loop optimizer step holds at its worst tensor (for_loop_step_values)
+  params for_loop_step{
+      0};  ///< values a for-loop optimizer step holds at its worst tensor (for_loop_step_values)
   params_basis basis = params_basis::exact;
   qlora_layout layout = qlora_layout::not_applicable;
   bool optimizer_from_shapes = false;  ///< nominal run whose optimizer needed the real shapes
@@ -141,9 +142,9 @@ constexpr bytes per_param(params n, std::uint64_t b) { return bytes(checked_mul(
 
 /// Optimizer state of one trainable tensor in this setup (an adapter's in the adapter dtype).
 constexpr bytes tensor_state(const param_tensor& t, const training_setup& s, bool adapter = false) {
-  return optimizer_state_bytes(s.optimizer, t,
-                               adapter ? adapter_optimizer_param_bytes(s) : optimizer_param_bytes(s.precision),
-                               s.optim);
+  return optimizer_state_bytes(
+      s.optimizer, t, adapter ? adapter_optimizer_param_bytes(s) : optimizer_param_bytes(s.precision),
+      s.optim);
 }
 
 /// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
@@ -171,7 +172,8 @@ HEADROOM_NOINLINE constexpr bytes trainable_state_per_tensor(const model_shape& 
 /// A for-loop step (torch/optim/*.py _single_tensor_*) computes a tensor's `buffers` temporaries while the
 /// previous tensor's denominator is still bound to its Python variable: the worst tensor i holds
 /// buffers·n_i + n_(i−1) values, in model.parameters() order (visit_parameters_in_order).
-HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape& m, const training_setup& s) {
+HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape& m,
+                                                               const training_setup& s) {
   const std::uint64_t buffers = s.optimizer.buffers.per_tensor;
   if (buffers == 0) return 0;
   std::uint64_t previous = 0, worst = 0;
@@ -246,7 +248,9 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   }
   if (state_per_tensor) state = detail::trainable_state_per_tensor(spec.shape, s);
   const std::uint64_t for_loop =
-      resolved_impl(s.optimizer, s.optim.impl, s.runtime) == optimizer_impl::for_loop ? detail::for_loop_step_values(spec.shape, s) : 0;
+      resolved_impl(s.optimizer, s.optim.impl, s.runtime) == optimizer_impl::for_loop
+          ? detail::for_loop_step_values(spec.shape, s)
+          : 0;
   if (realistic_qlora) realistic_weights = detail::qlora_realistic_weights(spec.shape, s);
 
   const params priced = priced_on == params_basis::nominal ? params(spec.nominal_params) : params(model);
@@ -265,7 +269,9 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   }
   // One lumped tensor per kind of trainable value where that is exact (or, for nominal 8-bit full
   // fine-tuning, the course's W06 pricing with blocks amortised over N).
-  auto lumped = [](std::uint64_t n) { return param_tensor{module_name::q_proj, tensor_role::linear_weight, n, 0, 1}; };
+  auto lumped = [](std::uint64_t n) {
+    return param_tensor{module_name::q_proj, tensor_role::linear_weight, n, 0, 1};
+  };
   if (!state_per_tensor)
     state = full ? detail::tensor_state(lumped(trainable.count()), s)
                  : detail::tensor_state(lumped(adapters), s, true) + detail::tensor_state(lumped(saved), s);
@@ -277,24 +283,22 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       full ? detail::per_param(trainable, wb) : adapter_part + detail::per_param(params(saved), wb);
   bytes grads = trainable_bytes;
   if (s.grad_accum_buffer) grads += detail::per_param(trainable, detail::bf16_bytes);
-  const bytes master =
-      full ? detail::per_param(trainable, detail::master_bytes(s.precision))
-           : detail::per_param(params(adapters), detail::adapter_master_bytes(s)) +
-                 detail::per_param(params(saved), detail::master_bytes(s.precision));
+  const bytes master = full ? detail::per_param(trainable, detail::master_bytes(s.precision))
+                            : detail::per_param(params(adapters), detail::adapter_master_bytes(s)) +
+                                  detail::per_param(params(saved), detail::master_bytes(s.precision));
   // Built in one aggregate (no zero-fill first: GCC turns that into a slow `rep stos`).
-  return static_estimate{
-      params(model),
-      priced,
-      params(adapters),
-      params(saved),
-      trainable,
-      tensors,
-      params(largest),
-      params(for_loop),
-      priced_on,
-      layout,
-      full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
-      memory_buckets{weights, full ? bytes(0) : trainable_bytes, grads, master, state}};
+  return static_estimate{params(model),
+                         priced,
+                         params(adapters),
+                         params(saved),
+                         trainable,
+                         tensors,
+                         params(largest),
+                         params(for_loop),
+                         priced_on,
+                         layout,
+                         full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
+                         memory_buckets{weights, full ? bytes(0) : trainable_bytes, grads, master, state}};
 }
 
 /// Bucket names in output order, and a getter for each (one list for every printer).

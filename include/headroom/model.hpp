@@ -29,16 +29,17 @@ struct model_shape {
   bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
   bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
   bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
-  bool norm_scale_fp32 = false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
-  bool scaled_embeddings = false;         ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
-  bool attn_logit_softcapping = false;    ///< tanh soft-capping of the attention scores (Gemma-2)
-  bool final_logit_softcapping = false;   ///< tanh soft-capping of the logits (Gemma-2)
+  bool norm_scale_fp32 = false;    ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
+  bool scaled_embeddings = false;  ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
+  bool attn_logit_softcapping = false;   ///< tanh soft-capping of the attention scores (Gemma-2)
+  bool final_logit_softcapping = false;  ///< tanh soft-capping of the logits (Gemma-2)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
   std::uint64_t num_experts_per_tok = 0;              ///< experts each token is routed to, e.g. 8
   std::uint64_t moe_intermediate_size = 0;            ///< width of one routed expert, e.g. 768
   std::uint64_t shared_expert_intermediate_size = 0;  ///< always-on shared expert (Qwen2-MoE), 0 = none
-  bool norm_topk_prob = false;  ///< top-k routing weights renormalised to sum 1 (Mixtral always; Qwen3-MoE key)
+  bool norm_topk_prob =
+      false;  ///< top-k routing weights renormalised to sum 1 (Mixtral always; Qwen3-MoE key)
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -208,7 +209,8 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
 /// which is the order of model.parameters() and so of a for-loop optimizer: embed_tokens; per layer
 /// self_attn (q, k, v or qkv, o, then q_norm, k_norm), mlp (router, then each expert's gate, up, down;
 /// or the dense gate, up, down), the layer norms; then the final norm and lm_head. Biases follow their
-/// weight. Source: the __init__ of LlamaDecoderLayer, Qwen3Attention, Qwen3MoeSparseMoeBlock, Gemma2DecoderLayer.
+/// weight. Source: the __init__ of LlamaDecoderLayer, Qwen3Attention, Qwen3MoeSparseMoeBlock,
+/// Gemma2DecoderLayer.
 template <class Visit>
 constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
   validate(m);

@@ -43,14 +43,15 @@ struct optimizer_info {
   std::string_view name;
   std::uint8_t states = 0;  ///< full-size state tensors per parameter (AdamW: m and v = 2)
   state_storage storage = state_storage::param_dtype;
-  bool factored = false;       ///< Adafactor: a rows+cols second moment per matrix, no m
-  bool muon = false;           ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
-  bool kahan_16bit = false;    ///< StableAdamW: + a Kahan buffer when params are 16-bit
-  bool paged = false;          ///< state in CUDA unified memory (bitsandbytes paged_*)
-  std::string_view source;     ///< where the layout was read
-  step_buffers buffers{};      ///< the step's temporaries (torch.optim implementations)
-  std::uint8_t step_bytes = 0;  ///< a per-tensor `step` kept as a tensor: 4 (fp32 scalar) in torch Adam(W)/Adagrad
-  bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
+  bool factored = false;     ///< Adafactor: a rows+cols second moment per matrix, no m
+  bool muon = false;         ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
+  bool kahan_16bit = false;  ///< StableAdamW: + a Kahan buffer when params are 16-bit
+  bool paged = false;        ///< state in CUDA unified memory (bitsandbytes paged_*)
+  std::string_view source;   ///< where the layout was read
+  step_buffers buffers{};    ///< the step's temporaries (torch.optim implementations)
+  std::uint8_t step_bytes =
+      0;  ///< a per-tensor `step` kept as a tensor: 4 (fp32 scalar) in torch Adam(W)/Adagrad
+  bool torch_optim = false;  ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
@@ -58,8 +59,8 @@ inline constexpr std::string_view src_bnb = "bitsandbytes/optim/optimizer.py ini
 
 /// The catalogue. The first ten are the course's; aliases map to the same layout.
 inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
-    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, adam_buffers, 4,
-     true},
+    {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, adam_buffers,
+     4, true},
     {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam,
      adam_buffers, 4, true},
     {"adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
@@ -70,16 +71,25 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
      "transformers optimization.py Adafactor (beta1=None: no first moment)"},
     {"lion_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
-    {"sgd", 0, state_storage::param_dtype, false, false, false, false,
-     "torch/optim/sgd.py: momentum_buffer only with momentum > 0 (transformers passes none)", {}, 0, true},
+    {"sgd",
+     0,
+     state_storage::param_dtype,
+     false,
+     false,
+     false,
+     false,
+     "torch/optim/sgd.py: momentum_buffer only with momentum > 0 (transformers passes none)",
+     {},
+     0,
+     true},
     {"muon", 1, state_storage::param_dtype, false, true, false, false,
      "torch.optim.Muon; embeddings, head, norms and biases on AdamW"},
     {"adamw_hf", 2, state_storage::param_dtype, false, false, false, false,
      "transformers 4.x legacy alias, treated as adamw_torch", adam_buffers, 4, true},
     {"paged_lion_32bit", 1, state_storage::fp32, false, false, false, true, src_bnb},
     {"paged_lion_8bit", 1, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
-    {"adagrad", 1, state_storage::param_dtype, false, false, false, false, "torch/optim/adagrad.py sum + step",
-     adagrad_buffers, 4, true},
+    {"adagrad", 1, state_storage::param_dtype, false, false, false, false,
+     "torch/optim/adagrad.py sum + step", adagrad_buffers, 4, true},
     {"rmsprop", 1, state_storage::param_dtype, false, false, false, false,
      "torch/optim/rmsprop.py square_avg (step is a Python int)", rmsprop_buffers, 0, true},
     {"rmsprop_bnb", 1, state_storage::fp32, false, false, false, false, src_bnb},
@@ -110,10 +120,11 @@ enum class optimizer_impl : std::uint8_t {
   foreach,    ///< _multi_tensor_*: every parameter at once
   fused,      ///< _fused_adamw: one kernel, no temporaries (CUDA)
 };
-inline constexpr std::array<named<optimizer_impl>, 4> optimizer_impl_names{{{"auto", optimizer_impl::automatic},
-                                                                             {"for-loop", optimizer_impl::for_loop},
-                                                                             {"foreach", optimizer_impl::foreach},
-                                                                             {"fused", optimizer_impl::fused}}};
+inline constexpr std::array<named<optimizer_impl>, 4> optimizer_impl_names{
+    {{"auto", optimizer_impl::automatic},
+     {"for-loop", optimizer_impl::for_loop},
+     {"foreach", optimizer_impl::foreach},
+     {"fused", optimizer_impl::fused}}};
 
 /// Knobs of the 8-bit optimizers (bitsandbytes Optimizer2State defaults).
 struct optimizer_options {
@@ -198,7 +209,8 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
 /// _default_to_fused_or_foreach: foreach only when every parameter is a CUDA tensor, from 2.0 on).
 [[nodiscard]] constexpr optimizer_impl resolved_impl(const optimizer_info& opt, optimizer_impl impl,
                                                      const runtime_config& r) {
-  if (!opt.torch_optim) return optimizer_impl::fused;  // bitsandbytes and friends: per-tensor kernels in place
+  if (!opt.torch_optim)
+    return optimizer_impl::fused;  // bitsandbytes and friends: per-tensor kernels in place
   if (impl != optimizer_impl::automatic) return impl;
   if (opt.name == "adamw_torch_fused") return optimizer_impl::fused;
   const bool foreach_default = r.device == device_kind::cuda && r.torch == torch_generation::v2;
@@ -234,7 +246,8 @@ inline constexpr std::uint64_t record_function_handle_bytes = 292;
 }  // namespace detail
 
 /// The step's temporaries plus its bookkeeping, in bytes, given the temporaries in bytes.
-[[nodiscard]] constexpr std::uint64_t step_bytes_with_bookkeeping(std::uint64_t temporaries, std::uint64_t state_bytes,
+[[nodiscard]] constexpr std::uint64_t step_bytes_with_bookkeeping(std::uint64_t temporaries,
+                                                                  std::uint64_t state_bytes,
                                                                   const runtime_config& r) {
   if (r.device != device_kind::cpu) return temporaries;
   const std::uint64_t during =

@@ -66,11 +66,12 @@ struct training_estimate {
 namespace detail {
 /// The optimizer step's own temporaries (optimizer.hpp step_temporary_values), in the state dtype.
 constexpr bytes step_temporaries(const static_estimate& st, const training_setup& s) {
-  const std::uint64_t state_bytes =
-      s.method == training_method::full ? optimizer_param_bytes(s.precision) : adapter_optimizer_param_bytes(s);
-  const bytes temps = per_param(params(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
-                                                             st.trainable_params.count(), st.for_loop_step.count())),
-                                state_bytes);
+  const std::uint64_t state_bytes = s.method == training_method::full ? optimizer_param_bytes(s.precision)
+                                                                      : adapter_optimizer_param_bytes(s);
+  const bytes temps =
+      per_param(params(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
+                                             st.trainable_params.count(), st.for_loop_step.count())),
+                state_bytes);
   return bytes(step_bytes_with_bookkeeping(temps.count(), state_bytes, s.runtime));
 }
 }  // namespace detail
@@ -151,11 +152,12 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     const bytes layer_grads = minus(st.grads, detail::non_layer_grads(spec.shape, r.setup));
     before_first_layer = minus(layer_grads, detail::div_up(layer_grads, spec.shape.num_hidden_layers));
   }
-  const bool recompute_last = acts.recompute.count() != 0 &&
-                              before_first_layer + acts.recompute + hidden > st.grads + embedding;
-  const varying backward_end = recompute_last
-                                   ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, gathered}
-                                   : varying{st.grads, acts.retained, loss_scalars, gathered + embedding};
+  const bool recompute_last =
+      acts.recompute.count() != 0 && before_first_layer + acts.recompute + hidden > st.grads + embedding;
+  const varying backward_end =
+      recompute_last
+          ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, gathered}
+          : varying{st.grads, acts.retained, loss_scalars, gathered + embedding};
   // optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the
   // graph is gone, the loss value stays)
   const varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
@@ -187,7 +189,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       head,
       over,
       memory_buckets{st.weights, st.adapter_weights, most(&varying::grads), st.master, st.optimizer,
-                     most(&varying::activations), most(&varying::logits), most(&varying::temporaries), overhead},
+                     most(&varying::activations), most(&varying::logits), most(&varying::temporaries),
+                     overhead},
       {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
       static_cast<step_phase>(peak),
       r.setup.optimizer.paged};

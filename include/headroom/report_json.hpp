@@ -40,7 +40,8 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["precision"] = choice_name(precision_names, s.precision);
   j["optimizer"] = s.optimizer.name;
   j["optimizer_block_size"] = s.optim.block_size;
-  j["optimizer_impl"] = choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
+  j["optimizer_impl"] =
+      choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
   j["device"] = choice_name(device_names, s.runtime.device);
   j["torch"] = choice_name(torch_names, s.runtime.torch);
   j["adapter_dtype"] = choice_name(adapter_precision_names, s.lora.dtype);

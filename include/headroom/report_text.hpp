@@ -39,8 +39,8 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
                      s.lora.dropout > 0 ? fmt::format(", lora_dropout {}", s.lora.dropout) : std::string()));
   if (s.runtime.device != device_kind::cuda || s.runtime.torch != torch_generation::v2 ||
       s.optim.impl != optimizer_impl::automatic)
-    line(fmt::format("runtime    {} kernels, torch {}, optimizer step {}", choice_name(device_names, s.runtime.device),
-                     choice_name(torch_names, s.runtime.torch),
+    line(fmt::format("runtime    {} kernels, torch {}, optimizer step {}",
+                     choice_name(device_names, s.runtime.device), choice_name(torch_names, s.runtime.torch),
                      choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime))));
   line(fmt::format("priced on  {} = {} parameters",
                    e.basis == params_basis::nominal ? "nominal N" : "exact N",
@@ -223,9 +223,10 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                        t.reason));
   for (const activation_term& t : acts.model_level)
     line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
-  line(fmt::format("  logits   loss {}: forward peak {}, kept {}, backward peak {} (docs/logits.md); in order:",
-                   choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()), gb(e.logits.kept),
-                   gb(e.logits.backward_peak())));
+  line(fmt::format(
+      "  logits   loss {}: forward peak {}, kept {}, backward peak {} (docs/logits.md); in order:",
+      choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()), gb(e.logits.kept),
+      gb(e.logits.backward_peak())));
   for (const loss_event& ev : logits_inventory(m, s, a, r.loss))
     line(fmt::format("      {:<8} {} {:<30} {:>16} B  {}", ev.backward ? "backward" : "forward",
                      ev.release ? "-" : "+", ev.name, with_commas(ev.amount.count()), ev.reason));

@@ -173,9 +173,10 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       static_cast<double>(b.grads.count()) + 2.0 * static_cast<double>((b.master + b.optimizer).count()) +
       static_cast<double>((s.method == training_method::full ? b.weights : b.adapter_weights).count());
   // The step's temporaries are written and read once (fp32 state values).
-  update_bytes += 2.0 * 4 *
-                  static_cast<double>(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
-                                                            st.trainable_params.count(), st.for_loop_step.count()));
+  update_bytes +=
+      2.0 * 4 *
+      static_cast<double>(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
+                                                st.trainable_params.count(), st.for_loop_step.count()));
   p.optimizer = roof.time(0, update_bytes);
 
   throughput_estimate e;

@@ -203,8 +203,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     }
     r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
     r.setup.lora.dropout = detail::args_number(*peft, "lora_dropout", po, 0.0);  // LoraConfig default 0.0
-    if (!(r.setup.lora.dropout < 1.0))
-      throw input_error(po + "/lora_dropout", "must be in [0, 1)");
+    if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
     if (r.setup.lora.use_dora)
       a.notes.emplace_back(
           "DoRA: magnitude vectors are counted; the weight-sized temporaries its forward builds are not");
