@@ -306,39 +306,35 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
   // .float() copies 16-bit tensors and returns fp32 ones as they are.
   const bytes w32 = k.wb == fp32_bytes ? bytes(0) : act(k.V, k.d, fp32_bytes);
   const bool h_copies = k.hb != fp32_bytes;
-  // One chunk's forward under the checkpoint: nothing is saved, everything is freed.
-  auto chunk_forward = [&](std::uint64_t n) {
+  // _chunk itself: h.float(), w.float(), the logits, log_softmax and the entropy tiles. Under the
+  // checkpoint's forward nothing is saved; when backward recomputes it, w.float() and log_p stay (and
+  // h.float() for a trained head).
+  auto run_chunk = [&](std::uint64_t n, bool recomputing) {
     const bytes tile = act(n, k.V, fp32_bytes), h32 = h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
-    out.alloc("checkpoint RNG state", bytes(k.rng), "torch.get_rng_state() stashed per checkpoint (CPU)");
     out.alloc("fp32 hidden chunk", h32, "h.float()");
     out.alloc("fp32 head copy", w32, "w.float(): the whole head upcast for every chunk");
     out.alloc("fp32 logits tile", tile, "h.float() @ w.float().t()");
-    out.release("fp32 hidden chunk", h32);
-    out.release("fp32 head copy", w32);
-    out.alloc("log-probabilities tile", tile, "log_softmax");
+    if (!(recomputing && k.head_trains)) out.release("fp32 hidden chunk", h32);
+    if (!recomputing) out.release("fp32 head copy", w32);
+    out.alloc("log-probabilities tile", tile, "log_softmax, saved by nll_loss");
     out.alloc("exp tile", tile, "log_p.exp() for the entropy statistic");
     out.alloc("exp · log-p tile", tile, "the entropy product");
     out.release("exp · log-p tile", tile);
     out.release("exp tile", tile);
-    out.release("log-probabilities tile", tile);
+    if (!recomputing) out.release("log-probabilities tile", tile);
     out.release("fp32 logits tile", tile);
   };
-  // One chunk's backward: the recomputation keeps w.float() and log_p (and h.float() for a trained
-  // head), then nll_loss and log_softmax backward, the matmul's, and the packed-hidden gradient.
+  auto chunk_forward = [&](std::uint64_t n) {
+    out.alloc("checkpoint RNG state", bytes(k.rng), "torch.get_rng_state() stashed per checkpoint (CPU)");
+    run_chunk(n, false);
+  };
+  // One chunk's backward: the recomputation, then nll_loss and log_softmax backward, the matmul's, and
+  // the packed-hidden gradient.
   auto chunk_backward = [&](std::uint64_t n, bool first) {
     const bytes tile = act(n, k.V, fp32_bytes), h32 = h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
     const bytes grad_h = act(n, k.d, fp32_bytes);
     out.alloc("RNG state fork", bytes(k.rng), "torch.random.fork_rng around the recomputation (CPU)");
-    out.alloc("fp32 hidden chunk", h32, "recomputed h.float()");
-    out.alloc("fp32 head copy", w32, "recomputed w.float(), saved by the matmul");
-    out.alloc("fp32 logits tile", tile, "recomputed logits");
-    if (!k.head_trains) out.release("fp32 hidden chunk", h32);  // saved only for the head's gradient
-    out.alloc("log-probabilities tile", tile, "recomputed, saved by nll_loss");
-    out.alloc("exp tile", tile, "recomputed entropy statistic");
-    out.alloc("exp · log-p tile", tile, "recomputed entropy product");
-    out.release("exp · log-p tile", tile);
-    out.release("exp tile", tile);
-    out.release("fp32 logits tile", tile);
+    run_chunk(n, true);
     out.release("RNG state fork", bytes(k.rng));
     out.alloc("grad of log-probabilities", tile, "nll_loss backward");
     out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
