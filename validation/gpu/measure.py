@@ -1,15 +1,19 @@
 #!/usr/bin/env python3
-"""Measure real training steps on one GPU: peak memory and tokens/s over a grid of configurations.
+"""Measure real training steps on one GPU: peak memory per phase and tokens/s over a grid of configurations.
 
 Runs on the GPU machine (torch, transformers and peft installed; nothing is downloaded): decoder models are
-built from config dictionaries with random weights, each configuration runs two warm-up steps (forward,
-backward, optimizer step) and then measured steps, and one CSV row is written (and flushed) per
-configuration, so a run cut short still leaves rows. Configurations that cannot fit the card are recorded
-as skipped with the reason.
+built from config dictionaries with random weights. Each configuration runs two warm-up steps (forward,
+backward, optimizer step) and then measured steps; one CSV row is written and flushed per configuration, so
+a run cut short still leaves rows. Configurations that cannot fit are recorded as skipped with the reason.
 
-    python3 validation/gpu/measure.py --out validation/gpu/measurements.csv --deadline-s 480
+    python3 validation/gpu/measure.py --out "$OUT/measurements.csv" --deadline-s 420
+    /usr/bin/python3 validation/gpu/measure.py --dry-run --out /tmp/gpu-grid.csv    # CPU: the grid and the CSV
 
-Each row carries every configuration column headroom's estimate needs, so a test can recompute it.
+The mechanisms the CPU ground truth (validation/torch) cannot see come first in the grid: FlashAttention and
+the memory-efficient SDPA kernel against eager and the math path, fused against foreach and for-loop AdamW, the
+optimizer stepped inside backward, torch.compile, adapters in fp32 against bf16, TRL's and torchtune's
+chunked losses (the CPU harness's own implementations, validation/torch/harness/modules.py), and the CUDA
+caching allocator's reserved memory.
 """
 import argparse
 import csv
@@ -20,6 +24,9 @@ import sys
 import time
 
 import torch
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+sys.path.insert(0, os.path.join(HERE, "..", "torch"))
 
 # Shapes from ../shared/reference/model-configs.md (the published config.json values).
 MODELS = {
@@ -37,31 +44,60 @@ MODELS = {
                               tie_word_embeddings=False, max_position_embeddings=131072, rope_theta=500000.0),
 }
 
-COLUMNS = ["model", "method", "precision", "optimizer", "lora_rank", "lora_targets", "batch", "seq_len",
-           "checkpointing", "attention", "loss", "status", "reason", "max_memory_allocated", "max_memory_reserved",
-           "allocated_after_init", "allocated_after_step", "tokens_per_second", "params", "gpu_name", "driver",
-           "torch", "transformers", "peft"]
+CONFIG_COLUMNS = ["id", "model", "method", "precision", "adapter_dtype", "optimizer", "optimizer_impl",
+                  "optimizer_in_backward", "compile", "lora_rank", "lora_targets", "batch", "seq_len",
+                  "checkpointing", "attention", "loss", "loss_chunk"]
+MEASURED_COLUMNS = ["status", "reason", "params", "trainable_params", "allocated_after_init",
+                    "allocated_after_forward", "allocated_after_backward", "allocated_after_step",
+                    "forward_peak_allocated", "backward_peak_allocated", "step_peak_allocated",
+                    "max_memory_allocated", "max_memory_reserved", "tokens_per_second", "seconds",
+                    "gpu_name", "driver", "torch", "transformers", "peft"]
+COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
+
+# attention: transformers' attn_implementation, or SDPA with one backend forced (torch.nn.attention).
+ATTENTION = {"eager": ("eager", None), "sdpa": ("sdpa", None), "sdpa-flash": ("sdpa", "FLASH_ATTENTION"),
+             "sdpa-efficient": ("sdpa", "EFFICIENT_ATTENTION"), "sdpa-math": ("sdpa", "MATH")}
+
+BASE = dict(method="lora", precision="bf16-pure", adapter_dtype="fp32", optimizer="adamw", optimizer_impl="fused",
+            optimizer_in_backward=0, compile=0, lora_rank=16, lora_targets="all-linear", batch=1, seq_len=2048,
+            checkpointing="full", attention="sdpa", loss="hf", loss_chunk="")
 
 
 def grid():
-    """One factor at a time around a base point per model, so every row is attributable (>= 40 rows)."""
-    base = dict(method="lora", precision="bf16-pure", optimizer="adamw_torch_fused", lora_rank=16,
-                lora_targets="all-linear", batch=1, seq_len=2048, checkpointing="full", attention="sdpa", loss="naive")
+    """Most informative first: one base row per model, then one factor at a time on the small models, the
+    mechanisms the CPU cannot measure before the ones it already checks (>= 40 rows)."""
     rows = []
-    for model in MODELS:
-        rows.append(dict(base, model=model))
-        for batch in (2, 4):
-            rows.append(dict(base, model=model, batch=batch))
-        for seq_len in (512, 8192):
-            rows.append(dict(base, model=model, seq_len=seq_len))
-        rows.append(dict(base, model=model, checkpointing="none"))
-        rows.append(dict(base, model=model, attention="eager"))
-        rows.append(dict(base, model=model, lora_targets="q_proj,v_proj"))
-        rows.append(dict(base, model=model, loss="chunked"))
-        rows.append(dict(base, model=model, method="full", precision="fp32-autocast"))
-        rows.append(dict(base, model=model, method="full", precision="bf16-pure"))
-        rows.append(dict(base, model=model, method="full", precision="bf16-pure", optimizer="adafactor"))
-        rows.append(dict(base, model=model, method="full", precision="bf16-pure", optimizer="sgd"))
+
+    def add(model, **kw):
+        rows.append(dict(BASE, model=model, **kw))
+
+    for model in MODELS:  # PEFT's defaults: fp32 adapters on a bf16 base, fused AdamW, checkpointing
+        add(model)
+    full = dict(method="full", lora_rank="", lora_targets="", adapter_dtype="")
+    for model in ("qwen3-1.7b", "llama-3.2-1b-like"):
+        add(model, checkpointing="none")
+        for attention in ("sdpa-flash", "sdpa-efficient", "eager", "sdpa-math"):
+            add(model, attention=attention, checkpointing="none")
+        add(model, **full)
+        for impl in ("foreach", "for_loop"):
+            add(model, optimizer_impl=impl, **full)
+        add(model, optimizer_in_backward=1, **full)
+        add(model, adapter_dtype="bf16")
+        add(model, loss="trl_chunked", loss_chunk=256)
+        add(model, loss="torchtune_chunked", loss_chunk=8)
+        add(model, precision="fp32-autocast", **full)
+        add(model, checkpointing="none", **full)
+        add(model, batch=4)
+        add(model, seq_len=8192)
+        add(model, lora_targets="q_proj,v_proj")
+        add(model, compile=1, checkpointing="none")
+    for model in ("qwen3-4b", "llama-3.1-8b-like"):
+        add(model, **full)
+        add(model, checkpointing="none")
+        add(model, attention="sdpa-flash", seq_len=8192)
+        add(model, loss="trl_chunked", loss_chunk=256, seq_len=8192)
+    for i, row in enumerate(rows):
+        row["id"] = f"gpu-{i:03d}"
     return rows
 
 
@@ -90,94 +126,124 @@ def build_model(cfg):
     config = AutoConfig.for_model(model_type, **shape)
     config.use_cache = False
     dtype = torch.float32 if cfg["precision"] == "fp32-autocast" else torch.bfloat16
-    attn = "eager" if cfg["attention"] == "eager" else "sdpa"
+    attn = ATTENTION[cfg["attention"]][0]
     torch.manual_seed(0)
     with torch.device("cuda"):
         try:  # transformers v5 names the argument dtype; v4 torch_dtype
             model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn)
         except TypeError:
             model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype, attn_implementation=attn)
-    if cfg["checkpointing"] == "full":
-        model.gradient_checkpointing_enable(gradient_checkpointing_kwargs={"use_reentrant": False})
+    if cfg["checkpointing"] == "full":  # transformers' default kwargs: use_reentrant=True
+        model.gradient_checkpointing_enable()
     if cfg["method"] == "lora":
         from peft import LoraConfig, get_peft_model
         targets = "all-linear" if cfg["lora_targets"] == "all-linear" else cfg["lora_targets"].split(",")
-        model = get_peft_model(model, LoraConfig(r=cfg["lora_rank"], lora_alpha=2 * cfg["lora_rank"],
-                                                 target_modules=targets, lora_dropout=0.0))
+        model = get_peft_model(model, LoraConfig(r=int(cfg["lora_rank"]), lora_alpha=2 * int(cfg["lora_rank"]),
+                                                 target_modules=targets, lora_dropout=0.0),
+                               autocast_adapter_dtype=cfg["adapter_dtype"] == "fp32")
         if cfg["checkpointing"] == "full":
             model.enable_input_require_grads()
     model.train()
     return model
 
 
-def build_optimizer(cfg, model):
-    params = [p for p in model.parameters() if p.requires_grad]
-    if cfg["optimizer"] == "adamw_torch_fused":
-        return torch.optim.AdamW(params, lr=1e-5, fused=True)
-    if cfg["optimizer"] == "sgd":
-        return torch.optim.SGD(params, lr=1e-5)
-    if cfg["optimizer"] == "adafactor":
-        from transformers.optimization import Adafactor
-        return Adafactor(params, lr=1e-5, scale_parameter=False, relative_step=False)
-    raise ValueError(cfg["optimizer"])
+def build_optimizer(cfg, params):
+    impl = cfg["optimizer_impl"]
+    kwargs = dict(lr=1e-5, fused=impl == "fused", foreach=impl == "foreach")
+    if cfg["optimizer_in_backward"]:
+        # torchtune optimizer_in_bwd / PyTorch's pattern: one optimizer per parameter, stepped by the
+        # post-accumulate-grad hook, the gradient freed right after.
+        optimizers = {p: torch.optim.AdamW([p], **kwargs) for p in params}
+
+        def hook(p):
+            optimizers[p].step()
+            optimizers[p].zero_grad(set_to_none=True)
+
+        for p in params:
+            p.register_post_accumulate_grad_hook(hook)
+        return None
+    return torch.optim.AdamW(params, **kwargs)
 
 
-def chunked_loss(model, hidden, labels, chunk=256):
-    """Cross-entropy over chunks of tokens with the head recomputed per chunk (like TRL's chunked_nll)."""
-    head = model.get_output_embeddings()
-    flat_h, flat_y = hidden[:, :-1].reshape(-1, hidden.size(-1)), labels[:, 1:].reshape(-1)
-    total = hidden.new_zeros((), dtype=torch.float32)
-    for start in range(0, flat_y.numel(), chunk):
-        h = flat_h[start:start + chunk]
-        y = flat_y[start:start + chunk]
-
-        def piece(h_, y_=y):
-            logits = torch.nn.functional.linear(h_.float(), head.weight.float())
-            return torch.nn.functional.cross_entropy(logits, y_, reduction="sum")
-
-        total = total + torch.utils.checkpoint.checkpoint(piece, h, use_reentrant=False)
-    return total / flat_y.numel()
+def forward_loss(cfg, model, batch, num_items):
+    """Trainer.compute_loss: the loss the row names; only the loss survives."""
+    from harness import modules  # the CPU harness's TRL and torchtune losses
+    if cfg["loss"] == "hf":
+        return model(input_ids=batch, labels=batch, num_items_in_batch=num_items).loss
+    base = model.get_base_model() if hasattr(model, "get_base_model") else model
+    inner = getattr(base, "_orig_mod", base)
+    hidden = inner.model(input_ids=batch).last_hidden_state
+    if cfg["loss"] == "trl_chunked":
+        return modules.trl_chunked_loss(hidden, inner.lm_head.weight, batch, int(cfg["loss_chunk"]), num_items)
+    return modules.torchtune_chunked_loss(inner, hidden, batch, int(cfg["loss_chunk"]))
 
 
-def step(cfg, model, optimizer, batch):
+def attention_context(cfg):
+    backend = ATTENTION[cfg["attention"]][1]
+    if backend is None:
+        import contextlib
+        return contextlib.nullcontext()
+    from torch.nn.attention import SDPBackend, sdpa_kernel
+    return sdpa_kernel(getattr(SDPBackend, backend))
+
+
+def one_step(cfg, model, optimizer, batch, num_items, row=None):
+    """One training step; with `row`, the allocated bytes and the peak of each phase are recorded."""
     autocast = cfg["precision"] == "fp32-autocast"
-    with torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-        if cfg["loss"] == "chunked":
-            base = model.get_base_model() if hasattr(model, "get_base_model") else model
-            hidden = base.model(input_ids=batch).last_hidden_state
-            loss = chunked_loss(base, hidden, batch)
-        else:
-            loss = model(input_ids=batch, labels=batch).loss
+
+    def phase(name):
+        if row is not None:
+            torch.cuda.synchronize()
+            row[f"allocated_after_{name}"] = torch.cuda.memory_allocated()
+            row[f"{name}_peak_allocated"] = torch.cuda.max_memory_allocated()
+            torch.cuda.reset_peak_memory_stats()
+
+    with attention_context(cfg), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+        loss = forward_loss(cfg, model, batch, num_items)
+    phase("forward")
     loss.backward()
-    optimizer.step()
-    optimizer.zero_grad(set_to_none=True)
+    loss = loss.detach()
+    phase("backward")
+    if optimizer is not None:
+        optimizer.step()
+        optimizer.zero_grad(set_to_none=True)
+    phase("step")
 
 
 def measure(cfg, info, measured_steps=2):
     row = dict(cfg, **info, status="ok", reason="")
+    model = optimizer = batch = None
     torch.cuda.empty_cache()
     torch.cuda.reset_peak_memory_stats()
+    began = time.perf_counter()
     try:
         model = build_model(cfg)
+        params = [p for p in model.parameters() if p.requires_grad]
         row["params"] = sum(p.numel() for p in model.parameters())
+        row["trainable_params"] = sum(p.numel() for p in params)
         torch.cuda.synchronize()
         row["allocated_after_init"] = torch.cuda.memory_allocated()
-        optimizer = build_optimizer(cfg, model)
+        optimizer = build_optimizer(cfg, params)
+        if cfg["compile"]:
+            model = torch.compile(model)
         vocab = MODELS[cfg["model"]]["vocab_size"]
-        batch = torch.randint(0, vocab, (cfg["batch"], cfg["seq_len"]), device="cuda")
-        for _ in range(2):  # warm-up: allocates the optimizer state and the kernels' workspaces
-            step(cfg, model, optimizer, batch)
+        batch = torch.randint(0, vocab, (int(cfg["batch"]), int(cfg["seq_len"])), device="cuda")
+        num_items = (batch[..., 1:] != -100).sum()
+        for _ in range(2):  # warm-up: the optimizer state, the kernels' workspaces, compilation
+            one_step(cfg, model, optimizer, batch, num_items)
         torch.cuda.synchronize()
         torch.cuda.reset_peak_memory_stats()
         start = time.perf_counter()
-        for _ in range(measured_steps):
-            step(cfg, model, optimizer, batch)
+        for _ in range(measured_steps - 1):
+            one_step(cfg, model, optimizer, batch, num_items)
+        measured = {}
+        one_step(cfg, model, optimizer, batch, num_items, row=measured)  # the last step, phase by phase
         torch.cuda.synchronize()
         elapsed = time.perf_counter() - start
-        row["allocated_after_step"] = torch.cuda.memory_allocated()
-        row["max_memory_allocated"] = torch.cuda.max_memory_allocated()
+        row.update(measured)
+        row["max_memory_allocated"] = max(measured[k] for k in measured if k.endswith("_peak_allocated"))
         row["max_memory_reserved"] = torch.cuda.max_memory_reserved()
-        row["tokens_per_second"] = measured_steps * cfg["batch"] * cfg["seq_len"] / elapsed
+        row["tokens_per_second"] = measured_steps * int(cfg["batch"]) * int(cfg["seq_len"]) / elapsed
     except torch.cuda.OutOfMemoryError as e:
         row.update(status="skipped", reason="out of memory: " + str(e).split("\n")[0][:200])
     except Exception as e:  # noqa: BLE001 - a failing configuration is recorded, not fatal
@@ -186,20 +252,47 @@ def measure(cfg, info, measured_steps=2):
         model = optimizer = batch = None  # noqa: F841 - drop references before the next run
         gc.collect()
         torch.cuda.empty_cache()
+    row["seconds"] = round(time.perf_counter() - began, 1)
     return row
+
+
+def dry_run(out):
+    """Checks the grid and the CSV writer without a GPU: every row, every column, written and read back."""
+    rows = grid()
+    assert len(rows) >= 40, len(rows)
+    assert len({r["id"] for r in rows}) == len(rows)
+    with open(out, "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="raise")
+        writer.writeheader()
+        for cfg in rows:
+            assert set(cfg) <= set(CONFIG_COLUMNS), set(cfg) - set(CONFIG_COLUMNS)
+            assert cfg["attention"] in ATTENTION and cfg["model"] in MODELS
+            writer.writerow(dict(cfg, status="dry-run", reason="no GPU: configuration only"))
+    with open(out, newline="") as f:
+        back = list(csv.DictReader(f))
+    assert [r["id"] for r in back] == [r["id"] for r in rows]
+    assert all(r["status"] == "dry-run" for r in back)
+    from harness import modules  # the losses the GPU rows borrow import on this machine too
+    assert callable(modules.trl_chunked_loss) and callable(modules.torchtune_chunked_loss)
+    print(f"dry run: {len(rows)} configurations, {len(COLUMNS)} columns -> {out}")
 
 
 def main():
     parser = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     parser.add_argument("--out", default="validation/gpu/measurements.csv")
-    parser.add_argument("--deadline-s", type=float, default=480.0, help="stop starting new runs after this")
-    parser.add_argument("--only", default="", help="comma list of model names to run")
+    parser.add_argument("--deadline-s", type=float, default=420.0, help="stop starting new runs after this")
+    parser.add_argument("--only", default="", help="comma list of row ids or model names to run")
+    parser.add_argument("--dry-run", action="store_true", help="no GPU: check the grid and the CSV writer")
     args = parser.parse_args()
+    if args.dry_run:
+        dry_run(args.out)
+        return
     if not torch.cuda.is_available():
-        sys.exit("no CUDA device: run this on the GPU machine")
+        sys.exit("no CUDA device: run this on the GPU machine (or --dry-run)")
     info = versions()
     start = time.monotonic()
-    configs = [c for c in grid() if not args.only or c["model"] in args.only.split(",")]
+    wanted = set(args.only.split(",")) if args.only else None
+    configs = [c for c in grid() if wanted is None or c["id"] in wanted or c["model"] in wanted]
     os.makedirs(os.path.dirname(os.path.abspath(args.out)), exist_ok=True)
     with open(args.out, "w", newline="") as f:
         writer = csv.DictWriter(f, fieldnames=COLUMNS, extrasaction="ignore")
@@ -213,9 +306,9 @@ def main():
             writer.writerow(row)
             f.flush()
             peak = row.get("max_memory_allocated") or math.nan
-            print(f"[{i + 1}/{len(configs)}] {cfg['model']} {cfg['method']} b{cfg['batch']} s{cfg['seq_len']} "
-                  f"{cfg['checkpointing']} {cfg['attention']} {cfg['loss']} {cfg['optimizer']}: {row['status']} "
-                  f"peak {peak / 1e9 if peak == peak else peak:.3f} GB", flush=True)
+            print(f"[{i + 1}/{len(configs)}] {cfg['id']} {cfg['model']} {cfg['method']} {cfg['attention']} "
+                  f"{cfg['optimizer_impl']} {cfg['loss']}: {row['status']} "
+                  f"peak {peak / 1e9 if peak == peak else peak:.3f} GB in {row['seconds']} s", flush=True)
 
 
 if __name__ == "__main__":
