@@ -128,9 +128,11 @@ constexpr block_dtypes dtypes_of(const training_setup& s) {
 
 /// The name PEFT and transformers give a module (for the itemised terms).
 constexpr std::string_view module_label(module_name m) {
-  for (const target_name& t : lora_target_names)
-    if (t.module == m) return t.name;
-  return m == module_name::norm ? "norm" : "";
+  // Indexed by module_name (a table lookup: the estimates call this for every linear).
+  constexpr std::array<std::string_view, 14> labels{
+      {"embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "gate",
+       "shared_expert_gate", "norm", "lm_head", "qkv_proj", "gate_up_proj"}};
+  return labels[static_cast<std::size_t>(m)];
 }
 
 /// torch.get_rng_state(): the CPU generator's state, 5,056 bytes (checkpoints stash one per call).
@@ -184,20 +186,21 @@ constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_b
 /// (LlamaRMSNorm.forward): x.to(fp32) is saved by pow and by the rsqrt product; Gemma's
 /// (Gemma2RMSNorm): the same on x.float(), then ·(1 + w.float()) in fp32. An fp32 input is its own copy.
 template <class Out>
-constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows, std::uint64_t width,
-                            std::uint64_t in_bytes, const block_context& k, bool input_grad = true) {
+HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows,
+                                            std::uint64_t width, std::uint64_t in_bytes,
+                                            const block_context& k, bool input_grad = true) {
   if (!input_grad && !k.full) return;  // nothing in it requires grad: autograd records nothing
-  out.add(name, act(rows, width, fp32_bytes),
-          "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
+  const std::uint64_t values = checked_mul(rows, width, "activation size");
+  const bytes fp32_copy = bytes(checked_mul(values, fp32_bytes, "activation size"));
+  out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
   if (k.s.runtime.torch == torch_generation::v1_13)
-    out.add(name, act(rows, width, fp32_bytes), "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
+    out.add(name, fp32_copy, "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
   out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
   if (k.m.norm_scale_fp32) {
     out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
-    if (k.full)
-      out.add(name, act(rows, width, fp32_bytes), "the fp32 normalised input, for the weight's gradient");
+    if (k.full) out.add(name, fp32_copy, "the fp32 normalised input, for the weight's gradient");
   } else if (k.full) {
-    out.add(name, act(rows, width, in_bytes),
+    out.add(name, bytes(checked_mul(values, in_bytes, "activation size")),
             "the normalised input in the input dtype, for the weight's gradient");
   }
 }
@@ -210,12 +213,13 @@ struct linear_site {
   std::uint64_t copies = 1;  ///< modules of this shape reading the input (MoE: experts, priced as one)
 };
 template <class Out>
-constexpr void add_linear(Out& out, const block_context& k, const linear_site& site, std::uint64_t rows,
-                          std::uint64_t in, std::uint64_t in_bytes, bool& saves_shared) {
+HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, const linear_site& site,
+                                          std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
+                                          bool& saves_shared) {
   const std::string_view mod = module_label(site.module);
   const bool adapted = k.adapted(site.module);
-  const std::uint64_t weight = checked_mul(checked_mul(in, site.out), site.copies, "weight copies");
   if (k.dt.autocast) {
+    const std::uint64_t weight = checked_mul(checked_mul(in, site.out), site.copies, "weight copies");
     // autocast casts the fp32 weight for every call (cached when it is a trainable leaf) and an fp32
     // input too; the matmul keeps the 16-bit weight for the input's gradient, the input for the weight's.
     if (k.input_grad)
@@ -257,9 +261,10 @@ constexpr void add_linear(Out& out, const block_context& k, const linear_site& s
 /// `counted` marks an input another tensor already accounts for (FlashAttention's saved output is the
 /// very storage o_proj reads).
 template <class Out, std::size_t N>
-constexpr void add_linear_group(Out& out, const block_context& k, std::string_view input_name,
-                                std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
-                                const std::array<linear_site, N>& sites, bool counted = false) {
+HEADROOM_INLINE constexpr void add_linear_group(Out& out, const block_context& k, std::string_view input_name,
+                                                std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
+                                                const std::array<linear_site, N>& sites,
+                                                bool counted = false) {
   bool shared = false;
   for (const linear_site& site : sites) add_linear(out, k, site, rows, in, in_bytes, shared);
   if (shared && !counted)
@@ -268,12 +273,13 @@ constexpr void add_linear_group(Out& out, const block_context& k, std::string_vi
 
 /// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors.
 template <class Out>
-constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
+HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
   const model_shape& m = k.m;
   const activation_config& c = k.c;
   const std::uint64_t ab = k.dt.compute, q = query_width(m), kv = kv_width(m);
-  const bytes scores = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), c.seq_len);  // b·a·s²
-  const bytes lse = act(t, m.num_attention_heads, fp32_bytes);
+  // b·a·s² scores, for the kernels that materialise them
+  auto score_bytes = [&] { return act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), c.seq_len); };
+  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
   // The dtype RoPE leaves q in: q·cos promotes to the tables' (stream) dtype under autocast.
   const std::uint64_t query_bytes = ab > k.dt.stream ? ab : k.dt.stream;
   // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
@@ -286,14 +292,15 @@ constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_
       out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
               "kernel inputs at their GQA widths, for backward");
       out.add("flash-attn output", act(t, q, ab), "saved by the kernel; o_proj reads the same storage");
-      out.add("flash-attn log-sum-exp", lse, "fp32 softmax statistics per head and token");
+      out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
       return;
     case attention_impl::sdpa:
       out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
       out.add("sdpa output", act(t, q, ab), "saved by the kernel for its backward");
-      out.add("sdpa log-sum-exp", lse, "fp32 softmax statistics per head and token");
+      out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
       return;
-    case attention_impl::sdpa_math:
+    case attention_impl::sdpa_math: {
+      const bytes scores = score_bytes();
       // aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in
       // the input dtype and its output is both saved and multiplied by v.
       out.add("sdpa-math q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab),
@@ -308,10 +315,12 @@ constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_
       if (scores_grad)
         out.add("sdpa-math v", act(t, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
       return;
+    }
     case attention_impl::eager:
       break;
   }
   // transformers eager_attention_forward.
+  const bytes scores = score_bytes();
   out.add("eager q, k", act(t, (kg ? q : 0) + (qg ? q : 0), ab),
           "saved by q·kᵀ; repeat_kv expands K to all heads");
   if (scores_grad) {
@@ -339,8 +348,8 @@ constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_
 
 /// The SwiGLU (or GELU) of a dense MLP or an expert on `rows` rows: act(gate), act·up, down.
 template <class Out>
-constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t rows, std::uint64_t ff,
-                             std::uint64_t in_bytes, std::uint64_t copies) {
+HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t rows,
+                                             std::uint64_t ff, std::uint64_t in_bytes, std::uint64_t copies) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
   using mn = module_name;
@@ -350,9 +359,10 @@ constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t row
   else
     add_linear_group(out, k, "gate/up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 2>{{{mn::gate_proj, ff, copies}, {mn::up_proj, ff, copies}}});
-  out.add("gate_proj output", act(rows, ff, ab), "saved by the activation function (SiLU / GELU)");
-  out.add("act(gate)", act(rows, ff, ab), "saved by the product with up_proj's output");
-  out.add("up_proj output", act(rows, ff, ab), "saved by the product with act(gate)");
+  const bytes intermediate = act(rows, ff, ab);
+  out.add("gate_proj output", intermediate, "saved by the activation function (SiLU / GELU)");
+  out.add("act(gate)", intermediate, "saved by the product with up_proj's output");
+  out.add("up_proj output", intermediate, "saved by the product with act(gate)");
   add_linear_group(out, k, "down_proj input", rows, ff, ab,
                    std::array<linear_site, 1>{{{mn::down_proj, d, copies}}});
 }

@@ -90,26 +90,26 @@ struct loss_timeline {
 /// The same events replayed into the four numbers of a logits_estimate (the estimates' sink).
 struct loss_replay {
   std::uint64_t live = 0;
+  std::uint64_t peak = 0;  ///< of the pass being replayed
   logits_estimate out{};
-  bool in_backward = false;
 
   constexpr void alloc(std::string_view /*name*/, bytes amount, std::string_view /*reason*/) {
     live = detail::checked_add(live, amount.count(), "loss head bytes");
-    bytes& peak = in_backward ? out.backward : out.forward;
-    if (live > peak.count()) peak = bytes(live);
+    peak = live > peak ? live : peak;
   }
   constexpr void release(std::string_view /*name*/, bytes amount) {
     if (amount.count() > live) detail::fail("loss timeline", "releases more than it allocated");
     live -= amount.count();
   }
   constexpr void begin_backward() {
-    in_backward = true;
+    out.forward = bytes(peak);
     out.kept = bytes(live);
-    out.backward = out.kept;
+    peak = live;
   }
   constexpr void list(bool /*on*/) {}
   [[nodiscard]] constexpr logits_estimate result() const {
     logits_estimate e = out;
+    e.backward = bytes(peak);
     e.after = bytes(live);
     return e;
   }
@@ -526,11 +526,9 @@ constexpr void cce_loss(Out& out, const loss_context& k) {
 }
 
 template <class Out>
-constexpr void checked_loss_events(const model_shape& m, const training_setup& s, const activation_config& c,
-                                   const loss_config& l, Out& out) {
+constexpr void checked_loss_events(const loss_context& k, const loss_config& l, Out& out) {
   if (l.chunk_tokens == 0) fail("ce_chunk", "must be a positive integer");
   if (l.output_chunks == 0) fail("output_chunks", "must be a positive integer");
-  const loss_context k = loss_context_of(m, s, c);
   switch (l.impl) {
     case loss_impl::naive:
       naive_loss(out, k);
@@ -553,13 +551,13 @@ constexpr void checked_loss_events(const model_shape& m, const training_setup& s
 /// estimate_logits for a shape already validated (the step estimate validates it once).
 constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const training_setup& s,
                                                 const activation_config& c, const loss_config& l) {
+  const loss_context k = loss_context_of(m, s, c);
   loss_replay replay;
-  checked_loss_events(m, s, c, l, replay);
+  checked_loss_events(k, l, replay);
   logits_estimate e = replay.result();
   // The head matmul keeps its input (the final norm output) for a trained head, unless autocast keeps a
   // bf16 cast instead (in the timeline) or a chunked loss keeps copies (in the timeline); CCE keeps it to
   // recompute its tiles in backward.
-  const loss_context k = loss_context_of(m, s, c);
   const bool keeps = (l.impl == loss_impl::naive && k.head_trains && !k.autocast) ||
                      l.impl == loss_impl::fused_cce ||
                      (l.impl == loss_impl::chunked_output && k.head_trains && k.b == 1);
@@ -580,7 +578,7 @@ constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const trai
                                                        const activation_config& c, const loss_config& l) {
   detail::validate_inputs(m, c);
   loss_timeline out;
-  detail::checked_loss_events(m, s, c, l, out);
+  detail::checked_loss_events(detail::loss_context_of(m, s, c), l, out);
   return out;
 }
 

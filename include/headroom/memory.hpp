@@ -234,7 +234,7 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       model = checked_add(model, n, "parameter count");
       if (const std::uint64_t per_copy = adapter_values_per_copy(t, s.lora); per_copy != 0) {
         adapters = checked_add(adapters, checked_mul(per_copy, t.copies), "adapters");
-        visit_adapters(t, s.lora, [&](const param_tensor& a) { note_tensor(a.copies); });
+        note_tensor((s.lora.use_dora ? 3 : 2) * t.copies);  // lora_A, lora_B (and the magnitude)
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
@@ -271,7 +271,8 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   };
   if (!state_per_tensor)
     state = full ? detail::tensor_state(lumped(trainable.count()), s)
-                 : detail::tensor_state(lumped(adapters), s, true) + detail::tensor_state(lumped(saved), s);
+                 : detail::tensor_state(lumped(adapters), s, true) +
+                       (saved != 0 ? detail::tensor_state(lumped(saved), s) : bytes(0));
   // torch's per-tensor `step` counters are real allocations; the course's nominal pricing leaves them out.
   if (priced_on == params_basis::exact) state += optimizer_step_counter_bytes(s.optimizer, tensors);
   // Trainable bytes: full fine-tuning in the weight dtype; adapters in theirs, saved modules in the base's.

@@ -43,15 +43,15 @@ struct optimizer_info {
   std::string_view name;
   std::uint8_t states = 0;  ///< full-size state tensors per parameter (AdamW: m and v = 2)
   state_storage storage = state_storage::param_dtype;
-  bool factored = false;     ///< Adafactor: a rows+cols second moment per matrix, no m
-  bool muon = false;         ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
-  bool kahan_16bit = false;  ///< StableAdamW: + a Kahan buffer when params are 16-bit
-  bool paged = false;        ///< state in CUDA unified memory (bitsandbytes paged_*)
-  std::string_view source;   ///< where the layout was read
-  step_buffers buffers{};    ///< the step's temporaries (torch.optim implementations)
-  std::uint8_t step_bytes =
-      0;  ///< a per-tensor `step` kept as a tensor: 4 (fp32 scalar) in torch Adam(W)/Adagrad
-  bool torch_optim = false;  ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
+  bool factored = false;        ///< Adafactor: a rows+cols second moment per matrix, no m
+  bool muon = false;            ///< Muon: 1 momentum on hidden matrices, AdamW's 2 on the rest
+  bool kahan_16bit = false;     ///< StableAdamW: + a Kahan buffer when params are 16-bit
+  bool paged = false;           ///< state in CUDA unified memory (bitsandbytes paged_*)
+  std::string_view source;      ///< where the layout was read
+  step_buffers buffers{};       ///< the step's temporaries (torch.optim implementations)
+  std::uint8_t step_bytes = 0;  ///< `step` kept as a 0-dim fp32 tensor per parameter (torch Adam(W), Adagrad)
+  bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
+  bool fused_default = false;   ///< the `optim` string asks for the fused kernel (adamw_torch_fused)
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
@@ -62,7 +62,7 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
     {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, adam_buffers,
      4, true},
     {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam,
-     adam_buffers, 4, true},
+     adam_buffers, 4, true, true},
     {"adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"adamw_bnb_8bit", 2, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
     {"paged_adamw_8bit", 2, state_storage::blockwise_8bit, false, false, false, true, src_bnb},
@@ -212,7 +212,7 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
   if (!opt.torch_optim)
     return optimizer_impl::fused;  // bitsandbytes and friends: per-tensor kernels in place
   if (impl != optimizer_impl::automatic) return impl;
-  if (opt.name == "adamw_torch_fused") return optimizer_impl::fused;
+  if (opt.fused_default) return optimizer_impl::fused;
   const bool foreach_default = r.device == device_kind::cuda && r.torch == torch_generation::v2;
   return foreach_default ? optimizer_impl::foreach : optimizer_impl::for_loop;
 }

@@ -166,21 +166,27 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
                           v.activations, v.logits,           v.temporaries, overhead};
   };
+  // The persistent buckets are the same in every phase: compare what changes.
+  auto moving = [](const varying& v) { return v.grads + v.activations + v.logits + v.temporaries; };
+  const varying backward_start =
+      moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
+  (void)phase(forward_end).total_bytes();  // the whole phase must fit 64 bits
   // The peak is the largest phase (the first of equals).
-  const varying backward_start = phase(recompute_moment).total_bytes() > phase(loss_moment).total_bytes()
-                                     ? recompute_moment
-                                     : loss_moment;
-  const std::array<bytes, 4> totals{{phase(forward_end).total_bytes(), phase(backward_start).total_bytes(),
-                                     phase(backward_end).total_bytes(), phase(optimizer_step).total_bytes()}};
+  const std::array<bytes, 4> totals{
+      {moving(forward_end), moving(backward_start), moving(backward_end), moving(optimizer_step)}};
   std::size_t peak = 0;
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
   // sizes: each bucket's largest value over the phases.
-  auto most = [&](bytes varying::*f) {
-    bytes m = forward_end.*f;
-    for (const varying* v : {&backward_start, &backward_end, &optimizer_step}) m = v->*f > m ? v->*f : m;
-    return m;
-  };
+  auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
+  const varying most{larger(larger(forward_end.grads, backward_start.grads),
+                            larger(backward_end.grads, optimizer_step.grads)),
+                     larger(larger(forward_end.activations, backward_start.activations),
+                            larger(backward_end.activations, optimizer_step.activations)),
+                     larger(larger(forward_end.logits, backward_start.logits),
+                            larger(backward_end.logits, optimizer_step.logits)),
+                     larger(larger(forward_end.temporaries, backward_start.temporaries),
+                            larger(backward_end.temporaries, optimizer_step.temporaries))};
   // Built in one aggregate, phases in place (a copied array becomes a slow `rep movs` under GCC).
   return training_estimate{
       statics,
@@ -188,9 +194,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       acts,
       head,
       over,
-      memory_buckets{st.weights, st.adapter_weights, most(&varying::grads), st.master, st.optimizer,
-                     most(&varying::activations), most(&varying::logits), most(&varying::temporaries),
-                     overhead},
+      memory_buckets{st.weights, st.adapter_weights, most.grads, st.master, st.optimizer, most.activations,
+                     most.logits, most.temporaries, overhead},
       {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
       static_cast<step_phase>(peak),
       r.setup.optimizer.paged};
