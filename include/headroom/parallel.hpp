@@ -98,6 +98,11 @@ constexpr void validate(const parallel_config& p) {
                                                    const training_setup& s, const parallel_config& p) {
   validate(p);
   sharded_state out;
+  if (p.shard == sharding::none && p.tensor_parallel == 1 && p.pipeline_parallel == 1 && !p.offload_optimizer &&
+      !p.offload_params) {
+    out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split
+    return out;
+  }
   memory_buckets b = st.buckets;
   // Tensor and pipeline parallelism split every layer's weights (norms are small and ignored).
   const std::uint64_t split = p.tensor_parallel * p.pipeline_parallel;
