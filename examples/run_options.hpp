@@ -45,6 +45,7 @@ struct run_options {
   std::string output_chunks = "8";
   bool non_reentrant = false;
   bool sgd_momentum = false;
+  bool optimizer_in_backward = false;
   std::string zero;
   std::string fsdp;
   std::string tp = "1";
@@ -115,6 +116,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--optimizer-impl", o.optimizer_impl, "auto | for-loop | foreach | fused (torch.optim)")
       ->capture_default_str();
   app.add_flag("--sgd-momentum", o.sgd_momentum, "SGD with momentum > 0 (a momentum buffer per parameter)");
+  app.add_flag("--optimizer-in-backward", o.optimizer_in_backward,
+               "step each parameter as its gradient is ready (torchtune optimizer_in_bwd)");
   app.add_option("--ce-chunk", o.ce_chunk,
                  "chunked cross-entropy with N tokens per chunk (TRL chunked_nll: 256)");
   app.add_option("--fused-ce", o.fused_ce, "fused linear cross-entropy: liger (default) or cce")
@@ -170,6 +173,7 @@ inline training_setup setup_from(const run_options& o) {
   s.nf4.double_quant = !o.no_double_quant;
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;
+  s.optim.in_backward = o.optimizer_in_backward;
   if (o.sgd_momentum && s.optimizer.name != "sgd")
     throw input_error("--sgd-momentum",
                       "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");

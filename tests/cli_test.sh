@@ -117,6 +117,16 @@ expect "args json" 0 '"config_class": "SFTConfig"' -- --training-args "$data/arg
 expect "args bad" 2 'per_device_train_batch_size: must be a positive integer, got -2' -- --training-args "$data/args/bad-batch.json"
 expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.json" --method lora
 
+# Issues 11 and 12: the runtime and trainer mechanisms, from flags and from training-args files.
+expect "in backward" 0 'optimizer step fused, in backward' -- "${p8[@]}" --optimizer adamw_torch_fused --optimizer-in-backward
+expect "in backward peak" 0 'peak phase: backward_start' -- "${p8[@]}" --optimizer adamw_torch_fused --optimizer-in-backward
+expect "in backward json" 0 '"optimizer_in_backward": true' -- "${p8[@]}" --optimizer-in-backward --json
+expect "in backward accum" 2 'optimizer_in_backward: cannot be combined with gradient_accumulation_steps' -- "${p8[@]}" --optimizer-in-backward --grad-accum 2
+expect "args in backward" 0 'in backward \(one parameter at a time\)' -- --training-args "$data/args/full-in-bwd.json"
+expect "args in backward accum" 2 'optimizer_in_backward' -- --training-args "$data/args/in-bwd-accum.json"
+expect "cpu runtime" 0 'runtime    cpu kernels, torch 1.13' -- "${p8[@]}" --device cpu --torch 1.13
+expect "fp32 adapters" 0 'adapter parameters in fp32, lora_dropout 0.05' -- "${p8[@]}" --method lora --adapter-dtype fp32 --lora-dropout 0.05
+
 # Across GPUs: a 70B full fine-tune reports the GPUs it needs under ZeRO-3 and FSDP with CPU offload.
 expect "solve gpus zero3" 0 'zero3 +[0-9]+$' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus
 expect "solve gpus fsdp" 0 'fsdp full_shard \+ cpu offload +[0-9]+' -- --preset llama-3.1-70b-like --method full --gpu h100-sxm --solve-gpus

@@ -127,6 +127,7 @@ inline training_setup setup_of(const measured_row& r) {
   } else if (!optimizer.empty()) {
     s.optimizer = optimizer_by_name(optimizer);
   }
+  s.optim.in_backward = r.text("optimizer_in_backward") == "1";
   if (r.has("optimizer_impl"))
     s.optim.impl = r.text("optimizer_impl") == "foreach" ? optimizer_impl::foreach : optimizer_impl::for_loop;
   return s;

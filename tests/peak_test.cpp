@@ -189,3 +189,26 @@ TEST_CASE("Tied embeddings: the head's and the embedding's gradients are summed 
   // The embedding's gradient and the sum, each V x d in the weight dtype (step-159's peak).
   CHECK(end.temporaries == bytes(2 * 151'936ull * 2560 * 2));
 }
+
+TEST_CASE("Optimizer in backward: no phase holds every gradient, and accumulation is refused",
+          "[peak][groundtruth]") {
+  run_config r;
+  r.setup.optimizer = optimizer_by_name("adamw_torch_fused");
+  r.setup.optim.in_backward = true;
+  const training_estimate e = estimate_training(llama8, r);
+  const memory_buckets& step = e.phases[static_cast<std::size_t>(step_phase::optimizer_step)];
+  CHECK(step.grads == bytes(0));
+  CHECK(step.temporaries == bytes(0));
+  // At the end of backward only the embedding's gradient exists: V x d bf16 (fused AdamW: no temporaries).
+  CHECK(e.phases[static_cast<std::size_t>(step_phase::backward_end)].grads == bytes(128'256ull * 4096 * 2));
+  // Without it the peak is the end of backward, all 16 GB of gradients; with it, the loss backward's.
+  r.setup.optim.in_backward = false;
+  const training_estimate usual = estimate_training(llama8, r);
+  CHECK(usual.peak_phase == step_phase::backward_end);
+  CHECK(e.total_bytes() == usual.phases[static_cast<std::size_t>(step_phase::backward_start)].total_bytes());
+  r.setup.optim.in_backward = true;
+  r.grad_accum_steps = 2;
+  CHECK_THROWS_WITH(estimate_training(llama8, r),
+                    Catch::Matchers::Contains("optimizer_in_backward") &&
+                        Catch::Matchers::Contains("gradient_accumulation_steps"));
+}

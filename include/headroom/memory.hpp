@@ -95,6 +95,7 @@ struct static_estimate {
   params saved_module_params{0};  ///< modules_to_save copies (trained in full, counted with the adapters)
   params trainable_params{0};     ///< what gets gradients and optimizer state
   std::uint64_t trainable_tensors = 0;  ///< trainable tensors (each with its own optimizer `step`)
+  params largest_trainable{0};          ///< the largest trainable tensor (optimizer in backward)
   params for_loop_step{
       0};  ///< values a for-loop optimizer step holds at its worst tensor (for_loop_step_values)
   params_basis basis = params_basis::exact;
@@ -217,16 +218,18 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   const bool realistic_qlora = s.method == training_method::qlora && priced_on == params_basis::exact;
   if (!full) detail::validate_lora(s.lora);
   // Sums over the tensors, kept in locals (registers) while visiting.
-  std::uint64_t model = 0, adapters = 0, saved = 0, tensors = 0;
+  std::uint64_t model = 0, adapters = 0, saved = 0, tensors = 0, largest = 0;
   bytes state{0}, realistic_weights{0};
-  auto note_tensor = [&](std::uint64_t copies)
-                         HEADROOM_INLINE { tensors = checked_add(tensors, copies, "trainable tensors"); };
+  auto note_tensor = [&](std::uint64_t copies, std::uint64_t numel) HEADROOM_INLINE {
+    tensors = checked_add(tensors, copies, "trainable tensors");
+    largest = numel > largest ? numel : largest;
+  };
   // The counts in one pass; the per-tensor prices (8-bit blocks, shape-dependent state, realistic
   // QLoRA) in a second, so the common pass stays a few multiply-adds per tensor.
   if (full) {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
       model = checked_add(model, t.total().count(), "parameter count");
-      note_tensor(t.copies);
+      note_tensor(t.copies, t.numel());
     });
   } else {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
@@ -234,11 +237,12 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       model = checked_add(model, n, "parameter count");
       if (const std::uint64_t per_copy = adapter_values_per_copy(t, s.lora); per_copy != 0) {
         adapters = checked_add(adapters, checked_mul(per_copy, t.copies), "adapters");
-        note_tensor((s.lora.use_dora ? 3 : 2) * t.copies);  // lora_A, lora_B (and the magnitude)
+        // lora_A (r × in), lora_B (out × r), and DoRA's magnitude (out)
+        note_tensor((s.lora.use_dora ? 3 : 2) * t.copies, s.lora.rank * (t.cols > t.rows ? t.cols : t.rows));
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
-        note_tensor(t.copies);
+        note_tensor(t.copies, t.numel());
       }
     });
     if (adapters == 0) detail::fail_no_target_matched();
@@ -291,6 +295,7 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
                          params(saved),
                          trainable,
                          tensors,
+                         params(largest),
                          params(for_loop),
                          priced_on,
                          layout,

@@ -132,6 +132,9 @@ struct optimizer_options {
   std::uint64_t min_8bit_size = 4096;  ///< smaller tensors keep 32-bit state (min_8bit_size)
   bool momentum = false;  ///< torch.optim.SGD with momentum > 0 keeps a momentum_buffer (torchtune configs)
   optimizer_impl impl = optimizer_impl::automatic;
+  /// One optimizer per parameter, stepped as its gradient is accumulated (torchtune optimizer_in_bwd,
+  /// PyTorch's register_post_accumulate_grad_hook recipe): the gradients never all exist at once.
+  bool in_backward = false;
 };
 
 /// Looks an `optim` string up; nullopt if unknown.
@@ -234,6 +237,22 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
       break;
   }
   return 0;
+}
+
+/// The temporaries of one parameter's own optimizer (optimizer in backward): a one-tensor list, so the
+/// for-loop holds no previous denominator and foreach its copies of this tensor alone.
+[[nodiscard]] constexpr std::uint64_t single_tensor_step_values(const optimizer_info& opt,
+                                                                optimizer_impl impl, const runtime_config& r,
+                                                                std::uint64_t n) {
+  switch (resolved_impl(opt, impl, r)) {
+    case optimizer_impl::for_loop:
+      return detail::checked_mul(opt.buffers.per_tensor, n, "optimizer temporaries");
+    case optimizer_impl::foreach:
+    case optimizer_impl::fused:
+    case optimizer_impl::automatic:
+      break;
+  }
+  return step_temporary_values(opt, impl, r, n, 0);
 }
 
 namespace detail {

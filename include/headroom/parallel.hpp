@@ -98,8 +98,8 @@ constexpr void validate(const parallel_config& p) {
                                                    const training_setup& s, const parallel_config& p) {
   validate(p);
   sharded_state out;
-  if (p.shard == sharding::none && p.tensor_parallel == 1 && p.pipeline_parallel == 1 && !p.offload_optimizer &&
-      !p.offload_params) {
+  if (p.shard == sharding::none && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
+      !p.offload_optimizer && !p.offload_params) {
     out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split
     return out;
   }

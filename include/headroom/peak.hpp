@@ -85,12 +85,48 @@ constexpr bytes non_layer_grads(const model_shape& m, const training_setup& s) {
   return act(m.vocab_size * m.hidden_size + head + m.hidden_size, 1, weight_bytes(s.precision));
 }
 
+/// The steps an optimizer in backward takes at its two worst moments, gradient and temporaries.
+struct in_backward_steps {
+  bytes head{0};       ///< the head's step temporaries (its gradient is in the loss head's bytes)
+  bytes last_grad{0};  ///< the gradient alive at the last step (the embedding's, or the largest adapter's)
+  bytes last{0};       ///< that step's temporaries (and, with tied embeddings, the summed gradients)
+};
+constexpr in_backward_steps in_backward_steps_of(const model_shape& m, const training_setup& s,
+                                                 const static_estimate& st) {
+  const bool full = s.method == training_method::full;
+  const std::uint64_t grad_bytes = full ? weight_bytes(s.precision) : adapter_bytes(s);
+  const std::uint64_t state = full ? optimizer_param_bytes(s.precision) : adapter_optimizer_param_bytes(s);
+  auto temps = [&](std::uint64_t n) {
+    const std::uint64_t values = single_tensor_step_values(s.optimizer, s.optim.impl, s.runtime, n);
+    return bytes(
+        step_bytes_with_bookkeeping(checked_mul(values, state, "optimizer temporaries"), state, s.runtime));
+  };
+  in_backward_steps out;
+  if (!full) {  // the largest adapter, whenever it comes
+    const std::uint64_t n = st.largest_trainable.count();
+    out.last_grad = act(n, 1, grad_bytes);
+    out.last = temps(n);
+    return out;
+  }
+  const std::uint64_t table = checked_mul(m.vocab_size, m.hidden_size, "embedding");
+  out.head = temps(table);
+  out.last_grad = act(table, 1, grad_bytes);
+  out.last = temps(table);
+  // Tied embeddings: the head's and the embedding's gradients are summed before the one step.
+  if (m.tie_word_embeddings) out.last = out.last > out.last_grad * 2 ? out.last : out.last_grad * 2;
+  return out;
+}
+
 /// The step estimate for a validated shape with its static part known (it does not depend on the
 /// micro-batch or the length, so the solvers compute it once for all their probes).
 constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
                                                 const static_estimate& statics,
                                                 const sharded_state& per_gpu_static) {
   if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
+  if (r.setup.optim.in_backward && r.grad_accum_steps > 1)
+    fail("optimizer_in_backward",
+         "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
+         "(torchtune's recipes raise the same)");
   activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, r.activations);
   const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
   if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
@@ -154,13 +190,25 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   }
   const bool recompute_last =
       acts.recompute.count() != 0 && before_first_layer + acts.recompute + hidden > st.grads + embedding;
-  const varying backward_end =
+  varying backward_end =
       recompute_last
           ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, gathered}
           : varying{st.grads, acts.retained, loss_scalars, gathered + embedding};
   // optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the
   // graph is gone, the loss value stays)
-  const varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
+  varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
+  // Optimizer in backward: each parameter is stepped, and its gradient freed, as soon as its gradient is
+  // accumulated. The head is stepped first, with every activation still alive; the embedding last.
+  varying in_backward_first{};
+  if (r.setup.optim.in_backward) {
+    const in_backward_steps steps = detail::in_backward_steps_of(spec.shape, r.setup, statics);
+    if (r.setup.method == training_method::full && !spec.shape.tie_word_embeddings)
+      in_backward_first = varying{bytes(0), kept, head_after + bytes(detail::scalar_bytes), steps.head};
+    backward_end = recompute_last
+                       ? varying{bytes(0), acts.recompute + hidden + acts.retained, loss_scalars, gathered}
+                       : varying{steps.last_grad, acts.retained, loss_scalars, gathered + steps.last};
+    optimizer_step = varying{bytes(0), bytes(0), bytes(detail::scalar_bytes), bytes(0)};
+  }
   const bytes overhead = over.total();
   auto phase = [&](const varying& v) {
     return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
@@ -168,8 +216,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   };
   // The persistent buckets are the same in every phase: compare what changes.
   auto moving = [](const varying& v) { return v.grads + v.activations + v.logits + v.temporaries; };
-  const varying backward_start =
-      moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
+  varying backward_start = moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
+  if (moving(in_backward_first) > moving(backward_start)) backward_start = in_backward_first;
   (void)phase(forward_end).total_bytes();  // the whole phase must fit 64 bits
   // The peak is the largest phase (the first of equals).
   const std::array<bytes, 4> totals{

@@ -42,6 +42,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["optimizer_block_size"] = s.optim.block_size;
   j["optimizer_impl"] =
       choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
+  j["optimizer_in_backward"] = s.optim.in_backward;
   j["device"] = choice_name(device_names, s.runtime.device);
   j["torch"] = choice_name(torch_names, s.runtime.torch);
   j["adapter_dtype"] = choice_name(adapter_precision_names, s.lora.dtype);

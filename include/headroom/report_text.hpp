@@ -38,10 +38,11 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
                      s.lora.dtype == adapter_precision::fp32 ? " in fp32" : "",
                      s.lora.dropout > 0 ? fmt::format(", lora_dropout {}", s.lora.dropout) : std::string()));
   if (s.runtime.device != device_kind::cuda || s.runtime.torch != torch_generation::v2 ||
-      s.optim.impl != optimizer_impl::automatic)
-    line(fmt::format("runtime    {} kernels, torch {}, optimizer step {}",
+      s.optim.impl != optimizer_impl::automatic || s.optim.in_backward)
+    line(fmt::format("runtime    {} kernels, torch {}, optimizer step {}{}",
                      choice_name(device_names, s.runtime.device), choice_name(torch_names, s.runtime.torch),
-                     choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime))));
+                     choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime)),
+                     s.optim.in_backward ? ", in backward (one parameter at a time)" : ""));
   line(fmt::format("priced on  {} = {} parameters",
                    e.basis == params_basis::nominal ? "nominal N" : "exact N",
                    with_commas(e.priced_params.count())));
@@ -230,6 +231,18 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   for (const loss_event& ev : logits_inventory(m, s, a, r.loss))
     line(fmt::format("      {:<8} {} {:<30} {:>16} B  {}", ev.backward ? "backward" : "forward",
                      ev.release ? "-" : "+", ev.name, with_commas(ev.amount.count()), ev.reason));
+  const auto at = [&](step_phase ph) { return e.phases[static_cast<std::size_t>(ph)]; };
+  const std::string_view impl =
+      choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
+  if (s.optim.in_backward)
+    line(fmt::format(
+        "  step     {} in backward (torchtune optimizer_in_bwd): each tensor stepped and its gradient freed "
+        "when complete; at the end of backward the last gradient {} + its step temporaries {}; "
+        "no optimizer phase (docs/peak.md)",
+        impl, gb(at(step_phase::backward_end).grads), gb(at(step_phase::backward_end).temporaries)));
+  else
+    line(fmt::format("  step     {} step temporaries {} at optimizer_step (docs/peak.md, optimizer.hpp)",
+                     impl, gb(at(step_phase::optimizer_step).temporaries)));
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
                    gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),

@@ -162,6 +162,8 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   }
 
   r.setup.optimizer = optimizer_by_name(detail::read_string_or(j, "optim", origin, "adamw_torch_fused"));
+  // torchtune's recipe key; TrainingArguments has none (headroom reads it from either file).
+  r.setup.optim.in_backward = detail::read_bool_or(j, "optimizer_in_bwd", origin, false);
   a.learning_rate = detail::args_number(j, "learning_rate", origin, sft ? 2e-5 : 5e-5);
   a.warmup_steps = detail::args_number(j, "warmup_steps", origin, 0);
   a.lr_scheduler_type = detail::read_string_or(j, "lr_scheduler_type", origin, "linear");
@@ -249,6 +251,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "use_liger_kernel",
                                           "loss_type",
                                           "optim",
+                                          "optimizer_in_bwd",
                                           "learning_rate",
                                           "warmup_steps",
                                           "lr_scheduler_type",

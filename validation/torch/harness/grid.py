@@ -27,7 +27,7 @@ CONFIG_COLUMNS = [
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
-    "optimizer", "optimizer_impl", "device", "torch",
+    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -38,7 +38,7 @@ COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
 
 BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", method="full", lora_rank="", lora_targets="",
             lora_dropout="", adapter_dtype="", attention="sdpa", attention_dropout="", checkpointing="none",
-            loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", device="cpu")
+            loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu")
 
 
 def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same"):
@@ -160,6 +160,12 @@ def step_rows():
     step("llama", dtype="fp32", grad_accum=2)
     step("qwen3", dtype="bf16", grad_accum=2, **lora())
     step("gemma2", dtype="bf16", grad_accum=2, checkpointing="reentrant")
+    # The optimizer stepped inside backward (torchtune optimizer_in_bwd): one optimizer per parameter.
+    step("llama", dtype="fp32", optimizer_in_backward=1)
+    step("llama", dtype="fp32", optimizer_in_backward=1, optimizer_impl="foreach")
+    step("qwen3", dtype="bf16", optimizer_in_backward=1)
+    step("gemma2", dtype="fp32", optimizer_in_backward=1, checkpointing="non_reentrant")
+    step("llama", dtype="bf16", optimizer_in_backward=1, optimizer="sgd_momentum", **lora())
     return rows
 
 

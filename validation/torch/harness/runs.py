@@ -121,7 +121,40 @@ OPTIMIZERS = {
 }
 
 
+class InBackward:
+    """torchtune's optimizer_in_bwd: one optimizer per parameter, stepped (and its gradient freed) by a hook
+    as soon as the gradient is accumulated. torch 1.13 has no register_post_accumulate_grad_hook, so the
+    hook sits on the parameter's AccumulateGrad node, which runs it right after accumulating."""
+
+    def __init__(self, row, params):
+        self.optimizers = {p: OPTIMIZERS[row["optimizer"]]([p], row["optimizer_impl"] == "foreach") for p in params}
+        self.nodes = []
+        for p in params:
+            node = p.expand_as(p).grad_fn.next_functions[0][0]
+            node.register_hook(self._hook(p))
+            self.nodes.append(node)  # the node must outlive the hook registration
+        self.state = {}
+        for opt in self.optimizers.values():
+            self.state.update(opt.state)
+
+    def _hook(self, p):
+        def step(*_):
+            self.optimizers[p].step()
+            self.optimizers[p].zero_grad(set_to_none=True)
+        return step
+
+    def step(self):  # the work happened in backward
+        self.state = {}
+        for opt in self.optimizers.values():
+            self.state.update(opt.state)
+
+    def zero_grad(self, set_to_none=True):
+        pass
+
+
 def make_optimizer(row, params):
+    if str(row.get("optimizer_in_backward", "0")) == "1":
+        return InBackward(row, params)
     return OPTIMIZERS[row["optimizer"]](params, row["optimizer_impl"] == "foreach")
 
 
