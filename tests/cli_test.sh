@@ -124,6 +124,9 @@ expect "in backward json" 0 '"optimizer_in_backward": true' -- "${p8[@]}" --opti
 expect "in backward accum" 2 'optimizer_in_backward: cannot be combined with gradient_accumulation_steps' -- "${p8[@]}" --optimizer-in-backward --grad-accum 2
 expect "args in backward" 0 'in backward \(one parameter at a time\)' -- --training-args "$data/args/full-in-bwd.json"
 expect "args in backward accum" 2 'optimizer_in_backward' -- --training-args "$data/args/in-bwd-accum.json"
+expect "impl note" 0 'note: optimizer step: foreach assumed .* fused 129\.527 GB' -- "${p8[@]}"
+expect "impl peaks json" 0 '"impl": "fused",' -- "${p8[@]}" --json
+expect "impl refused" 2 'optimizer_impl: torch has no fused kernel' -- "${p8[@]}" --optimizer rmsprop --optimizer-impl fused
 expect "cpu runtime" 0 'runtime    cpu kernels, torch 1.13' -- "${p8[@]}" --device cpu --torch 1.13
 expect "fp32 adapters" 0 'adapter parameters in fp32, lora_dropout 0.05' -- "${p8[@]}" --method lora --adapter-dtype fp32 --lora-dropout 0.05
 

@@ -212,3 +212,53 @@ TEST_CASE("Optimizer in backward: no phase holds every gradient, and accumulatio
                     Catch::Matchers::Contains("optimizer_in_backward") &&
                         Catch::Matchers::Contains("gradient_accumulation_steps"));
 }
+
+TEST_CASE("Optimizer implementation: the note names the one assumed when another moves the peak over 1%",
+          "[peak][optimizer]") {
+  run_config r;  // adamw_torch, full fine-tuning, CUDA, torch 2: foreach, 32 GB of temporaries at the step
+  const training_estimate e = estimate_training(llama8, r);
+  const std::vector<impl_peak> peaks = optimizer_impl_peaks(llama8, r, e);
+  REQUIRE(peaks.size() == 3);
+  CHECK(peaks[0].impl == optimizer_impl::foreach);
+  CHECK(peaks[0].total == e.total_bytes());
+  CHECK(peaks[1].impl == optimizer_impl::for_loop);
+  CHECK(peaks[2].impl == optimizer_impl::fused);
+  run_config fused = r;
+  fused.setup.optimizer = optimizer_by_name("adamw_torch_fused");
+  CHECK(peaks[2].total == estimate_training(llama8, fused).total_bytes());  // the same kernel either way
+  // foreach's one copy of the 8e9 fp32 master values (32 GB) is gone with fused.
+  CHECK(peaks[0].total - peaks[2].total > bytes(30'000'000'000));
+  const auto note = optimizer_impl_note(llama8, r, e);
+  REQUIRE(note.has_value());
+  CHECK_THAT(*note, Catch::Matchers::StartsWith("optimizer step: foreach assumed") &&
+                        Catch::Matchers::Contains("fused 129.527 GB"));
+  // LoRA's adapters are tiny: no implementation moves the peak, no note.
+  run_config lora = r;
+  lora.setup.method = training_method::lora;
+  CHECK_FALSE(optimizer_impl_note(llama8, lora, estimate_training(llama8, lora)).has_value());
+  // bitsandbytes has one implementation.
+  run_config bnb = r;
+  bnb.setup.optimizer = optimizer_by_name("adamw_8bit");
+  CHECK(optimizer_impl_peaks(llama8, bnb, estimate_training(llama8, bnb)).size() == 1);
+}
+
+TEST_CASE("Optimizer implementation: one the optimizer cannot run is an error naming optimizer_impl",
+          "[peak][optimizer][errors]") {
+  run_config r;
+  r.setup.optimizer = optimizer_by_name("rmsprop");
+  r.setup.optim.impl = optimizer_impl::fused;
+  CHECK_THROWS_WITH(estimate_training(llama8, r), Catch::Matchers::Contains("optimizer_impl") &&
+                                                      Catch::Matchers::Contains("no fused kernel"));
+  r.setup.optimizer = optimizer_by_name("adamw_8bit");
+  r.setup.optim.impl = optimizer_impl::foreach;
+  CHECK_THROWS_WITH(estimate_training(llama8, r), Catch::Matchers::Contains("one implementation"));
+  r.setup.optimizer = optimizer_by_name("adamw_torch_fused");
+  r.setup.optim.impl = optimizer_impl::for_loop;
+  CHECK_THROWS_WITH(estimate_training(llama8, r), Catch::Matchers::Contains("adamw_torch_fused"));
+  r.setup.optimizer = optimizer_by_name("adamw_torch");
+  r.setup.optim.impl = optimizer_impl::fused;
+  r.setup.runtime.torch = torch_generation::v1_13;  // 1.13's AdamW has no fused kernel
+  CHECK_THROWS(estimate_training(llama8, r));
+  r.setup.runtime.torch = torch_generation::v2;
+  CHECK_NOTHROW(estimate_training(llama8, r));
+}

@@ -75,6 +75,8 @@ struct generator {
     r.setup.runtime.device = coin() ? device_kind::cuda : device_kind::cpu;
     r.setup.runtime.torch = coin() ? torch_generation::v2 : torch_generation::v1_13;
     r.setup.optim.impl = static_cast<optimizer_impl>(pick(0, 3));
+    if (!optimizer_impl_available(r.setup.optimizer, r.setup.optim.impl, r.setup.runtime))
+      r.setup.optim.impl = optimizer_impl::automatic;
     r.setup.optim.momentum = coin();
     r.activations.ckpt = static_cast<checkpointing>(pick(0, 4));
     r.activations.formula = static_cast<activation_formula>(pick(0, 1));
@@ -82,6 +84,7 @@ struct generator {
     r.loss.chunk_tokens = pick(1, 1024);
     r.loss.output_chunks = pick(1, 16);
     r.grad_accum_steps = pick(1, 4);
+    r.setup.optim.in_backward = r.grad_accum_steps == 1 && pick(0, 3) == 0;  // refused with accumulation
     r.basis = coin() ? params_basis::nominal : params_basis::exact;
     return r;
   }

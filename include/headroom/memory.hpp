@@ -217,6 +217,7 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
                                 (!full || priced_on == params_basis::exact || shape_dependent(s.optimizer));
   const bool realistic_qlora = s.method == training_method::qlora && priced_on == params_basis::exact;
   if (!full) detail::validate_lora(s.lora);
+  detail::validate_optimizer_impl(s.optimizer, s.optim.impl, s.runtime);
   // Sums over the tensors, kept in locals (registers) while visiting.
   std::uint64_t model = 0, adapters = 0, saved = 0, tensors = 0, largest = 0;
   bytes state{0}, realistic_weights{0};

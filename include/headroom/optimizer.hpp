@@ -220,6 +220,43 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
   return foreach_default ? optimizer_impl::foreach : optimizer_impl::for_loop;
 }
 
+/// Whether torch has a fused kernel for this optimizer: AdamW (torch/optim/adamw.py `fused`, 2.0+) and SGD
+/// (sgd.py `fused`, 2.3+) on CUDA and CPU, Adagrad (adagrad.py `fused`, 2.5+) on the CPU only; RMSprop none.
+[[nodiscard]] constexpr bool fused_available(const optimizer_info& opt, const runtime_config& r) {
+  if (r.torch == torch_generation::v1_13) return false;  // 1.13: only Adam had `fused`, not AdamW or SGD
+  if (opt.name == "adagrad") return r.device == device_kind::cpu;
+  return opt.name == "adamw_torch" || opt.name == "adamw_torch_fused" || opt.name == "adamw_hf" ||
+         opt.name == "sgd";
+}
+
+/// Whether this optimizer can run the implementation `impl` ("auto" always can): for-loop, foreach and fused
+/// are torch.optim's arguments; adamw_torch_fused fixes fused; fused needs a kernel (fused_available).
+[[nodiscard]] constexpr bool optimizer_impl_available(const optimizer_info& opt, optimizer_impl impl,
+                                                      const runtime_config& r) {
+  if (impl == optimizer_impl::automatic) return true;
+  if (!opt.torch_optim) return false;
+  if (opt.fused_default) return impl == optimizer_impl::fused;
+  return impl != optimizer_impl::fused || fused_available(opt, r);
+}
+
+namespace detail {
+[[noreturn]] HEADROOM_COLD inline void fail_optimizer_impl(const char* why) { fail("optimizer_impl", why); }
+/// A step implementation the optimizer cannot run is an error, not a silent price of another one.
+constexpr void validate_optimizer_impl(const optimizer_info& opt, optimizer_impl impl,
+                                       const runtime_config& r) {
+  if (optimizer_impl_available(opt, impl, r)) return;
+  if (!opt.torch_optim)
+    fail_optimizer_impl(
+        "for-loop, foreach and fused are torch.optim's; this optimizer has one implementation (auto)");
+  if (opt.fused_default)
+    fail_optimizer_impl(
+        "adamw_torch_fused asks for the fused kernel; use adamw_torch to choose for-loop or foreach");
+  fail_optimizer_impl(
+      "torch has no fused kernel for this optimizer on this device and torch version; valid: auto, "
+      "for-loop, foreach");
+}
+}  // namespace detail
+
 /// The step's temporaries in values of the state dtype: the for-loop's worst tensor (`for_loop_values`,
 /// from memory.hpp for_loop_step_values), foreach a few copies of every trainable value, fused none.
 [[nodiscard]] constexpr std::uint64_t step_temporary_values(const optimizer_info& opt, optimizer_impl impl,

@@ -7,6 +7,7 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -371,6 +372,62 @@ inline constexpr std::array<layout_choice, 8> layout_choices{{
   return 0;
 }
 
+/// The peak under one step implementation torch could run.
+struct impl_peak {
+  optimizer_impl impl = optimizer_impl::automatic;
+  bytes total{0};  ///< the estimate's total (peak phase plus overhead) under that implementation
+};
+
+/// The peak under every implementation torch has for this torch.optim optimizer, the one priced first (only
+/// that one for optimizers with a single implementation). Front ends use it to say when the choice matters.
+[[nodiscard]] inline std::vector<impl_peak> optimizer_impl_peaks(const model_spec& spec, const run_config& r,
+                                                                 const training_estimate& e) {
+  const optimizer_impl chosen = resolved_impl(r.setup.optimizer, r.setup.optim.impl, r.setup.runtime);
+  std::vector<impl_peak> out{{chosen, e.total_bytes()}};
+  if (!r.setup.optimizer.torch_optim || r.setup.optimizer.fused_default) return out;
+  for (const optimizer_impl other :
+       {optimizer_impl::for_loop, optimizer_impl::foreach, optimizer_impl::fused}) {
+    if (other == chosen ||
+        (other == optimizer_impl::fused && !fused_available(r.setup.optimizer, r.setup.runtime)))
+      continue;
+    run_config alt = r;
+    alt.setup.optim.impl = other;
+    out.push_back({other, estimate_training(spec, alt).total_bytes()});
+  }
+  return out;
+}
+
+namespace detail {
+/// Why torch runs the implementation it runs (torch/optim/optimizer.py _default_to_fused_or_foreach).
+inline std::string impl_reason(const training_setup& s) {
+  if (s.optim.impl != optimizer_impl::automatic) return "--optimizer-impl";
+  if (s.optimizer.fused_default) return "adamw_torch_fused passes fused=True";
+  return s.runtime.device == device_kind::cuda && s.runtime.torch == torch_generation::v2
+             ? "torch 2's default on CUDA: foreach=None picks foreach; fused is never the default"
+             : "torch's default off CUDA or under 1.13: for-loop";
+}
+}  // namespace detail
+
+/// A note when another step implementation would move the peak by more than 1% (one hundredth).
+[[nodiscard]] inline std::optional<std::string> optimizer_impl_note(const model_spec& spec,
+                                                                    const run_config& r,
+                                                                    const training_estimate& e) {
+  const std::vector<impl_peak> peaks = optimizer_impl_peaks(spec, r, e);
+  const std::uint64_t base = e.total_bytes().count();
+  std::string others;
+  bool moves = false;
+  for (std::size_t i = 1; i < peaks.size(); ++i) {
+    const std::uint64_t t = peaks[i].total.count();
+    moves = moves || (t > base ? t - base : base - t) > base / 100;
+    detail::append_listed(others, std::string(choice_name(optimizer_impl_names, peaks[i].impl)) + " " +
+                                      gb_text(peaks[i].total));
+  }
+  if (!moves) return std::nullopt;
+  return "optimizer step: " + std::string(choice_name(optimizer_impl_names, peaks[0].impl)) + " assumed (" +
+         detail::impl_reason(r.setup) + "); the peak would be " + others +
+         " (--optimizer-impl; adamw_torch_fused is transformers' fused AdamW)";
+}
+
 /// Plain-language notes about an estimate (printed by the text and JSON front ends).
 [[nodiscard]] inline std::vector<std::string> training_notes(const training_estimate& e,
                                                              const run_config& r) {
@@ -405,6 +462,14 @@ inline constexpr std::array<layout_choice, 8> layout_choices{{
     notes.emplace_back(
         "loss: naive (bf16 logits, fp32 upcast, fp32 log-softmax and its gradients); TRL's "
         "SFTTrainer defaults to chunked_nll (--ce-chunk 256)");
+  return notes;
+}
+/// The notes, and those that need the model: whether the optimizer implementation moves the peak.
+[[nodiscard]] inline std::vector<std::string> training_notes(const model_spec& spec,
+                                                             const training_estimate& e,
+                                                             const run_config& r) {
+  std::vector<std::string> notes = training_notes(e, r);
+  if (auto n = optimizer_impl_note(spec, r, e)) notes.push_back(std::move(*n));
   return notes;
 }
 

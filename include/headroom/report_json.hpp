@@ -139,7 +139,12 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                                                   : (e.total_bytes() - *budget).count());
     j["headroom_bytes"] = ok ? gap : -gap;
   }
-  j["notes"] = training_notes(e, r);
+  nlohmann::json impl_peaks = nlohmann::json::array();  // the first is the one priced
+  for (const impl_peak& p : optimizer_impl_peaks(model.spec, r, e))
+    impl_peaks.push_back(
+        {{"impl", choice_name(optimizer_impl_names, p.impl)}, {"total_bytes", p.total.count()}});
+  j["optimizer_impl_peaks"] = impl_peaks;
+  j["notes"] = training_notes(model.spec, e, r);
   return j;
 }
 

@@ -121,7 +121,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                      ok ? "headroom" : "over by", in_gb(gap)));
   }
   line("");
-  for (const std::string& n : training_notes(e, r)) line("note: " + n);
+  for (const std::string& n : training_notes(model.spec, e, r)) line("note: " + n);
   return line.out;
 }
 
