@@ -118,6 +118,33 @@ TEST_CASE("PEFT defaults, DoRA and modules_to_save", "[training_args]") {
   CHECK(e.trainable_params == e.adapter_params + e.saved_module_params);
 }
 
+TEST_CASE("Adapters of a 16-bit model are fp32 by PEFT's autocast_adapter_dtype, QLoRA's bf16 by TRL",
+          "[training_args]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  nlohmann::json j = {{"config_class", "TrainingArguments"},
+                      {"model_init_kwargs", {{"dtype", "bfloat16"}}},
+                      {"peft_config", {{"r", 16}, {"target_modules", "all-linear"}}}};
+  training_args a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.lora.dtype == adapter_precision::fp32);
+  // fp32 adapters: 4 B weights + 4 B grads + 8 B AdamW state each, no master, beside the 2 B base.
+  const static_estimate e = estimate_static(m.spec, a.run.setup, params_basis::exact);
+  CHECK(e.adapter_params.count() == 41'943'040ull);  // W09
+  CHECK(e.buckets.adapter_weights == bytes(4 * 41'943'040ull));
+  CHECK(e.buckets.optimizer.count() == 8 * 41'943'040ull + 4 * 2 * 7 * 32);  // + `step` per A and B
+  j["autocast_adapter_dtype"] = false;
+  a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.lora.dtype == adapter_precision::base);
+  j.erase("autocast_adapter_dtype");
+  j["quantization_config"] = {{"load_in_4bit", true}};
+  a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.method == training_method::qlora);
+  CHECK(a.run.setup.lora.dtype == adapter_precision::base);  // TRL casts QLoRA's adapters to bf16
+  j.erase("quantization_config");
+  j["model_init_kwargs"]["dtype"] = "float32";
+  a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.lora.dtype == adapter_precision::base);  // an fp32 model's adapters are fp32 already
+}
+
 TEST_CASE("Invalid training args are errors naming the field", "[training_args][errors]") {
   const loaded_model m = preset("qwen3-4b");
   test::require_input_error([&] { (void)args("bad-batch.json", m); }, "/per_device_train_batch_size",

@@ -238,6 +238,18 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     }
   }
 
+  // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
+  // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
+  // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
+  const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
+  if (r.setup.method == training_method::lora && !fp32_load && autocast_adapters) {
+    r.setup.lora.dtype = adapter_precision::fp32;
+    a.notes.emplace_back(
+        "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
+        "(autocast_adapter_dtype=True; "
+        "TRL passes False only under DeepSpeed ZeRO-3)");
+  }
+
   static const std::set<std::string> used{"config_class",
                                           "per_device_train_batch_size",
                                           "gradient_accumulation_steps",
@@ -252,6 +264,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "loss_type",
                                           "optim",
                                           "optimizer_in_bwd",
+                                          "autocast_adapter_dtype",
                                           "learning_rate",
                                           "warmup_steps",
                                           "lr_scheduler_type",
