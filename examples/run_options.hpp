@@ -100,8 +100,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
-  app.add_option("--loss", o.loss, "naive | chunked | liger | cce | chunked-output")->capture_default_str();
-  app.add_option("--output-chunks", o.output_chunks, "torchtune's num_output_chunks (--loss chunked-output)")
+  app.add_option("--loss", o.loss, "naive | chunked | liger | cce | chunked-output | linear-ce")
+      ->capture_default_str();
+  app.add_option("--output-chunks", o.output_chunks,
+                 "torchtune's num_output_chunks (--loss chunked-output or linear-ce)")
       ->capture_default_str();
   app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")

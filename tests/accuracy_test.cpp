@@ -27,7 +27,10 @@ constexpr std::int64_t chunked_loss_scalars = 64;
 constexpr std::int64_t optimizer_scalars = 96;
 
 std::int64_t signed_bytes(bytes b) { return static_cast<std::int64_t>(b.count()); }
-bool chunked(const measured_row& r) { return r.text("loss") != "hf"; }
+// The losses whose 0-dim chunk tensors are not all modelled (TRL's, torchtune's CEWithChunkedOutputLoss).
+bool chunked(const measured_row& r) {
+  return r.text("loss") == "trl_chunked" || r.text("loss") == "torchtune_chunked";
+}
 
 }  // namespace
 

@@ -127,6 +127,8 @@ expect "args in backward accum" 2 'optimizer_in_backward' -- --training-args "$d
 expect "impl note" 0 'note: optimizer step: foreach assumed .* fused 129\.527 GB' -- "${p8[@]}"
 expect "impl peaks json" 0 '"impl": "fused",' -- "${p8[@]}" --json
 expect "impl refused" 2 'optimizer_impl: torch has no fused kernel' -- "${p8[@]}" --optimizer rmsprop --optimizer-impl fused
+expect "linear-ce loss" 0 'loss linear-ce' -- --preset qwen3-4b --method lora --seq-len 8192 --loss linear-ce
+expect "linear-ce logits" 0 '"logits": 6221606424,' -- --preset qwen3-4b --method lora --seq-len 8192 --loss linear-ce --json
 expect "cpu runtime" 0 'runtime    cpu kernels, torch 1.13' -- "${p8[@]}" --device cpu --torch 1.13
 expect "fp32 adapters" 0 'adapter parameters in fp32, lora_dropout 0.05' -- "${p8[@]}" --method lora --adapter-dtype fp32 --lora-dropout 0.05
 

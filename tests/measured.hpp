@@ -154,6 +154,9 @@ inline loss_config loss_of(const measured_row& r) {
   } else if (loss == "torchtune_chunked") {
     l.impl = loss_impl::chunked_output;
     l.output_chunks = r.count("loss_chunk");
+  } else if (loss == "torchtune_linear_ce") {
+    l.impl = loss_impl::linear_ce;
+    l.output_chunks = r.count("loss_chunk");
   } else if (loss != "hf") {
     throw std::runtime_error(r.id() + ": unknown loss " + loss);
   }

@@ -145,6 +145,24 @@ TEST_CASE("Adapters of a 16-bit model are fp32 by PEFT's autocast_adapter_dtype,
   CHECK(a.run.setup.lora.dtype == adapter_precision::base);  // an fp32 model's adapters are fp32 already
 }
 
+TEST_CASE("A torchtune loss component selects its layout", "[training_args]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  nlohmann::json j = {{"loss", {{"_component_", "torchtune.modules.loss.LinearCrossEntropyLoss"}}}};
+  training_args a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.loss.impl == loss_impl::linear_ce);
+  CHECK(a.run.loss.output_chunks == 8);  // torchtune's default num_output_chunks
+  j["loss"] = {{"_component_", "torchtune.modules.loss.CEWithChunkedOutputLoss"}, {"num_output_chunks", 16}};
+  a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.loss.impl == loss_impl::chunked_output);
+  CHECK(a.run.loss.output_chunks == 16);
+  j["loss"] = {{"_component_", "torchtune.modules.loss.ForwardKLLoss"}};
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/loss/_component_",
+                            "LinearCrossEntropyLoss");
+  j["loss"] = {{"_component_", "torchtune.modules.loss.LinearCrossEntropyLoss"}};
+  j["loss_type"] = "nll";
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/loss", "loss_type");
+}
+
 TEST_CASE("Invalid training args are errors naming the field", "[training_args][errors]") {
   const loaded_model m = preset("qwen3-4b");
   test::require_input_error([&] { (void)args("bad-batch.json", m); }, "/per_device_train_batch_size",

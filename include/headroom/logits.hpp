@@ -23,17 +23,20 @@ enum class loss_impl : std::uint8_t {
   fused_liger,     ///< Liger fused linear cross-entropy: bf16 logits tiles, gradients made in forward
   fused_cce,       ///< Cut Cross-Entropy: logits tiles stay on chip; only log-sum-exp is stored
   chunked_output,  ///< torchtune CEWithChunkedOutputLoss: the head applied per chunk, each chunk upcast alone
+  linear_ce,       ///< torchtune LinearCrossEntropyLoss: ignored rows dropped, head and loss per token chunk
 };
-inline constexpr std::array<named<loss_impl>, 5> loss_names{{{"naive", loss_impl::naive},
+inline constexpr std::array<named<loss_impl>, 6> loss_names{{{"naive", loss_impl::naive},
                                                              {"chunked", loss_impl::chunked},
                                                              {"liger", loss_impl::fused_liger},
                                                              {"cce", loss_impl::fused_cce},
-                                                             {"chunked-output", loss_impl::chunked_output}}};
+                                                             {"chunked-output", loss_impl::chunked_output},
+                                                             {"linear-ce", loss_impl::linear_ce}}};
 
 struct loss_config {
   loss_impl impl = loss_impl::naive;
   std::uint64_t chunk_tokens = 256;  ///< TRL _CHUNKED_LM_HEAD_CHUNK_SIZE
-  std::uint64_t output_chunks = 8;   ///< torchtune CEWithChunkedOutputLoss num_output_chunks
+  std::uint64_t output_chunks =
+      8;  ///< torchtune num_output_chunks (CEWithChunkedOutputLoss, LinearCrossEntropyLoss)
 };
 
 /// What the loss head holds, relative to the moment before it runs (the final hidden states and the
@@ -495,6 +498,133 @@ constexpr void torchtune_chunked_loss(Out& out, const loss_context& k, std::uint
   out.release("loss scalars", bytes(index_bytes));
 }
 
+/// torchtune LinearCrossEntropyLoss (torchtune/modules/loss/cross_entropy_loss.py, not compiled): the model
+/// skips its output layer; the loss drops ignored positions (index_select), splits the kept rows into n
+/// chunks and, per chunk, applies the head, upcasts and cross-entropies (compute_cross_entropy). Every
+/// position but each sequence's last is assumed trained (the recipe's shift ignores the last).
+template <class Out>
+constexpr void torchtune_linear_ce_loss(Out& out, const loss_context& k, std::uint64_t chunks) {
+  const std::uint64_t rows = k.b * (k.s - 1);
+  // tensor_split(n): the first rows % n chunks are one row longer; past `rows` chunks are empty.
+  const std::uint64_t small = rows / chunks, big_count = rows % chunks;
+  auto rows_of = [&](std::uint64_t i) { return i < big_count ? small + 1 : small; };
+  const bool upcast = k.ab != fp32_bytes;
+  const std::uint64_t gb = k.autocast ? fp32_bytes : k.hb;  // the hidden-state gradient's dtype
+  const bytes labels = act(k.t, 1, index_bytes), kept_rows = act(rows, 1, index_bytes);
+  const bytes masked = act(rows, k.d, k.hb), head_cast = act(k.V, k.d, bf16_bytes);
+  // The recipe's shift: hstack((labels[..., 1:], an ignore column)).
+  out.alloc("ignore column", act(k.b, 1, index_bytes), "torch.full((b, 1), ignore_index)");
+  out.alloc("shifted labels", labels, "hstack((labels[..., 1:], ignore column))");
+  out.release("ignore column", act(k.b, 1, index_bytes));
+  // total_valid_tokens: torch.where(targets != ignore)[0].numel() (two index columns of a 2-D nonzero).
+  auto valid_mask = [&](std::uint64_t columns, std::string_view name, std::string_view why) {
+    out.alloc("ignore index scalar", bytes(k.py), "-100 wrapped as a 0-dim tensor (CPU)");
+    out.alloc("valid mask", act(k.t, 1, 1), "targets != ignore_index (bool)");
+    out.release("ignore index scalar", bytes(k.py));
+    out.alloc(name, act(rows, columns, index_bytes), why);
+    out.release("valid mask", act(k.t, 1, 1));
+  };
+  valid_mask(2, "nonzero", "torch.where(...)[0].numel(): counted, then dropped");
+  out.release("nonzero", act(rows, 2, index_bytes));
+  valid_mask(1, "kept indices", "torch.where(targets != ignore_index)[0], saved by index_select");
+  out.alloc("masked hidden states", masked, "hidden.index_select(0, indices): the chunks are views of it");
+  out.alloc("masked labels", kept_rows, "target.index_select(0, indices): the chunks are views of it");
+  out.alloc("loss scalars", bytes(scalar_bytes), "total_loss = torch.tensor(0.0)");
+  // Forward, one chunk at a time: its logits die when compute_cross_entropy returns.
+  for (std::uint64_t i = 0; i < chunks; ++i) {
+    const std::uint64_t c = rows_of(i);
+    out.list(i + 1 == chunks || i == 0);
+    const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab),
+                hidden_cast = act(c, k.d, bf16_bytes);
+    if (k.autocast) {  // a trained head's cast is cached once; a frozen head is re-cast (and kept) per chunk
+      if (i == 0 || !k.head_trains)
+        out.alloc("head weight (bf16 cast)", head_cast, "autocast's cast, saved for the input gradient");
+      out.alloc("hidden chunk (bf16 cast)", hidden_cast, "autocast's cast, saved when the head trains");
+    }
+    out.alloc("logits chunk", logits, "linear_projection(hidden_chunk)");
+    if (k.autocast && !k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
+    if (upcast) out.alloc("fp32 logits chunk", tile, "logits.float()");
+    out.alloc("log-probabilities", tile, "log_softmax's output, saved for backward");
+    out.alloc("loss scalars", bytes(2 * scalar_bytes), "nll_loss's sum and total_weight");
+    if (upcast) out.release("fp32 logits chunk", tile);
+    out.release("logits chunk", logits);
+    if (i != 0) out.release("loss scalars", bytes(scalar_bytes));  // the previous chunk's loss, rebound
+  }
+  out.list(true);
+  out.alloc("valid count scalar", bytes(k.py),
+            "total_valid_tokens wrapped as a 0-dim tensor (CPU), saved by /");
+  out.alloc("loss scalars", bytes(2 * scalar_bytes), "the count as float and the divided loss");
+  out.release("loss scalars", bytes(scalar_bytes));
+  out.release("shifted labels", labels);             // the recipe's labels die with _loss_step
+  out.release("loss scalars", bytes(scalar_bytes));  // the last chunk's loss
+  if (!k.head_trains || k.autocast) out.release("masked hidden states", masked);  // saved only by the head
+  out.release("loss scalars", bytes(scalar_bytes));  // total_loss, summed into the division
+  out.begin_backward();
+  out.alloc("gradient scalars", bytes(2 * scalar_bytes), "the seed gradient and the division's");
+  out.alloc("valid count as float", bytes(scalar_bytes), "DivBackward's operand");
+  out.release("valid count as float", bytes(scalar_bytes));
+  out.release("valid count scalar", bytes(k.py));
+  // Backward, the last chunk first: each chunk's cross-entropy and head backward before the previous one's.
+  const bytes head_grad = act(k.V, k.d, k.autocast ? bf16_bytes : k.wb);
+  for (std::uint64_t j = 0; j < chunks; ++j) {
+    const std::uint64_t i = chunks - 1 - j, c = rows_of(i);
+    const bool first = j == 0, last = i == 0;
+    out.list(j < 2);
+    const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab);
+    const bytes hidden_cast = act(c, k.d, bf16_bytes);
+    out.alloc("grad of log-probabilities", tile, "nll_loss backward: zeros with -1 at each label");
+    out.release("loss scalars", bytes(scalar_bytes));  // nll_loss's total_weight
+    if (last) {  // the first chunk's: its labels (the base of every label chunk) and its loss, which the
+                 // in-place `total_loss += loss` kept
+      out.release("masked labels", kept_rows);
+      out.release("loss scalars", bytes(scalar_bytes));
+    }
+    out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
+    out.release("grad of log-probabilities", tile);
+    out.release("log-probabilities", tile);
+    if (upcast) {
+      out.alloc("grad of logits", logits, "ToCopyBackward: the gradient in the logits dtype");
+      out.release("grad of logits (fp32)", tile);
+    }
+    if (k.head_trains) out.alloc("head gradient", head_grad, "mm(grad_logitsᵀ, hidden chunk)");
+    out.alloc("grad of hidden chunk", act(c, k.d, k.autocast ? bf16_bytes : k.hb), "mm(grad_logits, head)");
+    out.release("grad of logits", logits);
+    if (k.autocast && k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
+    if (k.autocast && (last || !k.head_trains)) out.release("head weight (bf16 cast)", head_cast);
+    if (!k.autocast && k.head_trains && last) out.release("masked hidden states", masked);
+    if (k.head_trains && !first) {  // every chunk's head gradient is summed out of place
+      out.alloc("head gradient sum", head_grad, "InputBuffer accumulation across chunks");
+      out.release("head gradient", head_grad * 2);
+    }
+    if (k.autocast) {
+      out.alloc("grad of hidden chunk (fp32)", act(c, k.d, fp32_bytes), "ToCopyBackward to the fp32 stream");
+      out.release("grad of hidden chunk", hidden_cast);
+    }
+  }
+  out.list(true);
+  if (k.autocast && k.head_trains) {
+    out.alloc("head gradient (fp32)", act(k.V, k.d, fp32_bytes), "ToCopyBackward to the fp32 weight");
+    out.release("head gradient", head_grad);
+  }
+  // tensor_split's slices, last first: each a zero tensor of all kept rows with the chunk copied in, summed.
+  const bytes masked_grad = act(rows, k.d, gb);
+  for (std::uint64_t j = 0; j < chunks; ++j) {
+    const std::uint64_t c = rows_of(chunks - 1 - j);
+    out.list(j < 2);
+    out.alloc("grad of masked hidden states", masked_grad, "slice backward: zeros, then the chunk copied in");
+    out.release("grad of hidden chunk", act(c, k.d, gb));
+    if (j != 0) {
+      out.alloc("gradient sum", masked_grad, "InputBuffer accumulation of the chunk gradients");
+      out.release("grad of masked hidden states", masked_grad * 2);
+    }
+  }
+  out.list(true);
+  out.alloc("grad of hidden states", act(k.t, k.d, gb), "index_select backward: zeros, then index_add");
+  out.release("grad of masked hidden states", masked_grad);
+  out.release("kept indices", kept_rows);
+  out.release("gradient scalars", bytes(scalar_bytes));
+}
+
 /// Liger fused linear cross-entropy (fused_linear_cross_entropy.py, 0.8.2): gradients made in forward.
 template <class Out>
 constexpr void liger_loss(Out& out, const loss_context& k) {
@@ -538,6 +668,9 @@ constexpr void checked_loss_events(const loss_context& k, const loss_config& l, 
       return;
     case loss_impl::chunked_output:
       torchtune_chunked_loss(out, k, l.output_chunks);
+      return;
+    case loss_impl::linear_ce:
+      torchtune_linear_ce_loss(out, k, l.output_chunks);
       return;
     case loss_impl::fused_liger:
       liger_loss(out, k);

@@ -142,6 +142,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   switch (r.loss.impl) {
     case loss_impl::naive:
     case loss_impl::chunked_output:  // the same tensors, one chunk of them upcast at a time
+    case loss_impl::linear_ce:       // (and per token chunk, on the trained rows)
       head += roof.time(0, t * V * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2));
       break;
     case loss_impl::chunked:

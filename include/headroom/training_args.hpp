@@ -4,6 +4,7 @@
 // resolved with each library's own defaults into a run_config (docs/training-args.md). nlohmann_json.
 #pragma once
 
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include <set>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -250,6 +252,27 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
         "TRL passes False only under DeepSpeed ZeRO-3)");
   }
 
+  // torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
+  // are read natively: its class path names the loss layout.
+  if (const auto tl = j.find("loss"); tl != j.end() && !tl->is_null()) {
+    const std::string lo = origin + ": /loss";
+    if (!tl->is_object()) throw input_error(lo, "must be an object with _component_ (a torchtune loss)");
+    if (j.contains("loss_type") || liger)
+      throw input_error(lo, "a torchtune loss cannot be combined with loss_type or use_liger_kernel");
+    const std::string component = detail::read_string_or(*tl, "_component_", lo, "");
+    static constexpr std::array<std::pair<std::string_view, loss_impl>, 2> torchtune_losses{
+        {{"torchtune.modules.loss.LinearCrossEntropyLoss", loss_impl::linear_ce},
+         {"torchtune.modules.loss.CEWithChunkedOutputLoss", loss_impl::chunked_output}}};
+    const auto found = std::find_if(torchtune_losses.begin(), torchtune_losses.end(),
+                                    [&](const auto& e) { return e.first == component; });
+    if (found == torchtune_losses.end())
+      throw input_error(lo + "/_component_", "unknown '" + component +
+                                                 "'; valid: torchtune.modules.loss.LinearCrossEntropyLoss, "
+                                                 "torchtune.modules.loss.CEWithChunkedOutputLoss");
+    r.loss.impl = found->second;
+    r.loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
+  }
+
   static const std::set<std::string> used{"config_class",
                                           "per_device_train_batch_size",
                                           "gradient_accumulation_steps",
@@ -262,6 +285,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "activation_offloading",
                                           "use_liger_kernel",
                                           "loss_type",
+                                          "loss",
                                           "optim",
                                           "optimizer_in_bwd",
                                           "autocast_adapter_dtype",

@@ -169,8 +169,31 @@ def step_rows():
     return rows
 
 
+def later_rows():
+    """Rows added after the first grid, appended so that every earlier id stays the same."""
+    rows = []
+    # torchtune's LinearCrossEntropyLoss: ignored tokens masked out, the head applied per token chunk.
+    for family, chunks in (("llama", 8), ("qwen3", 4), ("gemma2", 3)):
+        for dtype in ("bf16", "fp32"):
+            for trainable in ("0", "1"):
+                rows.append(_row("loss", family, dtype=dtype, loss="torchtune_linear_ce", loss_chunk=chunks,
+                                 head_trainable=trainable))
+    rows.append(_row("loss", "llama", batch=1, seq_len=50, loss="torchtune_linear_ce", loss_chunk=8,
+                     head_trainable="1"))
+    for trainable in ("0", "1"):
+        rows.append(_row("loss", "llama", dtype="autocast", loss="torchtune_linear_ce", loss_chunk=4,
+                         head_trainable=trainable))
+    rows.append(_row("loss", "qwen3", batch=1, seq_len=6, loss="torchtune_linear_ce", loss_chunk=8,
+                     head_trainable="1"))
+    rows.append(_row("step", "llama", dtype="bf16", layers=2, loss="torchtune_linear_ce", loss_chunk=8,
+                     optimizer="adamw", optimizer_impl="for_loop"))
+    rows.append(_row("step", "qwen3", dtype="bf16", layers=2, loss="torchtune_linear_ce", loss_chunk=4,
+                     checkpointing="non_reentrant", optimizer="adamw", optimizer_impl="for_loop", **lora()))
+    return rows
+
+
 def rows():
-    out = block_rows() + loss_rows() + optimizer_rows() + step_rows()
+    out = block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows()
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out
@@ -178,4 +201,5 @@ def rows():
 
 # A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
-           "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173"]
+           "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
+           "step-181", "loss-187", "loss-199", "step-202"]

@@ -34,7 +34,9 @@ change the measurement.  The sources (read for this harness; none of their code 
   ``autocast_adapter_dtype=True`` (``peft_model.py``) keeps adapters in fp32 under a bf16 base.
 * TRL ``trl/trainer/sft_trainer.py`` ``_chunked_cross_entropy_loss`` and ``_chunk`` (commit f2cd5771).
 * torchtune ``torchtune/modules/transformer.py`` ``TransformerDecoder.chunked_output`` and
-  ``torchtune/modules/loss/ce_chunked_output_loss.py`` ``CEWithChunkedOutputLoss`` (commit bd2a0fc7).
+  ``torchtune/modules/loss/ce_chunked_output_loss.py`` ``CEWithChunkedOutputLoss``;
+  ``torchtune/modules/loss/cross_entropy_loss.py`` ``LinearCrossEntropyLoss`` (the loss of 162 of its
+  shipped configs; commit bd2a0fc7).
 """
 import functools
 import math
@@ -432,6 +434,32 @@ def torchtune_chunked_loss(model, hidden_states, labels, num_chunks):
     return total_loss / total_elements
 
 
+def torchtune_linear_ce_loss(model, hidden_states, labels, num_chunks):
+    # LinearCrossEntropyLoss (mask_ignored_tokens=True, not compiled): the model skips its output layer and
+    # returns the final hidden states; the loss masks ignored tokens out, then projects and cross-entropies
+    # one token chunk at a time. The recipe shifts the labels as for CEWithChunkedOutputLoss.
+    labels = torch.hstack((labels[..., 1:], torch.full((labels.shape[0], 1), -100, dtype=labels.dtype)))
+    total_valid_tokens = torch.where(labels != -100)[0].numel()
+    targets = labels.reshape(-1)
+    outputs = hidden_states.reshape(-1, hidden_states.shape[-1])
+    indices = torch.where(targets != -100)[0]
+    outputs = outputs.index_select(0, indices)
+    targets = targets.index_select(0, indices)
+    hidden_chunks = outputs.tensor_split(num_chunks, dim=0)
+    target_chunks = targets.tensor_split(num_chunks, dim=0)
+    total_loss = torch.tensor(0.0)
+    for hidden_chunk, target_chunk in zip(hidden_chunks, target_chunks):
+        loss = _linear_ce_chunk(model.lm_head, hidden_chunk, target_chunk)
+        total_loss += loss
+    return total_loss / total_valid_tokens
+
+
+def _linear_ce_chunk(projection, hidden_chunk, target_chunk):
+    # LinearCrossEntropyLoss.compute_cross_entropy: the chunk's logits die when it returns.
+    logits = projection(hidden_chunk)
+    return F.cross_entropy(logits.float(), target_chunk, reduction="sum", ignore_index=-100)
+
+
 def num_items_in_batch(labels):
     """Trainer.get_batch_samples: the trained-token count, computed before the step."""
     return (labels[..., 1:] != -100).sum()
@@ -450,6 +478,8 @@ def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
         return trl_chunked_loss(hidden_states, model.lm_head.weight, labels, chunk, num_items)
     if loss == "torchtune_chunked":
         return torchtune_chunked_loss(model, hidden_states, labels, chunk)
+    if loss == "torchtune_linear_ce":
+        return torchtune_linear_ce_loss(model, hidden_states, labels, chunk)
     raise ValueError(f"unknown loss {loss!r}")
 
 
