@@ -58,7 +58,7 @@ TEST_CASE("W35: a well-tuned fine-tuning run sits at 30-50% MFU, and the predict
   CHECK(e.mfu <= 0.50);
 }
 
-TEST_CASE("PaLM adds 12·L·q·s per token; Megatron counts each GEMM with the causal half", "[throughput]") {
+TEST_CASE("PaLM adds 12·L·q·s per token, Megatron counts each GEMM with the causal half", "[throughput]") {
   const params n = parameter_count(llama_3_1_8b);
   const double six = 6.0 * static_cast<double>(n.count());
   const token_flops palm =
