@@ -408,12 +408,11 @@ inline std::string impl_reason(const training_setup& s) {
 }
 }  // namespace detail
 
-/// A note when another step implementation would move the peak by more than 1% (one hundredth).
-[[nodiscard]] inline std::optional<std::string> optimizer_impl_note(const model_spec& spec,
-                                                                    const run_config& r,
-                                                                    const training_estimate& e) {
-  const std::vector<impl_peak> peaks = optimizer_impl_peaks(spec, r, e);
-  const std::uint64_t base = e.total_bytes().count();
+/// A note when another step implementation would move the peak by more than 1% (one hundredth), from the
+/// peaks optimizer_impl_peaks gave (the priced one first).
+[[nodiscard]] inline std::optional<std::string> optimizer_impl_note(const std::vector<impl_peak>& peaks,
+                                                                    const run_config& r) {
+  const std::uint64_t base = peaks.front().total.count();
   std::string others;
   bool moves = false;
   for (std::size_t i = 1; i < peaks.size(); ++i) {
@@ -426,6 +425,13 @@ inline std::string impl_reason(const training_setup& s) {
   return "optimizer step: " + std::string(choice_name(optimizer_impl_names, peaks[0].impl)) + " assumed (" +
          detail::impl_reason(r.setup) + "); the peak would be " + others +
          " (--optimizer-impl; adamw_torch_fused is transformers' fused AdamW)";
+}
+
+/// The same, computing the peaks.
+[[nodiscard]] inline std::optional<std::string> optimizer_impl_note(const model_spec& spec,
+                                                                    const run_config& r,
+                                                                    const training_estimate& e) {
+  return optimizer_impl_note(optimizer_impl_peaks(spec, r, e), r);
 }
 
 /// Plain-language notes about an estimate (printed by the text and JSON front ends).

@@ -139,12 +139,16 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                                                   : (e.total_bytes() - *budget).count());
     j["headroom_bytes"] = ok ? gap : -gap;
   }
-  nlohmann::json impl_peaks = nlohmann::json::array();  // the first is the one priced
-  for (const impl_peak& p : optimizer_impl_peaks(model.spec, r, e))
+  const std::vector<impl_peak> peaks = optimizer_impl_peaks(model.spec, r, e);  // the first is the one priced
+  nlohmann::json impl_peaks = nlohmann::json::array();
+  for (const impl_peak& p : peaks)
     impl_peaks.push_back(
         {{"impl", choice_name(optimizer_impl_names, p.impl)}, {"total_bytes", p.total.count()}});
   j["optimizer_impl_peaks"] = impl_peaks;
-  j["notes"] = training_notes(model.spec, e, r);
+  std::vector<std::string> notes = training_notes(e, r);
+  if (auto n = optimizer_impl_note(peaks, r))
+    notes.push_back(std::move(*n));  // the same peaks, not re-estimated
+  j["notes"] = notes;
   return j;
 }
 
