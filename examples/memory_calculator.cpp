@@ -26,6 +26,8 @@ struct options {
   std::string solve_gpus;
   std::string sweep;
   std::string svg;
+  std::string lengths;
+  std::string batching;
   bool csv = false;
   bool explain = false;
   bool json = false;
@@ -226,6 +228,11 @@ int main(int argc, char** argv) {
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
   app.add_option("--sweep", o.sweep, "seq-len=FROM:TO[:xK|:+K] or batch=...: one estimate per value");
+  app.add_option("--lengths", o.lengths,
+                 "token lengths of the dataset (CSV or JSON array): the peak micro-batch they make");
+  app.add_option("--batching", o.batching,
+                 "with --lengths: padded | max-length | packed | padding-free (default padded, or the "
+                 "training-args packing)");
   app.add_flag("--explain", o.explain, "follow every number with its formula, shapes and source");
   app.add_flag("--csv", o.csv, "with --sweep: CSV rows of the peak-phase buckets in bytes");
   app.add_option("--svg", o.svg,
@@ -249,7 +256,27 @@ int main(int argc, char** argv) {
     if (!o.run.gpu.empty()) gpu = load_gpu(o.run.gpu, dirs);
     const loaded_model model = o.run.load_model(dirs);
     const std::optional<training_args> args = o.run.load_args(model);
-    const run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    // A dataset's lengths: the micro-batch that sets the peak replaces --batch x --seq-len.
+    std::optional<peak_micro_batch> by_lengths;
+    batching_config batching = args ? args->batching : batching_config{};
+    if (!o.batching.empty()) {
+      if (o.lengths.empty()) throw input_error("--batching", "needs --lengths FILE");
+      if (args) throw input_error("--batching", "comes from the training-args file (packing, padding_free)");
+      batching.layout = parse_choice(batch_layout_names, o.batching, "--batching");
+    }
+    if (!o.lengths.empty()) {
+      if (!o.fit.empty() || !o.sweep.empty())
+        throw input_error("--lengths", "sets the micro-batch shape; it cannot be combined with --fit or --sweep");
+      by_lengths = peak_batch_shape(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len, batching);
+      if (by_lengths->layout == batch_layout::padding_free && r.activations.attention != attention_impl::flash)
+        throw input_error("--batching", "padding-free batches need FlashAttention (--attention flash)");
+    }
+    const std::uint64_t max_length = r.activations.seq_len;
+    if (by_lengths) {
+      r.activations.batch = by_lengths->batch;
+      r.activations.seq_len = by_lengths->seq_len;
+    }
     std::optional<bytes> budget;
     if (gpu) budget = gpu->memory();
     if (!o.budget_gb.empty()) budget = cli::gb_flag("--budget-gb", o.budget_gb);
@@ -261,6 +288,20 @@ int main(int argc, char** argv) {
     if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, r, o, budget);
     nlohmann::json j = training_estimate_json(model, r, e, budget);
     std::string text = format_training_table(model, r, e, o.gib, budget);
+    if (by_lengths) {
+      const std::string why = peak_batch_reason(*by_lengths, max_length, batching);
+      j["lengths"] = {{"file", o.lengths},
+                      {"sequences", by_lengths->sequences},
+                      {"longest", by_lengths->longest},
+                      {"truncated", by_lengths->truncated},
+                      {"max_length", max_length},
+                      {"batching", choice_name(batch_layout_names, by_lengths->layout)},
+                      {"peak_batch", by_lengths->batch},
+                      {"peak_seq_len", by_lengths->seq_len},
+                      {"reason", why}};
+      text += fmt::format("lengths    {} sequences from {}: {}\n", by_lengths->sequences, o.lengths, why);
+      if (o.explain) text += "           formula: " + std::string(peak_batch_formula(by_lengths->layout)) + "\n";
+    }
     if (o.explain) text += "\n" + format_explanation(model, r, e);
     if (args) {  // what the config said, what was assumed, what was ignored
       j["training_args"] = {{"config_class", args->config_class},

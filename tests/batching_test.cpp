@@ -68,3 +68,59 @@ TEST_CASE("Best-fit decreasing fills rows without overflowing them", "[packing][
   test::require_input_error([] { (void)summarize_lengths({}, 2, 1024); }, "lengths");
   test::require_input_error([] { (void)summarize_lengths({5, 0}, 2, 1024); }, "length 0");
 }
+
+TEST_CASE("Variable-length batches: the longest padded batch or the packed length sets the peak shape",
+          "[packing]") {
+  const std::vector<std::uint64_t> lengths{100, 900, 120, 880, 40, 1000, 5000};
+  // Padded to the longest: any shuffled batch can hold the longest sequence (truncated to max_length).
+  const peak_micro_batch padded = peak_batch_shape(lengths, 2, 1024);
+  CHECK(padded.batch == 2);
+  CHECK(padded.seq_len == 1024);
+  CHECK(padded.longest == 1024);
+  CHECK(padded.truncated == 1);
+  CHECK(peak_batch_reason(padded, 1024).find("the longest padded batch sets the peak: 2 x 1024 tokens") == 0);
+  const peak_micro_batch short_set = peak_batch_shape({100, 900, 120}, 8, 2048);
+  CHECK(short_set.batch == 3);  // fewer sequences than a micro-batch
+  CHECK(short_set.seq_len == 900);
+  batching_config c;
+  c.pad_to_multiple = 64;  // pad_to_multiple_of rounds the padded length up
+  CHECK(peak_batch_shape({100, 900, 120}, 8, 2048, c).seq_len == 960);
+  c = batching_config{batch_layout::max_length};
+  CHECK(peak_batch_shape(lengths, 2, 1024, c).seq_len == 1024);
+  // Padding-free over bfd rows of 1024: 1024 (5000 truncated) | 1000 | 900+120 | 880+100+40: the two fullest.
+  c = batching_config{batch_layout::padding_free, true};
+  const peak_micro_batch flat = peak_batch_shape(lengths, 2, 1024, c);
+  CHECK(flat.batch == 1);
+  CHECK(flat.seq_len == 1024 + 1020);
+  CHECK(peak_batch_reason(flat, 1024, c).find("the packed length sets the peak: 1 x 2044 tokens") == 0);
+  // bfd_split: 5000 becomes four full rows and 904 — two full rows make the fullest micro-batch.
+  c.split_overflow = true;
+  CHECK(peak_batch_shape(lengths, 2, 1024, c).seq_len == 2048);
+  // Padding-free without packing: the two longest sequences, flattened.
+  c = batching_config{batch_layout::padding_free};
+  CHECK(peak_batch_shape({100, 900, 120}, 2, 2048, c).seq_len == 1020);
+  test::require_input_error([] { (void)peak_batch_shape({}, 2, 1024); }, "lengths");
+  test::require_input_error([] { (void)peak_batch_shape({5, 0}, 2, 1024); }, "length 0");
+  test::require_input_error([] { (void)peak_batch_shape({5}, 0, 1024); }, "batch");
+  batching_config zero;
+  zero.pad_to_multiple = 0;
+  test::require_input_error([&] { (void)peak_batch_shape({5}, 1, 1024, zero); }, "pad_to_multiple_of");
+}
+
+TEST_CASE("The peak shape never exceeds max_length rows and grows with the longest sequence",
+          "[packing][property]") {
+  std::vector<std::uint64_t> lengths;
+  for (std::uint64_t i = 1; i <= 300; ++i) lengths.push_back((i * 7919) % 3000 + 1);
+  for (std::uint64_t batch : {1u, 2u, 8u}) {
+    for (batch_layout l : {batch_layout::padded, batch_layout::max_length, batch_layout::packed,
+                           batch_layout::padding_free}) {
+      batching_config c{l, true};
+      const peak_micro_batch p = peak_batch_shape(lengths, batch, 2048, c);
+      CHECK(p.batch * p.seq_len <= batch * 2048);  // never more tokens than full rows
+      std::vector<std::uint64_t> longer = lengths;
+      longer.push_back(2048);
+      const peak_micro_batch q = peak_batch_shape(longer, batch, 2048, c);
+      CHECK(q.batch * q.seq_len >= p.batch * p.seq_len);
+    }
+  }
+}

@@ -4,6 +4,7 @@
 set -u
 dir=$1
 data=$2
+lengths_csv=$data/../../examples/data/chat_lengths.csv
 bin=$dir/memory_calculator
 passed=0
 failed=0
@@ -60,6 +61,10 @@ expect "fused logits" 0 '"logits": 161710080,' -- --preset qwen3-4b --method lor
 expect "cce logits" 0 '"loss": "cce"' -- --preset qwen3-4b --method lora --seq-len 8192 --fused-ce cce --json
 expect "chunked" 0 '"ce_chunk": 512,' -- --preset qwen3-4b --method lora --ce-chunk 512 --json
 expect "peak phase" 0 '"peak_phase": "backward_start"' -- --preset qwen3-4b --method qlora --seq-len 16384 --json
+expect "lengths padded" 0 'the longest padded batch sets the peak: 4 x 6000 tokens' -- --preset qwen3-1.7b --method lora --batch 4 --seq-len 16384 --lengths "$lengths_csv"
+expect "lengths packed" 0 '"peak_seq_len": 16384' -- --preset qwen3-1.7b --method lora --batch 4 --seq-len 4096 --lengths "$lengths_csv" --batching padding-free --json
+expect "lengths batching" 2 "--batching: unknown 'ffd'" -- --lengths "$lengths_csv" --batching ffd
+expect "lengths fit" 2 '--lengths: sets the micro-batch shape' -- --lengths "$lengths_csv" --fit seq-len --budget-gb 80
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24

@@ -163,6 +163,30 @@ TEST_CASE("A torchtune loss component selects its layout", "[training_args]") {
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/loss", "loss_type");
 }
 
+TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  nlohmann::json j = nlohmann::json::object();
+  CHECK(training_args_from_json(j, m, "inline").batching.layout == batch_layout::padded);
+  j["pad_to_multiple_of"] = 64;
+  CHECK(training_args_from_json(j, m, "inline").batching.pad_to_multiple == 64);
+  j = {{"packing", true}};  // TRL's default strategy bfd forces padding_free over bfd rows
+  training_args a = training_args_from_json(j, m, "inline");
+  CHECK(a.batching.layout == batch_layout::padding_free);
+  CHECK(a.batching.bfd_packed);
+  CHECK_FALSE(a.batching.split_overflow);
+  j["packing_strategy"] = "bfd_split";
+  CHECK(training_args_from_json(j, m, "inline").batching.split_overflow);
+  j["packing_strategy"] = "wrapped";
+  CHECK(training_args_from_json(j, m, "inline").batching.layout == batch_layout::packed);
+  j = {{"padding_free", true}};
+  a = training_args_from_json(j, m, "inline");
+  CHECK(a.batching.layout == batch_layout::padding_free);
+  CHECK_FALSE(a.batching.bfd_packed);
+  j = {{"packing", true}, {"packing_strategy", "ffd"}};
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/packing_strategy",
+                            "bfd_split");
+}
+
 TEST_CASE("Invalid training args are errors naming the field", "[training_args][errors]") {
   const loaded_model m = preset("qwen3-4b");
   test::require_input_error([&] { (void)args("bad-batch.json", m); }, "/per_device_train_batch_size",

@@ -4,11 +4,17 @@
 #pragma once
 
 #include <algorithm>
+#include <array>
 #include <cstdint>
+#include <functional>
+#include <string>
+#include <string_view>
 #include <utility>
 #include <vector>
 
+#include "choices.hpp"
 #include "error.hpp"
+#include "units.hpp"
 
 namespace headroom {
 
@@ -40,10 +46,20 @@ struct padding_summary {
 };
 
 /// Best-fit decreasing: longest first, each into the fullest row that still has room, else a new row.
-/// Returns each row's token count.
+/// Returns each row's token count. TRL's "bfd" truncates a sequence longer than a row; "bfd_split"
+/// (`split_overflow`) cuts it into row-sized pieces first (trl/data_utils.py, pack_dataset).
 [[nodiscard]] inline std::vector<std::uint64_t> pack_best_fit_decreasing(std::vector<std::uint64_t> lengths,
-                                                                         std::uint64_t max_length) {
+                                                                         std::uint64_t max_length,
+                                                                         bool split_overflow = false) {
   if (max_length == 0) throw input_error("max_length", "must be a positive integer");
+  if (split_overflow) {
+    std::vector<std::uint64_t> pieces;
+    for (std::uint64_t len : lengths) {
+      for (; len > max_length; len -= max_length) pieces.push_back(max_length);
+      if (len != 0) pieces.push_back(len);
+    }
+    lengths = std::move(pieces);
+  }
   std::sort(lengths.begin(), lengths.end(), [](std::uint64_t a, std::uint64_t b) { return a > b; });
   std::vector<std::uint64_t> rows;
   std::vector<std::pair<std::uint64_t, std::size_t>> by_room;  // (remaining room, row), sorted by room
@@ -96,6 +112,129 @@ struct padding_summary {
   s.grouped_padded_tokens = padded(sorted);
   s.packed_rows = pack_best_fit_decreasing(clipped, max_length).size();
   return s;
+}
+
+/// How a data collator shapes a micro-batch out of sequences of different lengths.
+enum class batch_layout : std::uint8_t {
+  padded,        ///< pad to the batch's longest (DataCollatorWithPadding, TRL's collator without packing)
+  max_length,    ///< every row padded to max_length (tokenizer padding="max_length")
+  packed,        ///< rows of exactly max_length cut from the token stream (TRL packing_strategy="wrapped")
+  padding_free,  ///< the batch flattened into one row with position_ids (TRL padding_free, bfd packing)
+};
+inline constexpr std::array<named<batch_layout>, 4> batch_layout_names{
+    {{"padded", batch_layout::padded},
+     {"max-length", batch_layout::max_length},
+     {"packed", batch_layout::packed},
+     {"padding-free", batch_layout::padding_free}}};
+
+/// What the collator does with the lengths: its layout, and for padding-free batches whether the
+/// sequences were first packed into max_length rows by best-fit decreasing (and how overflow is cut).
+struct batching_config {
+  batch_layout layout = batch_layout::padded;
+  bool bfd_packed = false;            ///< padding_free rows are bfd-packed rows (TRL packing=True)
+  bool split_overflow = false;        ///< TRL packing_strategy="bfd_split"
+  std::uint64_t pad_to_multiple = 1;  ///< pad_to_multiple_of (padded layout), tokens
+};
+
+/// The micro-batch that sets the memory peak for a dataset of lengths, and why.
+struct peak_micro_batch {
+  std::uint64_t batch = 0;      ///< rows in that micro-batch
+  std::uint64_t seq_len = 0;    ///< tokens per row (padded length, max_length, or the flattened total)
+  std::uint64_t longest = 0;    ///< the longest sequence after truncation to max_length, tokens
+  std::uint64_t sequences = 0;  ///< sequences in the dataset
+  std::uint64_t truncated = 0;  ///< sequences longer than max_length
+  batch_layout layout = batch_layout::padded;
+};
+
+/// The micro-batch shape at the peak. Trainer's sampler shuffles, so any batch can hold the longest
+/// sequence (or the fullest packed rows): activation memory grows with the tokens of one micro-batch,
+/// so the peak is the batch × longest padded shape, max_length rows, or the `batch` fullest rows
+/// flattened (padding-free). Source: transformers DataCollatorWithPadding, TRL
+/// DataCollatorForLanguageModeling (padding_free) and pack_dataset.
+[[nodiscard]] inline peak_micro_batch peak_batch_shape(const std::vector<std::uint64_t>& lengths,
+                                                       std::uint64_t batch, std::uint64_t max_length,
+                                                       const batching_config& c = {}) {
+  if (lengths.empty()) throw input_error("lengths", "no sequence lengths given");
+  if (batch == 0) throw input_error("batch", "must be a positive integer");
+  if (max_length == 0) throw input_error("max_length", "must be a positive integer");
+  if (c.pad_to_multiple == 0) throw input_error("pad_to_multiple_of", "must be a positive integer");
+  peak_micro_batch p;
+  p.layout = c.layout;
+  p.sequences = lengths.size();
+  for (std::uint64_t len : lengths) {
+    if (len == 0) throw input_error("lengths", "a sequence of length 0");
+    if (len > max_length) ++p.truncated;
+    p.longest = std::max(p.longest, std::min(len, max_length));
+  }
+  const std::uint64_t rows = std::min<std::uint64_t>(batch, lengths.size());
+  switch (c.layout) {
+    case batch_layout::padded: {
+      const std::uint64_t m = c.pad_to_multiple;
+      p.batch = rows;
+      p.seq_len = detail::checked_mul((p.longest + m - 1) / m, m, "padded length");
+      break;
+    }
+    case batch_layout::max_length:
+      p.batch = batch;
+      p.seq_len = max_length;
+      break;
+    case batch_layout::packed:
+      p.batch = batch;
+      p.seq_len = max_length;
+      break;
+    case batch_layout::padding_free: {  // the `batch` fullest rows, flattened into one
+      std::vector<std::uint64_t> sizes =
+          c.bfd_packed ? pack_best_fit_decreasing(lengths, max_length, c.split_overflow) : lengths;
+      if (!c.bfd_packed)
+        for (std::uint64_t& len : sizes) len = std::min(len, max_length);
+      const auto take = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(batch, sizes.size()));
+      std::partial_sort(sizes.begin(), sizes.begin() + take, sizes.end(), std::greater<>());
+      p.batch = 1;
+      for (std::ptrdiff_t i = 0; i < take; ++i)
+        p.seq_len = detail::checked_add(p.seq_len, sizes[static_cast<std::size_t>(i)], "flattened tokens");
+      break;
+    }
+  }
+  return p;
+}
+
+/// The shape each layout gives the peak micro-batch (docs/throughput.md, variable-length batches).
+[[nodiscard]] constexpr std::string_view peak_batch_formula(batch_layout l) {
+  switch (l) {
+    case batch_layout::padded:
+      return "B x round_up(min(longest, max_length), pad_to_multiple_of)";
+    case batch_layout::max_length:
+    case batch_layout::packed:
+      return "B x max_length";
+    case batch_layout::padding_free:
+      return "1 x (sum of the B fullest rows: bfd-packed rows, or the sequences themselves)";
+  }
+  return "";
+}
+
+/// One sentence naming what sets the peak (for the report and --explain).
+[[nodiscard]] inline std::string peak_batch_reason(const peak_micro_batch& p, std::uint64_t max_length,
+                                                   const batching_config& c = {}) {
+  const std::string shape = std::to_string(p.batch) + " x " + std::to_string(p.seq_len) + " tokens";
+  switch (p.layout) {
+    case batch_layout::padded:
+      return "the longest padded batch sets the peak: " + shape + " (the longest sequence, " +
+             std::to_string(p.longest) + " tokens" +
+             (p.truncated != 0 ? ", after truncating " + std::to_string(p.truncated) + " to max_length " +
+                                     std::to_string(max_length)
+                               : std::string()) +
+             ", can land in any shuffled batch)";
+    case batch_layout::max_length:
+      return "every row is padded to max_length: " + shape + " whatever the lengths";
+    case batch_layout::packed:
+      return "the packed length sets the peak: " + shape + " (rows cut from the token stream)";
+    case batch_layout::padding_free:
+      return c.bfd_packed ? "the packed length sets the peak: " + shape +
+                                " (the fullest best-fit-decreasing rows of a micro-batch, flattened)"
+                          : "the longest sequences set the peak: " + shape +
+                                " (a micro-batch of the longest sequences, flattened without padding)";
+  }
+  return shape;
 }
 
 }  // namespace headroom

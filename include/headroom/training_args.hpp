@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_io.hpp"
+#include "packing.hpp"
 #include "peak.hpp"
 #include "schedules.hpp"
 
@@ -33,6 +34,7 @@ struct training_args {
   bool packing = false;       ///< rows packed to max_length (throughput: no padding)
   bool padding_free = false;  ///< TRL: forced on by packing with the bfd strategies
   bool torch_compile = false;
+  batching_config batching{};        ///< how the collator shapes variable-length batches (--lengths)
   std::vector<std::string> notes;    ///< defaults applied and consequences worth knowing
   std::vector<std::string> ignored;  ///< fields read but not used by the estimate
 };
@@ -173,8 +175,19 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     (void)parse_choice(schedule_names, a.lr_scheduler_type, "lr_scheduler_type");
   a.packing = detail::read_bool_or(j, "packing", origin, false);
   const std::string strategy = detail::read_string_or(j, "packing_strategy", origin, "bfd");
+  if (strategy != "bfd" && strategy != "bfd_split" && strategy != "wrapped")
+    throw input_error(detail::key_path(origin, "packing_strategy"),
+                      "unknown '" + strategy + "'; valid: bfd, bfd_split, wrapped");
   a.padding_free = detail::read_bool_or(j, "padding_free", origin, false) ||
                    (a.packing && (strategy == "bfd" || strategy == "bfd_split"));
+  // TRL: bfd packing forces padding_free; "wrapped" cuts full max_length rows (flattened or not, the
+  // same tokens); otherwise the collator pads to the longest.
+  a.batching.layout = a.packing && strategy == "wrapped" ? batch_layout::packed
+                      : a.padding_free                   ? batch_layout::padding_free
+                                                         : batch_layout::padded;
+  a.batching.bfd_packed = a.packing && strategy != "wrapped";
+  a.batching.split_overflow = strategy == "bfd_split";
+  a.batching.pad_to_multiple = detail::args_count(j, "pad_to_multiple_of", origin, 1, max_solver_seq_len);
   if (a.padding_free && r.activations.attention != attention_impl::flash)
     a.notes.emplace_back(
         "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
@@ -295,6 +308,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "packing",
                                           "packing_strategy",
                                           "padding_free",
+                                          "pad_to_multiple_of",
                                           "torch_compile",
                                           "peft_config",
                                           "quantization_config"};
