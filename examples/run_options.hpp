@@ -43,6 +43,7 @@ struct run_options {
   std::string lora_dropout = "0";
   std::string optimizer_impl = "auto";
   std::string output_chunks = "8";
+  std::string offload_scope;
   bool non_reentrant = false;
   bool sgd_momentum = false;
   bool optimizer_in_backward = false;
@@ -96,7 +97,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_option("--attention", o.attention, "eager | sdpa | flash")->capture_default_str();
   app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)");
-  app.add_option("--checkpointing", o.checkpointing, "none | full | selective | offload | unsloth")
+  app.add_option("--checkpointing", o.checkpointing,
+                 "none | full | selective | offload | checkpoint-offload | unsloth")
       ->capture_default_str();
   app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
@@ -105,6 +107,9 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--output-chunks", o.output_chunks,
                  "torchtune's num_output_chunks (--loss chunked-output or linear-ce)")
       ->capture_default_str();
+  app.add_option("--offload-scope", o.offload_scope,
+                 "model (torchtune: the model forward) | step (TRL: training_step, the loss too): what the "
+                 "offloading context wraps");
   app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
       ->capture_default_str();
@@ -145,7 +150,7 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   for (const char* flag :
        {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch", "--seq-len",
         "--grad-accum", "--attention", "--eager-attention", "--checkpointing", "--no-checkpointing", "--loss",
-        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant"})
+        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant", "--offload-scope"})
     args->excludes(app.get_option(flag));
 }
 
@@ -203,6 +208,12 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
                            : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
   r.activations.attention_dropout = o.attention_dropout;
   r.activations.reentrant = !o.non_reentrant;
+  if (!o.offload_scope.empty()) {
+    if (!offloads_activations(r.activations.ckpt))
+      throw input_error("--offload-scope", "needs an offloading mode: --checkpointing offload, "
+                                           "checkpoint-offload or unsloth");
+    r.activations.offload_wraps = parse_choice(offload_scope_names, o.offload_scope, "--offload-scope");
+  }
   r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
   r.loss.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
   if (!o.ce_chunk.empty()) {

@@ -167,6 +167,24 @@ TEST_CASE("Selective and offloaded modes keep what their implementations keep", 
   const activation_estimate unsloth = estimate_activations(qwen3_4b, lora16, c);
   CHECK(unsloth.host == block_input_bytes(qwen3_4b, lora16, c) * 36);
   CHECK(unsloth.gpu < full.gpu);
+  // OffloadActivations over checkpoints: the same host copies; in backward the input being recomputed and
+  // the previous node's (freed once the next node unpacks) are on the GPU.
+  c.ckpt = checkpointing::checkpoint_offload;
+  const activation_estimate hooks = estimate_activations(qwen3_4b, lora16, c);
+  const bytes input = block_input_bytes(qwen3_4b, lora16, c);
+  CHECK(input == bytes(2 * t * 2560));
+  CHECK(hooks.host == input * 36);
+  CHECK(hooks.recompute == full.recompute + input * 2);
+  CHECK(hooks.gpu == hooks.model_level + full.recompute + input * 2);
+  CHECK(hooks.gpu == unsloth.gpu + input);
+  CHECK(forward_passes_per_step(checkpointing::checkpoint_offload) == 4);
+  // A block input under 1 KiB is not worth moving (min_offload_size): it stays, as under checkpointing.
+  constexpr model_shape small = dense(256, 1024, 4, 4, 4, 64, 32000, true);
+  c.seq_len = 1;  // 1 x 256 bf16 values: 512 B
+  const activation_estimate tiny = estimate_activations(small, lora16, c);
+  CHECK(block_input_bytes(small, lora16, c) == bytes(512));
+  CHECK(tiny.host == bytes(0));
+  CHECK(tiny.per_layer_kept == bytes(512));
 }
 
 TEST_CASE("MoE activations follow the routed tokens", "[activations]") {
@@ -203,7 +221,7 @@ TEST_CASE("Activations grow with batch, sequence length and rank, checkpointing 
           CHECK(none > previous);
           previous = none;
           for (checkpointing k : {checkpointing::full, checkpointing::selective, checkpointing::offload,
-                                  checkpointing::offload_checkpointed}) {
+                                  checkpointing::offload_checkpointed, checkpointing::checkpoint_offload}) {
             c.ckpt = k;
             CHECK(estimate_activations(m, lora16, c).gpu <= none);
           }

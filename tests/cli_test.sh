@@ -65,6 +65,8 @@ expect "lengths padded" 0 'the longest padded batch sets the peak: 4 x 6000 toke
 expect "lengths packed" 0 '"peak_seq_len": 16384' -- --preset qwen3-1.7b --method lora --batch 4 --seq-len 4096 --lengths "$lengths_csv" --batching padding-free --json
 expect "lengths batching" 2 "--batching: unknown 'ffd'" -- --lengths "$lengths_csv" --batching ffd
 expect "lengths fit" 2 '--lengths: sets the micro-batch shape' -- --lengths "$lengths_csv" --fit seq-len --budget-gb 80
+expect "checkpoint-offload" 0 'OffloadActivations over checkpointed blocks.*pinned host RAM 3\.244 GB \(the scope is training_step' -- --preset qwen3-4b --method lora --seq-len 4096 --checkpointing checkpoint-offload --offload-scope step --explain
+expect "offload scope needs offload" 2 '--offload-scope: needs an offloading mode' -- --offload-scope step
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24

@@ -29,7 +29,8 @@ TEST_CASE("Every phase's parts sum to its total, and the peak is the largest pha
   for (const model_spec& spec : {qwen4, llama8}) {
     for (training_method m : {training_method::full, training_method::lora, training_method::qlora}) {
       for (checkpointing k : {checkpointing::none, checkpointing::full, checkpointing::selective,
-                              checkpointing::offload, checkpointing::offload_checkpointed}) {
+                              checkpointing::offload, checkpointing::offload_checkpointed,
+                              checkpointing::checkpoint_offload}) {
         for (loss_impl l :
              {loss_impl::naive, loss_impl::chunked, loss_impl::fused_liger, loss_impl::fused_cce}) {
           run_config r;
@@ -261,4 +262,29 @@ TEST_CASE("Optimizer implementation: one the optimizer cannot run is an error na
   CHECK_THROWS(estimate_training(llama8, r));
   r.setup.runtime.torch = torch_generation::v2;
   CHECK_NOTHROW(estimate_training(llama8, r));
+}
+
+TEST_CASE("Activation offloading: TRL's scope (training_step) copies the loss's saved tensors to host RAM too",
+          "[peak]") {
+  run_config r;
+  r.setup.method = training_method::lora;
+  r.activations.seq_len = 4096;
+  r.activations.ckpt = checkpointing::checkpoint_offload;
+  const training_estimate model_scope = estimate_training(qwen4, r);  // torchtune: the model forward
+  r.activations.offload_wraps = offload_scope::step;
+  const training_estimate step_scope = estimate_training(qwen4, r);
+  CHECK(model_scope.activations.host == bytes(36ull * 2 * 4096 * 2560));  // docs/activations.md: 754,974,720 B
+  CHECK(step_scope.activations.host - model_scope.activations.host == step_scope.logits.kept);
+  CHECK(step_scope.logits.kept >= bytes(4096ull * 151936 * 4));  // the fp32 log-probabilities, and labels
+  CHECK(step_scope.total_bytes() == model_scope.total_bytes());  // the GPU originals stay until backward
+  // Unsloth's own checkpoint function never sees the loss.
+  r.activations.ckpt = checkpointing::offload_checkpointed;
+  const training_estimate unsloth = estimate_training(qwen4, r);
+  CHECK(unsloth.activations.host == model_scope.activations.host);
+  // One more block input on the GPU than Unsloth's: the previous node's, freed when the next unpacks.
+  r.activations.ckpt = checkpointing::full;
+  const bytes input = block_input_bytes(qwen4.shape, r.setup, r.activations);
+  CHECK(model_scope.activations.gpu == unsloth.activations.gpu + input);
+  const training_estimate full = estimate_training(qwen4, r);
+  CHECK(model_scope.total_bytes() < full.total_bytes());
 }

@@ -204,7 +204,8 @@ TEST_CASE(
     r.activations.ckpt = checkpointing::none;
     const bytes none = estimate_activations(spec.shape, r.setup, r.activations).gpu;
     for (checkpointing k :
-         {checkpointing::full, checkpointing::offload, checkpointing::offload_checkpointed}) {
+         {checkpointing::full, checkpointing::offload, checkpointing::offload_checkpointed,
+          checkpointing::checkpoint_offload}) {
       r.activations.ckpt = k;
       REQUIRE(estimate_activations(spec.shape, r.setup, r.activations).gpu <= none);
     }

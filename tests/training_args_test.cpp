@@ -163,6 +163,33 @@ TEST_CASE("A torchtune loss component selects its layout", "[training_args]") {
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/loss", "loss_type");
 }
 
+TEST_CASE("Activation offloading keys name their framework's mechanism", "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  auto run = [&](nlohmann::json j) { return training_args_from_json(j, m, "inline").run.activations; };
+  // TRL: activation_offloading with SFTConfig's default checkpointing, around training_step.
+  activation_config a = run({{"activation_offloading", true}});
+  CHECK(a.ckpt == checkpointing::checkpoint_offload);
+  CHECK(a.offload_wraps == offload_scope::step);
+  CHECK(run({{"activation_offloading", true}, {"gradient_checkpointing", false}}).ckpt == checkpointing::offload);
+  // torchtune: non-reentrant wrappers, offloading around the model forward; offloading needs checkpointing.
+  a = run({{"enable_activation_checkpointing", true}, {"enable_activation_offloading", true}});
+  CHECK(a.ckpt == checkpointing::checkpoint_offload);
+  CHECK(a.offload_wraps == offload_scope::model);
+  CHECK_FALSE(a.reentrant);
+  CHECK(run({{"enable_activation_checkpointing", false}}).ckpt == checkpointing::none);
+  test::require_input_error(
+      [&] { (void)run({{"enable_activation_offloading", true}}); }, "/enable_activation_offloading",
+      "needs enable_activation_checkpointing");
+  test::require_input_error(
+      [&] { (void)run({{"enable_activation_checkpointing", true}, {"gradient_checkpointing", true}}); },
+      "/enable_activation_checkpointing", "cannot be combined");
+  // Unsloth: get_peft_model(use_gradient_checkpointing="unsloth").
+  CHECK(run({{"use_gradient_checkpointing", "unsloth"}}).ckpt == checkpointing::offload_checkpointed);
+  CHECK(run({{"use_gradient_checkpointing", false}}).ckpt == checkpointing::none);
+  test::require_input_error([&] { (void)run({{"use_gradient_checkpointing", "yes"}}); },
+                            "/use_gradient_checkpointing", "unsloth");
+}
+
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {
   const loaded_model m = preset("qwen3-1.7b");
   nlohmann::json j = nlohmann::json::object();

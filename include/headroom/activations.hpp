@@ -26,9 +26,51 @@ enum class checkpointing : std::uint8_t {
   none,                  ///< keep every layer's saved tensors
   full,                  ///< keep each block's input, recompute its internals in backward (TRL default)
   selective,             ///< TRL selective: keep block input and attention output, recompute the rest
-  offload,               ///< TRL activation_offloading: saved tensors go to pinned host RAM, no recompute
-  offload_checkpointed,  ///< Unsloth's "unsloth" mode: checkpoint, then offload the block inputs
+  offload,               ///< saved-tensor offloading without checkpointing: every saved tensor to host RAM
+  offload_checkpointed,  ///< Unsloth's "unsloth" mode: its own checkpoint function offloads the block inputs
+  checkpoint_offload,    ///< torchtune / TRL OffloadActivations over checkpointed blocks: their inputs offloaded
 };
+/// What the offloading context wraps: torchtune's recipes the model forward, TRL's SFTTrainer the whole
+/// training_step (so the loss's saved tensors are copied to host RAM too).
+enum class offload_scope : std::uint8_t { model, step };
+inline constexpr std::array<named<offload_scope>, 2> offload_scope_names{
+    {{"model", offload_scope::model}, {"step", offload_scope::step}}};
+
+/// Modes that recompute every block in backward from its checkpointed input.
+[[nodiscard]] constexpr bool recomputes_blocks(checkpointing c) {
+  return c == checkpointing::full || c == checkpointing::offload_checkpointed ||
+         c == checkpointing::checkpoint_offload;
+}
+/// Modes that copy saved tensors to host RAM.
+[[nodiscard]] constexpr bool offloads_activations(checkpointing c) {
+  return c == checkpointing::offload || c == checkpointing::offload_checkpointed ||
+         c == checkpointing::checkpoint_offload;
+}
+/// What each offloading mode moves, what stays on the GPU, and where it comes from (for --explain).
+[[nodiscard]] constexpr std::string_view offload_mechanism(checkpointing c) {
+  switch (c) {
+    case checkpointing::offload:
+      return "saved-tensor hooks (OffloadActivations) copy every saved tensor of 1 KiB or more to pinned "
+             "host RAM; the GPU keeps one block's tensors in flight (torchtune / TRL "
+             "activation_offloading without checkpointing)";
+    case checkpointing::checkpoint_offload:
+      return "OffloadActivations over checkpointed blocks: each block input goes to pinned host RAM; in "
+             "backward the input being recomputed and the previous node's are on the GPU (torchtune "
+             "enable_activation_offloading, TRL activation_offloading with gradient_checkpointing)";
+    case checkpointing::offload_checkpointed:
+      return "Unsloth's offloaded checkpoint function copies each block input to host RAM (non_blocking); "
+             "one input is back on the GPU while its block is recomputed (unsloth_zoo "
+             "gradient_checkpointing.py)";
+    default:
+      return "";
+  }
+}
+
+/// OffloadActivations' defaults (torchtune training/_activation_offloading.py, TRL
+/// models/activation_offloading.py): tensors under 1 KiB stay, and with streams a backward node's
+/// unpacked tensors are freed only once the next node has unpacked its own.
+inline constexpr std::uint64_t offload_min_bytes = 1024;
+inline constexpr std::uint64_t offload_backward_inputs = 2;
 enum class activation_formula : std::uint8_t { korthikanti, detailed };
 
 inline constexpr std::array<named<attention_impl>, 4> attention_names{
@@ -36,11 +78,12 @@ inline constexpr std::array<named<attention_impl>, 4> attention_names{
      {"sdpa", attention_impl::sdpa},
      {"flash", attention_impl::flash},
      {"sdpa-math", attention_impl::sdpa_math}}};
-inline constexpr std::array<named<checkpointing>, 5> checkpointing_names{
+inline constexpr std::array<named<checkpointing>, 6> checkpointing_names{
     {{"none", checkpointing::none},
      {"full", checkpointing::full},
      {"selective", checkpointing::selective},
      {"offload", checkpointing::offload},
+     {"checkpoint-offload", checkpointing::checkpoint_offload},
      {"unsloth", checkpointing::offload_checkpointed}}};
 inline constexpr std::array<named<activation_formula>, 2> activation_formula_names{
     {{"korthikanti", activation_formula::korthikanti}, {"detailed", activation_formula::detailed}}};
@@ -54,6 +97,7 @@ struct activation_config {
   activation_formula formula = activation_formula::detailed;
   bool attention_dropout = false;  ///< attention_dropout > 0: the kernel keeps a mask and the dropped scores
   bool reentrant = true;  ///< torch.utils.checkpoint(use_reentrant=...): transformers' default is True
+  offload_scope offload_wraps = offload_scope::model;  ///< what the offloading context wraps (offload modes)
 };
 
 /// The largest micro-batch and sequence length an estimate accepts (anything larger is a typo); the
@@ -575,6 +619,15 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
       e.recompute = block + input;
       host_per_layer = input;
       break;
+    case checkpointing::checkpoint_offload:  // the block input being recomputed and the previous node's
+      if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
+        kept_per_layer = input;
+        e.recompute = block;
+        break;
+      }
+      e.recompute = block + input * (L < offload_backward_inputs ? L : offload_backward_inputs);
+      host_per_layer = input;
+      break;
   }
   e.per_layer_kept = kept_per_layer;
   if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
@@ -593,8 +646,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   }
   // torch.utils.checkpoint stashes torch.get_rng_state() per call (preserve_rng_state=True): host memory
   // on a GPU, device memory on a CPU.
-  const bool checkpoints = c.ckpt == checkpointing::full || c.ckpt == checkpointing::selective ||
-                           c.ckpt == checkpointing::offload_checkpointed;
+  const bool checkpoints = recomputes_blocks(c.ckpt) || c.ckpt == checkpointing::selective;
   if (checkpoints && s.runtime.device == device_kind::cpu)
     e.checkpoint_state = bytes(cpu_rng_state_bytes) * L;
   // The checkpointed calls hold their bound arguments until backward: eager attention's (b, 1, s, s) mask
@@ -623,9 +675,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
 
 /// W19: with backward ≈ 2× forward a step costs 3F; full recomputation adds one forward (4F).
 [[nodiscard]] constexpr std::uint64_t forward_passes_per_step(checkpointing c) {
-  const bool recomputes =
-      c == checkpointing::full || c == checkpointing::selective || c == checkpointing::offload_checkpointed;
-  return recomputes ? 4 : 3;
+  return recomputes_blocks(c) || c == checkpointing::selective ? 4 : 3;
 }
 
 }  // namespace headroom

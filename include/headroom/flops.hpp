@@ -151,7 +151,7 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
     }
   }
   double recompute = 0;
-  if (ckpt == checkpointing::full || ckpt == checkpointing::offload_checkpointed) recompute = forward;
+  if (recomputes_blocks(ckpt)) recompute = forward;
   if (ckpt == checkpointing::selective) recompute = forward - attention_forward;  // attention output is kept
   r.hardware = r.model + flops(recompute);
   return r;

@@ -139,6 +139,12 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     acts.host = scale(acts.host);
   }
   const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, r.activations, r.loss);
+  // TRL's offloading context wraps training_step: the loss's saved tensors are copied to pinned host RAM
+  // too (their GPU originals stay in the forward stash until backward reads them).
+  const bool hooks = r.activations.ckpt == checkpointing::offload ||
+                     r.activations.ckpt == checkpointing::checkpoint_offload;  // not Unsloth's own function
+  if (hooks && r.activations.offload_wraps == offload_scope::step)
+    acts.host += detail::div_up(head.kept, r.parallel.tensor_parallel);
   const overhead_estimate over = estimate_overhead(r.overhead);
   const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
   const memory_buckets& st = per_gpu_static.per_gpu;
@@ -449,7 +455,8 @@ inline std::string impl_reason(const training_setup& s) {
         "overhead: the measured --overhead-gb value replaces the context, workspace and "
         "fragmentation model");
   if (e.activations.host.count() != 0)
-    notes.push_back("offloading keeps " + gb_text(e.activations.host) + " of activations in pinned host RAM");
+    notes.push_back("offloading keeps " + gb_text(e.activations.host) +
+                    " of saved tensors in pinned host RAM (size the host for it; --explain lists the mode)");
   if (e.per_gpu_static.host.count() != 0)
     notes.push_back(
         "CPU offload keeps " + gb_text(e.per_gpu_static.host) +

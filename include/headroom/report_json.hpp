@@ -84,6 +84,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"output_chunks", r.loss.output_chunks},
                    {"checkpoint_reentrant", a.reentrant},
                    {"attention_dropout", a.attention_dropout}};
+  if (offloads_activations(a.ckpt)) {  // only when offloading, so other runs print what they printed
+    j["workload"]["offload_scope"] = choice_name(offload_scope_names, a.offload_wraps);
+    j["activation_host_bytes"] = e.activations.host.count();
+  }
   j["buckets"] = detail::buckets_json(e.sizes);
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : phase_names) {

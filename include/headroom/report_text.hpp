@@ -218,6 +218,11 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                   a.batch, a.seq_len, choice_name(activation_formula_names, a.formula),
                   choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
                   gb(e.activations.model_level), gb(e.activations.recompute), gb(e.activations.gpu)));
+  if (offloads_activations(a.ckpt))
+    line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt), gb(e.activations.host),
+                     a.offload_wraps == offload_scope::step && a.ckpt != checkpointing::offload_checkpointed
+                         ? " (the scope is training_step: the loss's saved tensors are copied too)"
+                         : ""));
   for (const activation_term& t : acts.layer)
     if (t.amount.count() != 0)
       line(fmt::format("      per layer {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()),

@@ -156,7 +156,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       break;
   }
   p.loss_head = head;
-  if (a.ckpt == checkpointing::full || a.ckpt == checkpointing::offload_checkpointed)
+  if (recomputes_blocks(a.ckpt))
     p.recompute = forward_only + L * attn_fwd;
   if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
   // Every micro-batch repeats the above; the optimizer runs once per step.

@@ -131,10 +131,41 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
   r.activations.reentrant =
       detail::read_bool_or(ckpt_kwargs, "use_reentrant", origin + ": /gradient_checkpointing_kwargs", true);
+  // TRL's activation_offloading wraps training_step in OffloadActivations (sft_trainer.py, training_step):
+  // over checkpointed blocks it offloads their inputs, and the loss's saved tensors too.
   r.activations.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
-                             : (offload     ? checkpointing::offload_checkpointed
+                             : (offload     ? checkpointing::checkpoint_offload
                                 : selective ? checkpointing::selective
                                             : checkpointing::full);
+  r.activations.offload_wraps = offload_scope::step;
+  // torchtune's recipe keys: non-reentrant checkpoint wrappers, offloading around the model forward only
+  // (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
+  const bool tt_ckpt = j.contains("enable_activation_checkpointing");
+  const bool tt_offload = detail::read_bool_or(j, "enable_activation_offloading", origin, false);
+  if (tt_ckpt || tt_offload) {
+    if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
+      throw input_error(detail::key_path(origin, "enable_activation_checkpointing"),
+                        "torchtune's keys cannot be combined with gradient_checkpointing / activation_offloading");
+    const bool on = detail::read_bool_or(j, "enable_activation_checkpointing", origin, false);
+    if (tt_offload && !on)
+      throw input_error(detail::key_path(origin, "enable_activation_offloading"),
+                        "needs enable_activation_checkpointing: true (torchtune's recipes raise the same)");
+    r.activations.ckpt =
+        tt_offload ? checkpointing::checkpoint_offload : (on ? checkpointing::full : checkpointing::none);
+    r.activations.reentrant = false;
+    r.activations.offload_wraps = offload_scope::model;
+  }
+  // Unsloth's FastLanguageModel.get_peft_model(use_gradient_checkpointing="unsloth"): its own offloaded
+  // checkpoint function (unsloth_zoo gradient_checkpointing.py).
+  if (const auto u = j.find("use_gradient_checkpointing"); u != j.end() && !u->is_null()) {
+    if (u->is_string() && u->get<std::string>() == "unsloth")
+      r.activations.ckpt = checkpointing::offload_checkpointed;
+    else if (u->is_boolean())
+      r.activations.ckpt = u->get<bool>() ? checkpointing::full : checkpointing::none;
+    else
+      throw input_error(detail::key_path(origin, "use_gradient_checkpointing"),
+                        "must be true, false or \"unsloth\", got " + u->dump());
+  }
 
   // Attention implementation (transformers' default is sdpa).
   const std::string attn =
@@ -296,6 +327,9 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "gradient_checkpointing",
                                           "gradient_checkpointing_kwargs",
                                           "activation_offloading",
+                                          "enable_activation_checkpointing",
+                                          "enable_activation_offloading",
+                                          "use_gradient_checkpointing",
                                           "use_liger_kernel",
                                           "loss_type",
                                           "loss",

@@ -91,6 +91,8 @@ def grid():
         add(model, seq_len=8192)
         add(model, lora_targets="q_proj,v_proj")
         add(model, compile=1, checkpointing="none")
+        add(model, checkpointing="checkpoint-offload")
+        add(model, checkpointing="checkpoint-offload-step")
     for model in ("qwen3-4b", "llama-3.1-8b-like"):
         add(model, **full)
         add(model, checkpointing="none")
@@ -133,7 +135,8 @@ def build_model(cfg):
             model = AutoModelForCausalLM.from_config(config, dtype=dtype, attn_implementation=attn)
         except TypeError:
             model = AutoModelForCausalLM.from_config(config, torch_dtype=dtype, attn_implementation=attn)
-    if cfg["checkpointing"] == "full":  # transformers' default kwargs: use_reentrant=True
+    checkpointed = cfg["checkpointing"] in ("full", "checkpoint-offload", "checkpoint-offload-step")
+    if checkpointed:  # transformers' default kwargs: use_reentrant=True
         model.gradient_checkpointing_enable()
     if cfg["method"] == "lora":
         from peft import LoraConfig, get_peft_model
@@ -141,7 +144,7 @@ def build_model(cfg):
         model = get_peft_model(model, LoraConfig(r=int(cfg["lora_rank"]), lora_alpha=2 * int(cfg["lora_rank"]),
                                                  target_modules=targets, lora_dropout=0.0),
                                autocast_adapter_dtype=cfg["adapter_dtype"] == "fp32")
-        if cfg["checkpointing"] == "full":
+        if checkpointed:
             model.enable_input_require_grads()
     model.train()
     return model
@@ -168,14 +171,36 @@ def build_optimizer(cfg, params):
 def forward_loss(cfg, model, batch, num_items):
     """Trainer.compute_loss: the loss the row names; only the loss survives."""
     from harness import modules  # the CPU harness's TRL and torchtune losses
-    if cfg["loss"] == "hf":
-        return model(input_ids=batch, labels=batch, num_items_in_batch=num_items).loss
     base = model.get_base_model() if hasattr(model, "get_base_model") else model
     inner = getattr(base, "_orig_mod", base)
+    if cfg["loss"] == "hf" and cfg["checkpointing"] == "checkpoint-offload":  # torchtune: the loss outside
+        with offload_context(cfg, model, "model"):
+            logits = model(input_ids=batch).logits
+        return inner.loss_function(logits=logits, labels=batch, vocab_size=logits.shape[-1],
+                                   num_items_in_batch=num_items)
+    if cfg["loss"] == "hf":
+        return model(input_ids=batch, labels=batch, num_items_in_batch=num_items).loss
     hidden = inner.model(input_ids=batch).last_hidden_state
     if cfg["loss"] == "trl_chunked":
         return modules.trl_chunked_loss(hidden, inner.lm_head.weight, batch, int(cfg["loss_chunk"]), num_items)
     return modules.torchtune_chunked_loss(inner, hidden, batch, int(cfg["loss_chunk"]))
+
+
+OFFLOAD_CONTEXTS = {}
+
+
+def offload_context(cfg, model, scope):
+    """OffloadActivations (TRL's copy of torchtune's), entered around the model forward ("checkpoint-offload",
+    torchtune's recipes) or the whole step ("checkpoint-offload-step", TRL's training_step)."""
+    import contextlib
+    wanted = {"model": "checkpoint-offload", "step": "checkpoint-offload-step"}[scope]
+    if cfg["checkpointing"] != wanted:
+        return contextlib.nullcontext()
+    if id(model) not in OFFLOAD_CONTEXTS:
+        from trl.models.activation_offloading import get_act_offloading_ctx_manager
+        OFFLOAD_CONTEXTS.clear()
+        OFFLOAD_CONTEXTS[id(model)] = get_act_offloading_ctx_manager(model)
+    return OFFLOAD_CONTEXTS[id(model)]
 
 
 def attention_context(cfg):
@@ -198,12 +223,13 @@ def one_step(cfg, model, optimizer, batch, num_items, row=None):
             row[f"{name}_peak_allocated"] = torch.cuda.max_memory_allocated()
             torch.cuda.reset_peak_memory_stats()
 
-    with attention_context(cfg), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
-        loss = forward_loss(cfg, model, batch, num_items)
-    phase("forward")
-    loss.backward()
-    loss = loss.detach()
-    phase("backward")
+    with offload_context(cfg, model, "step"):
+        with attention_context(cfg), torch.autocast("cuda", dtype=torch.bfloat16, enabled=autocast):
+            loss = forward_loss(cfg, model, batch, num_items)
+        phase("forward")
+        loss.backward()
+        loss = loss.detach()
+        phase("backward")
     if optimizer is not None:
         optimizer.step()
         optimizer.zero_grad(set_to_none=True)
