@@ -267,9 +267,12 @@ int main(int argc, char** argv) {
     }
     if (!o.lengths.empty()) {
       if (!o.fit.empty() || !o.sweep.empty())
-        throw input_error("--lengths", "sets the micro-batch shape; it cannot be combined with --fit or --sweep");
-      by_lengths = peak_batch_shape(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len, batching);
-      if (by_lengths->layout == batch_layout::padding_free && r.activations.attention != attention_impl::flash)
+        throw input_error("--lengths",
+                          "sets the micro-batch shape; it cannot be combined with --fit or --sweep");
+      by_lengths =
+          peak_batch_shape(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len, batching);
+      if (by_lengths->layout == batch_layout::padding_free &&
+          r.activations.attention != attention_impl::flash)
         throw input_error("--batching", "padding-free batches need FlashAttention (--attention flash)");
     }
     const std::uint64_t max_length = r.activations.seq_len;
@@ -300,7 +303,8 @@ int main(int argc, char** argv) {
                       {"peak_seq_len", by_lengths->seq_len},
                       {"reason", why}};
       text += fmt::format("lengths    {} sequences from {}: {}\n", by_lengths->sequences, o.lengths, why);
-      if (o.explain) text += "           formula: " + std::string(peak_batch_formula(by_lengths->layout)) + "\n";
+      if (o.explain)
+        text += "           formula: " + std::string(peak_batch_formula(by_lengths->layout)) + "\n";
     }
     if (o.explain) text += "\n" + format_explanation(model, r, e);
     if (args) {  // what the config said, what was assumed, what was ignored

@@ -44,6 +44,7 @@ struct run_options {
   std::string optimizer_impl = "auto";
   std::string output_chunks = "8";
   std::string offload_scope;
+  std::string load_path;
   bool non_reentrant = false;
   bool sgd_momentum = false;
   bool optimizer_in_backward = false;
@@ -110,6 +111,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--offload-scope", o.offload_scope,
                  "model (torchtune: the model forward) | step (TRL: training_step, the loss too): what the "
                  "offloading context wraps");
+  app.add_option(
+      "--load-path", o.load_path,
+      "direct | bnb-4bit | torchao-nf4 | fp32-cast: price loading the checkpoint as a phase of the "
+      "peak");
   app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
       ->capture_default_str();
@@ -210,8 +215,9 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
   r.activations.reentrant = !o.non_reentrant;
   if (!o.offload_scope.empty()) {
     if (!offloads_activations(r.activations.ckpt))
-      throw input_error("--offload-scope", "needs an offloading mode: --checkpointing offload, "
-                                           "checkpoint-offload or unsloth");
+      throw input_error("--offload-scope",
+                        "needs an offloading mode: --checkpointing offload, "
+                        "checkpoint-offload or unsloth");
     r.activations.offload_wraps = parse_choice(offload_scope_names, o.offload_scope, "--offload-scope");
   }
   r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
@@ -247,6 +253,11 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     r.parallel.shard = parse_choice(sharding_names, o.fsdp, "--fsdp");
     if (r.parallel.shard == sharding::none || headroom::detail::is_deepspeed(r.parallel.shard))
       throw input_error("--fsdp", "unknown '" + o.fsdp + "'; valid: full_shard, shard_grad_op, hybrid_shard");
+  }
+  if (!o.load_path.empty()) {
+    r.load = parse_choice(load_path_names, o.load_path, "--load-path");
+    if (r.load == load_path::none)
+      throw input_error("--load-path", "'none' is the default: leave the flag out");
   }
   r.parallel.offload_optimizer = o.offload_optimizer;
   r.parallel.offload_params = o.offload_params;

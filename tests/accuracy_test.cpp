@@ -125,6 +125,36 @@ TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") 
   }
 }
 
+namespace {
+/// A load row: a model built in fp32 and cast to bf16 (module.to), priced as the fp32-cast load path.
+load_estimate load_of(const measured_row& r) {
+  training_setup s;
+  s.precision = precision_route::bf16_pure;  // the dtype the cast ends in
+  const model_spec spec{shape_of(r), 0};
+  return estimate_load(spec.shape, s, estimate_static(spec, s, params_basis::exact),
+                       load_path::fp32_then_cast);
+}
+// Floating buffers (RoPE inv_freq) are cast too: a few bytes the load path does not list.
+constexpr std::int64_t load_buffers = 64;
+}  // namespace
+
+TEST_CASE("Accuracy: the load phase (an fp32 checkpoint cast to bf16) is byte-exact", "[accuracy][load]") {
+  int checked = 0;
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "load") continue;
+    INFO(r.id() << " " << r.text("family"));
+    const load_estimate e = load_of(r);
+    CHECK(signed_bytes(e.weights) == static_cast<std::int64_t>(r.count("param_bytes")));
+    CHECK(signed_bytes(e.transient) == delta(r, "load_peak"));
+    // After the cast the weights are half their fp32 bytes (and the buffers a few bytes smaller).
+    const std::int64_t after = delta(r, "after_load") + signed_bytes(e.weights) / 2;
+    CHECK(after <= 0);
+    CHECK(after >= -load_buffers);
+    ++checked;
+  }
+  CHECK(checked >= 6);
+}
+
 TEST_CASE("Accuracy: the grid is the one the issue asks for", "[accuracy]") {
   std::map<std::string, int> kinds;
   for (const measured_row& r : rows()) ++kinds[r.kind()];
@@ -275,6 +305,8 @@ TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.
       const std::int64_t measured =
           base + std::max({delta(r, "forward_peak"), delta(r, "backward_peak"), delta(r, "optimizer_peak")});
       add("whole step peak | " + r.text("method") + " " + r.text("dtype"), peak, measured);
+    } else if (r.kind() == "load") {
+      add("load phase | fp32-cast transient", signed_bytes(load_of(r).transient), delta(r, "load_peak"));
     }
   }
   std::printf(

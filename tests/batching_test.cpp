@@ -112,8 +112,8 @@ TEST_CASE("The peak shape never exceeds max_length rows and grows with the longe
   std::vector<std::uint64_t> lengths;
   for (std::uint64_t i = 1; i <= 300; ++i) lengths.push_back((i * 7919) % 3000 + 1);
   for (std::uint64_t batch : {1u, 2u, 8u}) {
-    for (batch_layout l : {batch_layout::padded, batch_layout::max_length, batch_layout::packed,
-                           batch_layout::padding_free}) {
+    for (batch_layout l :
+         {batch_layout::padded, batch_layout::max_length, batch_layout::packed, batch_layout::padding_free}) {
       batching_config c{l, true};
       const peak_micro_batch p = peak_batch_shape(lengths, batch, 2048, c);
       CHECK(p.batch * p.seq_len <= batch * 2048);  // never more tokens than full rows

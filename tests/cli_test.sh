@@ -67,6 +67,12 @@ expect "lengths batching" 2 "--batching: unknown 'ffd'" -- --lengths "$lengths_c
 expect "lengths fit" 2 '--lengths: sets the micro-batch shape' -- --lengths "$lengths_csv" --fit seq-len --budget-gb 80
 expect "checkpoint-offload" 0 'OffloadActivations over checkpointed blocks.*pinned host RAM 3\.244 GB \(the scope is training_step' -- --preset qwen3-4b --method lora --seq-len 4096 --checkpointing checkpoint-offload --offload-scope step --explain
 expect "offload scope needs offload" 2 '--offload-scope: needs an offloading mode' -- --offload-scope step
+expect "load fp32-cast peak" 0 'peak phase: load' -- --method lora --load-path fp32-cast
+expect "load explain" 0 'load     torchao-nf4: weights 4\.127 GB \+ transient 0\.363 GB' -- --method qlora --load-path torchao-nf4 --explain
+expect "load json" 0 '"transient_bytes": 124780544' -- --method qlora --load-path bnb-4bit --json
+expect "load advice" 1 'lever      load in bf16: fp32 checkpoint cast on the GPU' -- --method lora --load-path fp32-cast --budget-gb 30
+expect "load wrong method" 2 'load_path: bnb-4bit loads a 4-bit base' -- --method full --load-path bnb-4bit
+expect "load unknown" 2 "--load-path: unknown 'safetensors'" -- --load-path safetensors
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24

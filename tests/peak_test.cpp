@@ -28,9 +28,9 @@ static_assert(estimate_training(llama8, run_config{}).statics.buckets.static_byt
 TEST_CASE("Every phase's parts sum to its total, and the peak is the largest phase", "[peak][property]") {
   for (const model_spec& spec : {qwen4, llama8}) {
     for (training_method m : {training_method::full, training_method::lora, training_method::qlora}) {
-      for (checkpointing k : {checkpointing::none, checkpointing::full, checkpointing::selective,
-                              checkpointing::offload, checkpointing::offload_checkpointed,
-                              checkpointing::checkpoint_offload}) {
+      for (checkpointing k :
+           {checkpointing::none, checkpointing::full, checkpointing::selective, checkpointing::offload,
+            checkpointing::offload_checkpointed, checkpointing::checkpoint_offload}) {
         for (loss_impl l :
              {loss_impl::naive, loss_impl::chunked, loss_impl::fused_liger, loss_impl::fused_cce}) {
           run_config r;
@@ -264,8 +264,9 @@ TEST_CASE("Optimizer implementation: one the optimizer cannot run is an error na
   CHECK_NOTHROW(estimate_training(llama8, r));
 }
 
-TEST_CASE("Activation offloading: TRL's scope (training_step) copies the loss's saved tensors to host RAM too",
-          "[peak]") {
+TEST_CASE(
+    "Activation offloading: TRL's scope (training_step) copies the loss's saved tensors to host RAM too",
+    "[peak]") {
   run_config r;
   r.setup.method = training_method::lora;
   r.activations.seq_len = 4096;
@@ -273,7 +274,8 @@ TEST_CASE("Activation offloading: TRL's scope (training_step) copies the loss's 
   const training_estimate model_scope = estimate_training(qwen4, r);  // torchtune: the model forward
   r.activations.offload_wraps = offload_scope::step;
   const training_estimate step_scope = estimate_training(qwen4, r);
-  CHECK(model_scope.activations.host == bytes(36ull * 2 * 4096 * 2560));  // docs/activations.md: 754,974,720 B
+  CHECK(model_scope.activations.host ==
+        bytes(36ull * 2 * 4096 * 2560));  // docs/activations.md: 754,974,720 B
   CHECK(step_scope.activations.host - model_scope.activations.host == step_scope.logits.kept);
   CHECK(step_scope.logits.kept >= bytes(4096ull * 151936 * 4));  // the fp32 log-probabilities, and labels
   CHECK(step_scope.total_bytes() == model_scope.total_bytes());  // the GPU originals stay until backward

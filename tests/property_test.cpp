@@ -203,9 +203,8 @@ TEST_CASE(
     if (spec.shape.num_hidden_layers < 2) continue;  // with one layer a checkpoint is pure overhead
     r.activations.ckpt = checkpointing::none;
     const bytes none = estimate_activations(spec.shape, r.setup, r.activations).gpu;
-    for (checkpointing k :
-         {checkpointing::full, checkpointing::offload, checkpointing::offload_checkpointed,
-          checkpointing::checkpoint_offload}) {
+    for (checkpointing k : {checkpointing::full, checkpointing::offload, checkpointing::offload_checkpointed,
+                            checkpointing::checkpoint_offload}) {
       r.activations.ckpt = k;
       REQUIRE(estimate_activations(spec.shape, r.setup, r.activations).gpu <= none);
     }

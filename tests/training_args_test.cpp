@@ -58,6 +58,7 @@ TEST_CASE("An SFTConfig with LoRA and 4-bit quantisation becomes a QLoRA run", "
   CHECK(r.setup.lora.rank == 16);
   CHECK(r.setup.lora.targets == lora_targets::all_linear());
   CHECK(r.setup.nf4.double_quant);
+  CHECK(r.load == load_path::bnb_4bit);  // from_pretrained quantises each Linear weight as it arrives
   CHECK(r.activations.batch == 2);
   CHECK(r.grad_accum_steps == 8);
   CHECK(r.activations.seq_len == 2048);
@@ -170,7 +171,8 @@ TEST_CASE("Activation offloading keys name their framework's mechanism", "[train
   activation_config a = run({{"activation_offloading", true}});
   CHECK(a.ckpt == checkpointing::checkpoint_offload);
   CHECK(a.offload_wraps == offload_scope::step);
-  CHECK(run({{"activation_offloading", true}, {"gradient_checkpointing", false}}).ckpt == checkpointing::offload);
+  CHECK(run({{"activation_offloading", true}, {"gradient_checkpointing", false}}).ckpt ==
+        checkpointing::offload);
   // torchtune: non-reentrant wrappers, offloading around the model forward; offloading needs checkpointing.
   a = run({{"enable_activation_checkpointing", true}, {"enable_activation_offloading", true}});
   CHECK(a.ckpt == checkpointing::checkpoint_offload);
@@ -178,16 +180,23 @@ TEST_CASE("Activation offloading keys name their framework's mechanism", "[train
   CHECK_FALSE(a.reentrant);
   CHECK(run({{"enable_activation_checkpointing", false}}).ckpt == checkpointing::none);
   test::require_input_error(
-      [&] { (void)run({{"enable_activation_offloading", true}}); }, "/enable_activation_offloading",
-      "needs enable_activation_checkpointing");
+      [&] {
+        (void)run({{"enable_activation_offloading", true}});
+      },
+      "/enable_activation_offloading", "needs enable_activation_checkpointing");
   test::require_input_error(
-      [&] { (void)run({{"enable_activation_checkpointing", true}, {"gradient_checkpointing", true}}); },
+      [&] {
+        (void)run({{"enable_activation_checkpointing", true}, {"gradient_checkpointing", true}});
+      },
       "/enable_activation_checkpointing", "cannot be combined");
   // Unsloth: get_peft_model(use_gradient_checkpointing="unsloth").
   CHECK(run({{"use_gradient_checkpointing", "unsloth"}}).ckpt == checkpointing::offload_checkpointed);
   CHECK(run({{"use_gradient_checkpointing", false}}).ckpt == checkpointing::none);
-  test::require_input_error([&] { (void)run({{"use_gradient_checkpointing", "yes"}}); },
-                            "/use_gradient_checkpointing", "unsloth");
+  test::require_input_error(
+      [&] {
+        (void)run({{"use_gradient_checkpointing", "yes"}});
+      },
+      "/use_gradient_checkpointing", "unsloth");
 }
 
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {

@@ -28,7 +28,8 @@ enum class checkpointing : std::uint8_t {
   selective,             ///< TRL selective: keep block input and attention output, recompute the rest
   offload,               ///< saved-tensor offloading without checkpointing: every saved tensor to host RAM
   offload_checkpointed,  ///< Unsloth's "unsloth" mode: its own checkpoint function offloads the block inputs
-  checkpoint_offload,    ///< torchtune / TRL OffloadActivations over checkpointed blocks: their inputs offloaded
+  checkpoint_offload,    ///< torchtune / TRL OffloadActivations over checkpointed blocks: their inputs
+                         ///< offloaded
 };
 /// What the offloading context wraps: torchtune's recipes the model forward, TRL's SFTTrainer the whole
 /// training_step (so the loss's saved tensors are copied to host RAM too).
@@ -619,7 +620,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
       e.recompute = block + input;
       host_per_layer = input;
       break;
-    case checkpointing::checkpoint_offload:  // the block input being recomputed and the previous node's
+    case checkpointing::checkpoint_offload:     // the block input being recomputed and the previous node's
       if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
         kept_per_layer = input;
         e.recompute = block;

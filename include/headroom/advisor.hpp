@@ -87,6 +87,12 @@ inline std::string_view lever_for(std::string_view bucket) {
     return out;
   }
 
+  if (first.peak_phase == step_phase::load && r.load == load_path::fp32_then_cast) {  // the load is the peak
+    r.load = load_path::direct;
+    if (record("load in bf16", "fp32 checkpoint cast on the GPU -> from_pretrained(dtype=torch.bfloat16)",
+               ""))
+      return out;
+  }
   if (r.setup.precision == precision_route::fp32) {
     r.setup.precision = precision_route::fp32_autocast;
     if (record("bf16 mixed precision", "fp32 -> bf16 autocast (bf16=True)", "")) return out;
@@ -133,6 +139,7 @@ inline std::string_view lever_for(std::string_view bucket) {
   }
   if (r.setup.method == training_method::lora) {
     r.setup.method = training_method::qlora;
+    if (r.load != load_path::none) r.load = load_path::bnb_4bit;  // a 4-bit base loads through bitsandbytes
     if (record("QLoRA", "LoRA -> QLoRA (NF4 base, double quantisation)", "4-bit base: small quality cost"))
       return out;
   }

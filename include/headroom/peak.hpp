@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "activations.hpp"
+#include "load.hpp"
 #include "logits.hpp"
 #include "memory.hpp"
 #include "overhead.hpp"
@@ -29,14 +30,16 @@ struct run_config {
   overhead_config overhead{};
   params_basis basis = params_basis::nominal;
   parallel_config parallel{};  ///< data/tensor/pipeline parallel layout and sharding (one GPU by default)
+  load_path load = load_path::none;  ///< how the checkpoint reaches the GPU (a phase of the peak when set)
 };
 
-enum class step_phase : std::uint8_t { forward_end, backward_start, backward_end, optimizer_step };
-inline constexpr std::array<named<step_phase>, 4> phase_names{
-    {{"forward_end", step_phase::forward_end},
-     {"backward_start", step_phase::backward_start},
-     {"backward_end", step_phase::backward_end},
-     {"optimizer_step", step_phase::optimizer_step}}};
+/// The step's four phases, and the load phase before the first step (only when a load path is set).
+enum class step_phase : std::uint8_t { forward_end, backward_start, backward_end, optimizer_step, load };
+inline constexpr std::array<named<step_phase>, 5> phase_names{{{"forward_end", step_phase::forward_end},
+                                                               {"backward_start", step_phase::backward_start},
+                                                               {"backward_end", step_phase::backward_end},
+                                                               {"optimizer_step", step_phase::optimizer_step},
+                                                               {"load", step_phase::load}}};
 
 /// The full estimate: each bucket's size, what is alive in each phase, and the peak.
 struct training_estimate {
@@ -46,10 +49,15 @@ struct training_estimate {
   logits_estimate logits{};
   overhead_estimate overhead{};
   memory_buckets sizes{};                  ///< each bucket's largest size over the step
-  std::array<memory_buckets, 4> phases{};  ///< indexed by step_phase
+  std::array<memory_buckets, 5> phases{};  ///< indexed by step_phase (load: zero unless modelled)
+  load_estimate load{};                    ///< the load phase (path none: not modelled)
   step_phase peak_phase = step_phase::forward_end;
   bool paged_state = false;  ///< the optimizer state is in CUDA unified memory (paged_*)
 
+  /// Whether `p` is a phase of this estimate (the load phase only when a load path was given).
+  [[nodiscard]] constexpr bool has_phase(step_phase p) const {
+    return p != step_phase::load || load.path != load_path::none;
+  }
   [[nodiscard]] constexpr const memory_buckets& at_peak() const {
     return phases[static_cast<std::size_t>(peak_phase)];
   }
@@ -232,6 +240,19 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   std::size_t peak = 0;
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
+  // The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists.
+  if (r.load != load_path::none &&
+      (r.parallel.shard != sharding::none || r.parallel.tensor_parallel * r.parallel.pipeline_parallel != 1))
+    fail("load_path",
+         "the load phase is modelled for one GPU's whole model (no sharding or model parallelism)");
+  const load_estimate load = estimate_load(spec.shape, r.setup, statics, r.load);
+  const memory_buckets load_phase =
+      r.load == load_path::none ? memory_buckets{}
+                                : memory_buckets{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
+                                                 bytes(0),     bytes(0), load.transient, overhead};
+  const std::array<varying, 4> step{{forward_end, backward_start, backward_end, optimizer_step}};
+  if (r.load != load_path::none && load_phase.total_bytes() > phase(step[peak]).total_bytes())
+    peak = static_cast<std::size_t>(step_phase::load);
   // sizes: each bucket's largest value over the phases.
   auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
   const varying most{larger(larger(forward_end.grads, backward_start.grads),
@@ -251,7 +272,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       over,
       memory_buckets{st.weights, st.adapter_weights, most.grads, st.master, st.optimizer, most.activations,
                      most.logits, most.temporaries, overhead},
-      {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step)}},
+      {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step), load_phase}},
+      load,
       static_cast<step_phase>(peak),
       r.setup.optimizer.paged};
 }

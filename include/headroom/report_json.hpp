@@ -91,11 +91,18 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   j["buckets"] = detail::buckets_json(e.sizes);
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : phase_names) {
+    if (!e.has_phase(p.value)) continue;
     const memory_buckets& b = e.phases[static_cast<std::size_t>(p.value)];
     phases[std::string(p.name)] = {{"buckets", detail::buckets_json(b)},
                                    {"total_bytes", b.total_bytes().count()}};
   }
   j["phases"] = phases;
+  if (e.load.path != load_path::none)
+    j["load"] = {{"path", choice_name(load_path_names, e.load.path)},
+                 {"weights_bytes", e.load.weights.count()},
+                 {"transient_bytes", e.load.transient.count()},
+                 {"largest_tensor_params", e.load.largest.count()},
+                 {"total_bytes", e.phases[static_cast<std::size_t>(step_phase::load)].total_bytes().count()}};
   j["peak_phase"] = choice_name(phase_names, e.peak_phase);
   j["total_bytes"] = e.total_bytes().count();
   j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();

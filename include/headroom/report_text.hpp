@@ -110,8 +110,9 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   line(fmt::format("{}   peak phase: {}", total_row, choice_name(phase_names, e.peak_phase)));
   std::string phases = "phases    ";
   for (const auto& p : phase_names)
-    phases += fmt::format(" {} {:.3f} GB;", p.name,
-                          in_gb(e.phases[static_cast<std::size_t>(p.value)].total_bytes()));
+    if (e.has_phase(p.value))
+      phases += fmt::format(" {} {:.3f} GB;", p.name,
+                            in_gb(e.phases[static_cast<std::size_t>(p.value)].total_bytes()));
   phases.pop_back();
   line(phases);
   if (budget) {
@@ -143,10 +144,12 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
     const run_config& r = a.config;
     line(fmt::format(
         "fits with  --method {} --precision {} --optimizer {} --batch {} --grad-accum {} --seq-len {} "
-        "--checkpointing {}",
+        "--checkpointing {}{}",
         choice_name(method_names, r.setup.method), choice_name(precision_names, r.setup.precision),
         r.setup.optimizer.name, r.activations.batch, r.grad_accum_steps, r.activations.seq_len,
-        choice_name(checkpointing_names, r.activations.ckpt)));
+        choice_name(checkpointing_names, r.activations.ckpt),
+        r.load == load_path::none ? ""
+                                  : " --load-path " + std::string(choice_name(load_path_names, r.load))));
   } else {
     line(
         "no single-GPU configuration on the checklist fits: shard across GPUs (ZeRO-3 / FSDP) or use a "
@@ -219,7 +222,8 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                   choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
                   gb(e.activations.model_level), gb(e.activations.recompute), gb(e.activations.gpu)));
   if (offloads_activations(a.ckpt))
-    line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt), gb(e.activations.host),
+    line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
+                     gb(e.activations.host),
                      a.offload_wraps == offload_scope::step && a.ckpt != checkpointing::offload_checkpointed
                          ? " (the scope is training_step: the loss's saved tensors are copied too)"
                          : ""));
@@ -248,6 +252,14 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   else
     line(fmt::format("  step     {} step temporaries {} at optimizer_step (docs/peak.md, optimizer.hpp)",
                      impl, gb(at(step_phase::optimizer_step).temporaries)));
+  if (e.load.path != load_path::none)
+    line(
+        fmt::format("  load     {}: weights {} + transient {} (the tensor in flight at the worst moment, {} "
+                    "values) + overhead "
+                    "= {}; {}",
+                    choice_name(load_path_names, e.load.path), gb(e.load.weights), gb(e.load.transient),
+                    with_commas(e.load.largest.count()), gb(at(step_phase::load).total_bytes()),
+                    load_mechanism(e.load.path)));
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
                    gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),

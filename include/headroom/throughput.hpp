@@ -156,8 +156,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       break;
   }
   p.loss_head = head;
-  if (recomputes_blocks(a.ckpt))
-    p.recompute = forward_only + L * attn_fwd;
+  if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + L * attn_fwd;
   if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
   // Every micro-batch repeats the above; the optimizer runs once per step.
   const double micro = p.matmuls + p.attention + p.elementwise + p.loss_head + p.recompute;

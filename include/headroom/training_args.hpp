@@ -144,8 +144,9 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   const bool tt_offload = detail::read_bool_or(j, "enable_activation_offloading", origin, false);
   if (tt_ckpt || tt_offload) {
     if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
-      throw input_error(detail::key_path(origin, "enable_activation_checkpointing"),
-                        "torchtune's keys cannot be combined with gradient_checkpointing / activation_offloading");
+      throw input_error(
+          detail::key_path(origin, "enable_activation_checkpointing"),
+          "torchtune's keys cannot be combined with gradient_checkpointing / activation_offloading");
     const bool on = detail::read_bool_or(j, "enable_activation_checkpointing", origin, false);
     if (tt_offload && !on)
       throw input_error(detail::key_path(origin, "enable_activation_offloading"),
@@ -281,6 +282,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
       r.setup.nf4.double_quant =
           detail::read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
       r.setup.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
+      r.load = load_path::bnb_4bit;  // from_pretrained quantises each Linear weight as it arrives
     }
   }
 

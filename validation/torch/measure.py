@@ -32,7 +32,7 @@ def measure(row):
 # Absolute live totals of the process: what earlier rows left alive shifts them, so a subset run compares
 # them relative to start_bytes.
 PHASE_COLUMNS = {"forward_peak", "after_forward", "backward_peak", "after_backward", "optimizer_peak",
-                 "after_step", "after_zero_grad"}
+                 "after_step", "after_zero_grad", "load_peak", "after_load"}
 
 
 def comparable(row, column):

@@ -33,6 +33,7 @@ MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
     "saved_shared_bytes", "live_after_forward_delta", "state_bytes", "start_grad_bytes", "start_bytes", "forward_peak",
     "after_forward", "backward_peak", "after_backward", "optimizer_peak", "after_step", "after_zero_grad",
+    "load_peak", "after_load",
 ]
 COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
 
@@ -189,6 +190,10 @@ def later_rows():
                      optimizer="adamw", optimizer_impl="for_loop"))
     rows.append(_row("step", "qwen3", dtype="bf16", layers=2, loss="torchtune_linear_ce", loss_chunk=4,
                      checkpointing="non_reentrant", optimizer="adamw", optimizer_impl="for_loop", **lora()))
+    # The load phase: a model built in fp32, cast to bf16 with module.to (tensor by tensor).
+    for family in ("llama", "qwen3", "gemma2", "phi3", "mistral"):
+        rows.append(_row("load", family, layers=2, dtype="fp32"))
+    rows.append(_row("load", "qwen2", layers=3, dtype="fp32", vocab=128))  # MLP weights larger than the table
     return rows
 
 
@@ -202,4 +207,4 @@ def rows():
 # A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
-           "step-181", "loss-187", "loss-199", "step-202"]
+           "step-181", "loss-187", "loss-199", "step-202", "load-204"]

@@ -234,4 +234,21 @@ def run_step(row):
     return out
 
 
-RUNNERS = {"block": run_block, "loss": run_loss, "optimizer": run_optimizer, "step": run_step}
+def run_load(row):
+    """The load phase of a checkpoint read in fp32 and cast to bf16: module.to casts tensor by tensor, each
+    new bf16 tensor allocated before the fp32 one it replaces is freed."""
+    live = LiveBytes()
+    with live:  # built inside: the profiler only reports frees of blocks it saw allocated
+        model = modules.build(model_config(row))  # fp32, as from_pretrained without dtype (transformers v4)
+        out = counts(model)  # param_bytes: the fp32 weights
+        gc.collect()
+        live.mark("load")
+        model.to(torch.bfloat16)
+        live.mark("end")
+    seg = live.timeline()
+    out.update(start_bytes=seg["start"][1], load_peak=seg["load"][0], after_load=seg["load"][1])
+    del model
+    return out
+
+
+RUNNERS = {"block": run_block, "loss": run_loss, "optimizer": run_optimizer, "step": run_step, "load": run_load}

@@ -1,0 +1,95 @@
+// SPDX-License-Identifier: MIT
+// The load phase: the checkpoint arriving, quantised or cast, as a phase of the peak (docs/peak.md).
+#include <headroom/load.hpp>
+#include <headroom/peak.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+namespace {
+constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+constexpr load_estimate load_of(const model_spec& spec, training_method m, load_path p) {
+  const training_setup s = with_method(m);
+  return estimate_load(spec.shape, s, estimate_static(spec, s), p);
+}
+// Llama-3.1-8B's largest quantised Linear: an MLP projection, 14,336 x 4,096 values.
+constexpr std::uint64_t mlp = 14'336ull * 4'096;
+}  // namespace
+
+// bitsandbytes: the bf16 copy of the largest weight, plus the fp32 absmax and absmax - offset of double
+// quantisation (one per 64 values).
+static_assert(load_of(llama8, training_method::qlora, load_path::bnb_4bit).transient ==
+              bytes(2 * mlp + 2 * 4 * (mlp / 64)));
+
+TEST_CASE("Load phase: each path's transient from its source", "[load]") {
+  const load_estimate bnb = load_of(llama8, training_method::qlora, load_path::bnb_4bit);
+  CHECK(bnb.largest == params(mlp));
+  CHECK(bnb.transient == bytes(124'780'544));
+  CHECK(bnb.weights == estimate_static(llama8, with_method(training_method::qlora)).buckets.weights);
+  // torchao NF4Tensor.from_tensor: weight + scaled blocks (2n each), a uint8 index per value (n), the
+  // absmax scalers (2n/64), and a 2^20-value chunk's (value - nf4) and abs() (2 x 16 x 2^20 x 2 B).
+  const load_estimate nf4 = load_of(llama8, training_method::qlora, load_path::torchao_nf4);
+  CHECK(nf4.transient == bytes(5 * mlp + 2 * mlp / 64 + 2 * 16 * (1ull << 20) * 2));
+  CHECK(nf4.transient == bytes(362'545'152));
+  // A tensor under one chunk: the nibble packing (n/2 + n/2) is the larger moment.
+  CHECK(headroom::detail::torchao_nf4_transient(1024, 2, 64) == 5 * 1024 + 2 * 1024 / 64 + 2 * 16 * 1024 * 2);
+  CHECK(headroom::detail::torchao_nf4_transient(mlp * 64, 2, 64) == 5 * mlp * 64 + 2 * mlp + mlp * 64);
+  // fp32 then cast: all weights in fp32, the embedding (cast first) copied to bf16 on top.
+  const load_estimate cast = load_of(llama8, training_method::lora, load_path::fp32_then_cast);
+  CHECK(cast.weights == bytes(32'000'000'000));
+  CHECK(cast.largest == params(128'256ull * 4'096));
+  CHECK(cast.transient == bytes(2 * 128'256ull * 4'096));
+  const load_estimate direct = load_of(llama8, training_method::full, load_path::direct);
+  CHECK(direct.transient == bytes(0));
+  CHECK(direct.weights == bytes(16'000'000'000));
+}
+
+TEST_CASE("Load phase: fp32 then cast can be the peak of a LoRA run; the step's phases are unchanged",
+          "[load]") {
+  run_config r;
+  r.setup.method = training_method::lora;
+  const training_estimate plain = estimate_training(llama8, r);
+  CHECK_FALSE(plain.has_phase(step_phase::load));
+  CHECK(plain.phases[static_cast<std::size_t>(step_phase::load)].total_bytes() == bytes(0));
+  r.load = load_path::fp32_then_cast;
+  const training_estimate cast = estimate_training(llama8, r);
+  CHECK(cast.has_phase(step_phase::load));
+  CHECK(cast.peak_phase == step_phase::load);
+  const memory_buckets& load = cast.phases[static_cast<std::size_t>(step_phase::load)];
+  CHECK(load.weights == bytes(32'000'000'000));
+  CHECK(load.temporaries == bytes(2 * 128'256ull * 4'096));
+  CHECK(load.total_bytes() == cast.total_bytes());
+  for (std::size_t p = 0; p < 4; ++p) CHECK(cast.phases[p].total_bytes() == plain.phases[p].total_bytes());
+  // QLoRA through bitsandbytes: the load never outgrows the step.
+  r.setup.method = training_method::qlora;
+  r.load = load_path::bnb_4bit;
+  const training_estimate q = estimate_training(llama8, r);
+  CHECK(q.peak_phase != step_phase::load);
+  CHECK(q.phases[static_cast<std::size_t>(step_phase::load)].total_bytes() < q.total_bytes());
+}
+
+TEST_CASE("Load phase: a path the run cannot take is an error naming load_path", "[load][errors]") {
+  test::require_input_error([] { (void)load_of(llama8, training_method::full, load_path::bnb_4bit); },
+                            "load_path", "--method qlora");
+  test::require_input_error([] { (void)load_of(llama8, training_method::lora, load_path::torchao_nf4); },
+                            "load_path", "--method qlora");
+  test::require_input_error([] { (void)load_of(llama8, training_method::qlora, load_path::fp32_then_cast); },
+                            "load_path", "16-bit");
+  test::require_input_error([] { (void)load_of(llama8, training_method::qlora, load_path::direct); },
+                            "load_path", "bnb-4bit");
+  training_setup fp32 = with_method(training_method::full);
+  fp32.precision = precision_route::fp32;
+  test::require_input_error(
+      [&] {
+        (void)estimate_load(llama8.shape, fp32, estimate_static(llama8, fp32), load_path::fp32_then_cast);
+      },
+      "load_path", "16-bit");
+  run_config r;
+  r.load = load_path::direct;
+  r.parallel.data_parallel = 2;
+  r.parallel.shard = sharding::zero3;
+  test::require_input_error([&] { (void)estimate_training(llama8, r); }, "load_path", "one GPU");
+}
