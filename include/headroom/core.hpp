@@ -9,6 +9,7 @@
 #include "error.hpp"
 #include "flops.hpp"
 #include "gpu.hpp"
+#include "load.hpp"
 #include "logits.hpp"
 #include "lora.hpp"
 #include "memory.hpp"
