@@ -45,6 +45,12 @@ struct run_options {
   std::string output_chunks = "8";
   std::string offload_scope;
   std::string load_path;
+  std::string fsdp_version;
+  std::string fsdp_prefetch;
+  std::string reduce_bucket;
+  std::string overlap_comm;
+  std::string nccl_channels;
+  bool ddp_bucket_view = false;
   bool non_reentrant = false;
   bool sgd_momentum = false;
   bool optimizer_in_backward = false;
@@ -146,6 +152,14 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       ->excludes(zero);
   app.add_flag("--offload-optimizer", o.offload_optimizer, "optimizer state (and master) in CPU RAM");
   app.add_flag("--offload-params", o.offload_params, "parameters in CPU RAM (ZeRO-3 / FSDP full shard)");
+  app.add_option("--fsdp-version", o.fsdp_version, "1 (FlatParameter, default) | 2 (fully_shard)");
+  app.add_option("--fsdp-prefetch", o.fsdp_prefetch,
+                 "FSDP units all-gathered ahead (default 1, BACKWARD_PRE)");
+  app.add_option("--reduce-bucket-size", o.reduce_bucket, "DeepSpeed reduce_bucket_size in elements (5e8)");
+  app.add_option("--overlap-comm", o.overlap_comm,
+                 "DeepSpeed overlap_comm: on | off (default: on for ZeRO-3)");
+  app.add_option("--nccl-channels", o.nccl_channels, "NCCL channels per communicator (default 32)");
+  app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP gradient_as_bucket_view=True (no bucket copy)");
   app.add_option("--tp", o.tp, "tensor-parallel degree")->capture_default_str();
   app.add_flag("--sp", o.sp, "sequence parallelism (with --tp)");
   app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
@@ -259,6 +273,34 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     if (r.load == load_path::none)
       throw input_error("--load-path", "'none' is the default: leave the flag out");
   }
+  if (!o.fsdp_version.empty()) {
+    if (o.fsdp_version != "1" && o.fsdp_version != "2")
+      throw input_error("--fsdp-version", "unknown '" + o.fsdp_version + "'; valid: 1, 2");
+    r.parallel.fsdp_version = o.fsdp_version == "2" ? 2 : 1;
+  }
+  if (!o.fsdp_prefetch.empty())  // 0: no prefetch (FSDP1 backward_prefetch=None)
+    r.parallel.prefetch_units =
+        o.fsdp_prefetch == "0" ? 0 : parse_count("--fsdp-prefetch", o.fsdp_prefetch, 64);
+  if (!o.reduce_bucket.empty())
+    r.parallel.reduce_bucket_elements =
+        parse_count("--reduce-bucket-size", o.reduce_bucket, std::uint64_t{1} << 40);
+  if (!o.overlap_comm.empty()) {
+    if (o.overlap_comm != "on" && o.overlap_comm != "off")
+      throw input_error("--overlap-comm", "unknown '" + o.overlap_comm + "'; valid: on, off");
+    r.parallel.overlap_comm = o.overlap_comm == "on" ? comm_switch::on : comm_switch::off;
+  }
+  if (!o.nccl_channels.empty())
+    r.parallel.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
+  if (o.ddp_bucket_view) r.parallel.gradient_as_bucket_view = true;
+  const bool fsdp = r.parallel.shard == sharding::fsdp_full || r.parallel.shard == sharding::fsdp_grad_op ||
+                    r.parallel.shard == sharding::fsdp_hybrid;
+  if ((!o.fsdp_version.empty() || !o.fsdp_prefetch.empty()) && !fsdp)
+    throw input_error(o.fsdp_version.empty() ? "--fsdp-prefetch" : "--fsdp-version", "needs --fsdp");
+  if ((!o.reduce_bucket.empty() || !o.overlap_comm.empty()) &&
+      !headroom::detail::is_deepspeed(r.parallel.shard))
+    throw input_error(o.reduce_bucket.empty() ? "--overlap-comm" : "--reduce-bucket-size", "needs --zero");
+  if (o.ddp_bucket_view && r.parallel.shard != sharding::none)
+    throw input_error("--ddp-bucket-view", "applies to DDP (no --zero or --fsdp)");
   r.parallel.offload_optimizer = o.offload_optimizer;
   r.parallel.offload_params = o.offload_params;
   if (o.offload_optimizer && r.parallel.shard == sharding::none)

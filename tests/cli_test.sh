@@ -73,6 +73,12 @@ expect "load json" 0 '"transient_bytes": 124780544' -- --method qlora --load-pat
 expect "load advice" 1 'lever      load in bf16: fp32 checkpoint cast on the GPU' -- --method lora --load-path fp32-cast --budget-gb 30
 expect "load wrong method" 2 'load_path: bnb-4bit loads a 4-bit base' -- --method full --load-path bnb-4bit
 expect "load unknown" 2 "--load-path: unknown 'safetensors'" -- --load-path safetensors
+expect "fsdp2 comm" 0 'comm     gathered 2\.101 GB \+ staging 1\.051 GB.*FSDP2 unit gradients' -- --gpus 8 --fsdp full_shard --fsdp-version 2 --explain
+expect "ddp buckets json" 0 '"reduce_bytes": 16000000000' -- --gpus 2 --json
+expect "nccl json" 0 '"nccl": 308281344' -- --gpus 2 --json
+expect "fsdp version needs fsdp" 2 '--fsdp-version: needs --fsdp' -- --fsdp-version 2
+expect "overlap needs zero" 2 '--overlap-comm: needs --zero' -- --gpus 2 --overlap-comm on
+expect "fsdp version unknown" 2 "--fsdp-version: unknown '3'" -- --gpus 2 --fsdp full_shard --fsdp-version 3
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24

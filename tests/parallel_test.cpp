@@ -68,10 +68,10 @@ TEST_CASE("ZeRO-1, FSDP shard_grad_op and hybrid_shard shard what they promise",
             .per_gpu.static_bytes() == bytes(16 * P / 8));
 }
 
-TEST_CASE("Sharding over more GPUs never raises per-GPU memory", "[parallel][property]") {
+TEST_CASE("From two GPUs on, sharding over more never raises per-GPU memory", "[parallel][property]") {
   for (const layout_choice& l : layout_choices) {
     bytes last(~std::uint64_t{0});
-    for (std::uint64_t n : {1u, 2u, 4u, 8u, 16u, 64u}) {
+    for (std::uint64_t n : {2u, 4u, 8u, 16u, 64u}) {  // one to two GPUs adds the communication buffers
       run_config r;
       r.parallel.shard = l.shard;
       r.parallel.offload_optimizer = l.offload_optimizer;
@@ -179,4 +179,79 @@ TEST_CASE("The step estimate with a known static part checks the layout too", "[
   run_config bad = ok;
   bad.parallel.tensor_parallel = 0;  // would divide the logits by zero
   require_input_error([&] { (void)estimate_training(spec, bad, st, sh); }, "tensor_parallel", "positive");
+}
+
+TEST_CASE("Communication buffers: each layout's named terms from its source", "[parallel]") {
+  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+  const static_estimate st = estimate_static(llama8, full_ft);
+  // The unit: the 128,256 x 4,096 embedding, larger than a decoder layer (218M values).
+  const std::uint64_t unit = 128'256ull * 4'096;
+  parallel_config p;
+  p.data_parallel = 8;
+  // NCCL: one communicator, 32 channels x (LL 524,288 + LL128 4,915,200 + Simple 4,194,304) bytes.
+  static_assert(nccl_channel_bytes == 9'633'792);
+  comm_buffers c = communication_buffers(llama8.shape, st, full_ft, p);
+  CHECK(c.communicators == 1);
+  CHECK(c.nccl == bytes(32 * 9'633'792ull));
+  // DDP: the Reducer's buckets hold a copy of every gradient, unless gradient_as_bucket_view.
+  CHECK(c.reduce == st.buckets.grads);
+  p.gradient_as_bucket_view = true;
+  CHECK(communication_buffers(llama8.shape, st, full_ft, p).reduce == bytes(0));
+  // ZeRO-2: one 5e8-element IPG buffer in bf16, two with overlap_comm.
+  p.shard = sharding::zero2;
+  CHECK(communication_buffers(llama8.shape, st, full_ft, p).reduce == bytes(1'000'000'000));
+  p.overlap_comm = comm_switch::on;
+  CHECK(communication_buffers(llama8.shape, st, full_ft, p).reduce == bytes(2'000'000'000));
+  // ZeRO-3: the IPG buffer and one unit's gradients; two units gathered (DeepSpeed's 4·LL).
+  p.shard = sharding::zero3;
+  c = communication_buffers(llama8.shape, st, full_ft, p);
+  CHECK(c.gathered == bytes(4 * unit));
+  CHECK(c.reduce == bytes(1'000'000'000 + 2 * unit));
+  // FSDP1: prefetch 1 (BACKWARD_PRE), the unit's padded flat gradient and its shard.
+  p.shard = sharding::fsdp_full;
+  c = communication_buffers(llama8.shape, st, full_ft, p);
+  CHECK(c.gathered == bytes(2 * 2 * unit));
+  CHECK(c.staging == bytes(0));
+  CHECK(c.reduce == bytes(2 * (unit + unit / 8)));
+  p.prefetch_units = 2;
+  CHECK(communication_buffers(llama8.shape, st, full_ft, p).gathered == bytes(3 * 2 * unit));
+  // FSDP2: the flat all-gather output while copied out; gradients, reduce-scatter input and output.
+  p.prefetch_units = 1;
+  p.fsdp_version = 2;
+  c = communication_buffers(llama8.shape, st, full_ft, p);
+  CHECK(c.staging == bytes(2 * unit));
+  CHECK(c.reduce == bytes(2 * (2 * unit + unit / 8)));
+  // With LoRA, FSDP2 reduces only the adapters; FSDP1's flat gradient spans the frozen weights too.
+  const training_setup lora = with_method(training_method::lora);
+  const static_estimate sl = estimate_static(llama8, lora);
+  const std::uint64_t adapters = sl.trainable_params.count() / 32;
+  CHECK(communication_buffers(llama8.shape, sl, lora, p).reduce == bytes(2 * (2 * adapters + adapters / 8)));
+  p.fsdp_version = 1;
+  CHECK(communication_buffers(llama8.shape, sl, lora, p).reduce == bytes(2 * (unit + unit / 8)));
+  // One GPU: no communicator.
+  CHECK(communication_buffers(llama8.shape, st, full_ft, parallel_config{}).nccl == bytes(0));
+  p.fsdp_version = 3;
+  test::require_input_error([&] { (void)communication_buffers(llama8.shape, st, full_ft, p); },
+                            "fsdp_version");
+}
+
+TEST_CASE("Communication buffers in the phases: reduction in backward, NCCL in the overhead", "[parallel]") {
+  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+  run_config r;
+  r.parallel.data_parallel = 2;
+  const training_estimate ddp = estimate_training(llama8, r);
+  const bytes buckets = ddp.per_gpu_static.comm.reduce;
+  CHECK(buckets == ddp.statics.buckets.grads);
+  const auto at = [](const training_estimate& e, step_phase p) {
+    return e.phases[static_cast<std::size_t>(p)];
+  };
+  r.parallel.gradient_as_bucket_view = true;
+  const training_estimate views = estimate_training(llama8, r);
+  CHECK(at(ddp, step_phase::backward_end).temporaries - at(views, step_phase::backward_end).temporaries ==
+        buckets);
+  CHECK(at(ddp, step_phase::forward_end).total_bytes() == at(views, step_phase::forward_end).total_bytes());
+  CHECK(ddp.overhead.nccl == bytes(32 * 9'633'792ull));
+  // NCCL's buffers are outside the caching allocator: not in the allocated peak.
+  CHECK(ddp.total_bytes() - ddp.peak_allocated_bytes() ==
+        ddp.overhead.cuda_context + ddp.overhead.fragmentation + ddp.overhead.nccl);
 }

@@ -199,6 +199,35 @@ TEST_CASE("Activation offloading keys name their framework's mechanism", "[train
       "/use_gradient_checkpointing", "unsloth");
 }
 
+TEST_CASE("TrainingArguments fsdp and fsdp_config choose the sharding and its buffers", "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  auto run = [&](nlohmann::json j) { return training_args_from_json(j, m, "inline").run.parallel; };
+  parallel_config p = run({{"fsdp", "full_shard auto_wrap"}});
+  CHECK(p.shard == sharding::fsdp_full);
+  CHECK(p.fsdp_version == 1);
+  CHECK(p.prefetch_units == 1);  // backward_prefetch BACKWARD_PRE
+  p = run({{"fsdp", "full_shard auto_wrap offload"}, {"fsdp_config", {{"fsdp_version", 2}}}});
+  CHECK(p.fsdp_version == 2);
+  CHECK(p.offload_params);
+  CHECK(p.offload_optimizer);
+  CHECK(run({{"fsdp", {"shard_grad_op"}}, {"fsdp_config", {{"backward_prefetch", "no_prefetch"}}}})
+            .prefetch_units == 0);
+  test::require_input_error([&] { (void)run({{"fsdp", "zero3"}}); }, "/fsdp", "unknown 'zero3'");
+  test::require_input_error(
+      [&] {
+        (void)run({{"fsdp", "full_shard"}, {"fsdp_config", {{"fsdp_version", 3}}}});
+      },
+      "fsdp_version");
+  test::require_input_error(
+      [&] {
+        (void)run({{"fsdp", "full_shard"}, {"fsdp_config", {{"backward_prefetch", "early"}}}});
+      },
+      "/backward_prefetch", "backward_pre");
+  const training_args a = training_args_from_json({{"fsdp_config", {{"fsdp_version", 2}}}}, m, "inline");
+  CHECK(a.run.parallel.shard == sharding::none);
+  CHECK(a.notes.back().find("fsdp_config without fsdp") == 0);
+}
+
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {
   const loaded_model m = preset("qwen3-1.7b");
   nlohmann::json j = nlohmann::json::object();

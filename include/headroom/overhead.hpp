@@ -37,9 +37,10 @@ struct overhead_estimate {
   bytes cublas_workspace{0};    ///< allocated through the caching allocator: in memory_allocated
   bytes cublaslt_workspace{0};  ///< likewise
   bytes fragmentation{0};
+  bytes nccl{0};  ///< NCCL communicator buffers (multi-GPU; cudaMalloc'd by NCCL, outside the allocator)
   bool overridden = false;
   [[nodiscard]] constexpr bytes total() const {
-    return cuda_context + cublas_workspace + cublaslt_workspace + fragmentation;
+    return cuda_context + cublas_workspace + cublaslt_workspace + fragmentation + nccl;
   }
   /// The part torch.cuda.memory_allocated sees (the workspaces).
   [[nodiscard]] constexpr bytes allocated() const { return cublas_workspace + cublaslt_workspace; }

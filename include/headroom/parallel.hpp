@@ -30,6 +30,9 @@ inline constexpr std::array<named<sharding>, 7> sharding_names{{{"none", shardin
                                                                 {"shard_grad_op", sharding::fsdp_grad_op},
                                                                 {"hybrid_shard", sharding::fsdp_hybrid}}};
 
+/// A switch whose default depends on the framework's own rule.
+enum class comm_switch : std::uint8_t { framework_default, off, on };
+
 /// The most GPUs a layout may use, and the most of any one kind (a million; larger is a typo).
 inline constexpr std::uint64_t max_parallel_gpus = std::uint64_t{1} << 20;
 
@@ -43,16 +46,34 @@ struct parallel_config {
   std::uint64_t tensor_parallel = 1;    ///< t
   bool sequence_parallel = false;       ///< shard the TP-replicated activations too
   std::uint64_t pipeline_parallel = 1;  ///< p stages; the first keeps p micro-batches in flight
+  std::uint64_t fsdp_version = 1;    ///< FSDP1 (FlatParameter per unit) or FSDP2 (fully_shard, per-parameter)
+  std::uint64_t prefetch_units = 1;  ///< FSDP units all-gathered ahead of the one computing (BACKWARD_PRE: 1)
+  std::uint64_t reduce_bucket_elements = 500'000'000;  ///< DeepSpeed reduce_bucket_size (zero/config.py: 5e8)
+  comm_switch overlap_comm =
+      comm_switch::framework_default;    ///< DeepSpeed overlap_comm (default: stage 3 only)
+  bool gradient_as_bucket_view = false;  ///< DDP: gradients are views into the all-reduce buckets (no copy)
+  std::uint64_t nccl_channels = 32;      ///< NCCL channels per communicator (NVLink GPUs use 16-32)
   [[nodiscard]] constexpr std::uint64_t gpus() const {
     return detail::checked_mul(detail::checked_mul(data_parallel, tensor_parallel, "GPUs"), pipeline_parallel,
                                "GPUs");
   }
 };
 
+/// The communication buffers of a layout on one GPU, each a named term (docs/parallel.md).
+struct comm_buffers {
+  bytes gathered{0};  ///< parameters all-gathered at once: the unit computing and those prefetched
+  bytes staging{0};   ///< FSDP2: the flat all-gather output while it is copied out into the parameters
+  bytes reduce{
+      0};  ///< gradient reduction in backward: DDP buckets, DeepSpeed IPG buckets, FSDP's unit gradients
+  bytes nccl{0};  ///< NCCL communicator buffers (cudaMalloc'd by NCCL: outside the caching allocator)
+  std::uint64_t communicators = 0;  ///< NCCL communicators (one per parallel dimension above 1)
+};
+
 /// One GPU's static state under a layout, and what leaves for host RAM.
 struct sharded_state {
-  memory_buckets per_gpu{};  ///< static buckets on one GPU (temporaries: gathered parameters)
+  memory_buckets per_gpu{};  ///< static buckets on one GPU (temporaries: gathered parameters + staging)
   bytes host{0};             ///< offloaded to CPU RAM per GPU
+  comm_buffers comm{};       ///< communication buffers (reduce: backward only; nccl: the overhead bucket)
 };
 
 namespace detail {
@@ -77,18 +98,110 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
 }  // namespace detail
 
+/// NCCL's per-connection buffers for its three protocols (nccl src/init.cc computeBuffSizes, device.h):
+/// LL = 8 lines/thread · 512 threads · 8 steps · 16 B; LL128 = 120 elements/thread · 640 threads · 8 steps
+/// · 8 B; Simple = 4 MiB (NCCL_BUFFSIZE). A ring channel holds one such set per GPU.
+inline constexpr std::uint64_t nccl_ll_bytes = 8ull * 512 * 8 * 16;
+inline constexpr std::uint64_t nccl_ll128_bytes = 120ull * 640 * 8 * 8;
+inline constexpr std::uint64_t nccl_simple_bytes = std::uint64_t{1} << 22;
+inline constexpr std::uint64_t nccl_channel_bytes = nccl_ll_bytes + nccl_ll128_bytes + nccl_simple_bytes;
+
 /// Throws input_error naming the first GPU count that is zero or absurd, or an impossible combination.
 constexpr void validate(const parallel_config& p) {
   detail::require_size(p.data_parallel, "data_parallel", max_parallel_gpus);
   detail::require_size(p.tensor_parallel, "tensor_parallel", max_parallel_gpus);
   detail::require_size(p.pipeline_parallel, "pipeline_parallel", max_parallel_gpus);
   detail::require_size(p.node_gpus, "node_gpus", max_parallel_gpus);
+  if (p.fsdp_version != 1 && p.fsdp_version != 2) detail::fail("fsdp_version", "must be 1 or 2");
+  if (p.prefetch_units > 64) detail::fail("prefetch_units", "is absurdly large (FSDP prefetches 1 unit)");
+  detail::require_size(p.reduce_bucket_elements, "reduce_bucket_size", std::uint64_t{1} << 40);
+  detail::require_size(p.nccl_channels, "nccl_channels", 64);  // MAXCHANNELS (nccl device.h)
   if (p.gpus() > max_parallel_gpus)
     detail::fail("parallel layout", "data x tensor x pipeline is absurdly large");
   if (p.offload_params && !detail::shards_params(p.shard))
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
   if (p.sequence_parallel && p.tensor_parallel == 1)
     detail::fail("sequence_parallel", "needs tensor_parallel > 1");
+}
+
+/// The communication buffers one GPU holds under a layout (docs/parallel.md, "Communication buffers"). A
+/// unit is the largest block gathered at once (largest_unit_params), split by tensor parallelism.
+[[nodiscard]] constexpr comm_buffers communication_buffers(const model_shape& m, const static_estimate& st,
+                                                           const training_setup& s,
+                                                           const parallel_config& p) {
+  validate(p);
+  comm_buffers c;
+  const std::uint64_t b = detail::weight_bytes(s.precision);
+  const std::uint64_t n = p.shard == sharding::fsdp_hybrid
+                              ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
+                              : p.data_parallel;
+  const std::uint64_t unit = detail::ceil_div(detail::largest_unit_params(m), p.tensor_parallel);
+  const bool full = s.method == training_method::full;
+  // The gradients one unit produces: all of it in full fine-tuning; its share of the adapters otherwise.
+  const std::uint64_t unit_grads =
+      full ? unit : detail::ceil_div(st.trainable_params.count(), m.num_hidden_layers * p.tensor_parallel);
+  const auto of = [b](std::uint64_t values) {
+    return bytes(detail::checked_mul(values, b, "communication buffer"));
+  };
+  const bool fsdp =
+      p.shard == sharding::fsdp_full || p.shard == sharding::fsdp_grad_op || p.shard == sharding::fsdp_hybrid;
+  if (p.shard == sharding::zero3) {
+    c.gathered = of(2 * unit);  // DeepSpeed's estimator: 4·LL bytes, the unit computing and one prefetched
+  } else if (fsdp && detail::shards_params(p.shard)) {
+    c.gathered = of((1 + p.prefetch_units) * unit);
+    if (p.fsdp_version == 2) c.staging = of(unit);  // foreach_all_gather's output, copied out per parameter
+  }
+  if (p.data_parallel > 1 || p.shard != sharding::none) {
+    switch (p.shard) {
+      case sharding::none:  // DDP's Reducer copies every gradient into its buckets unless they are views
+        c.reduce = p.gradient_as_bucket_view ? bytes(0) : detail::div_up(st.buckets.grads, p.tensor_parallel);
+        break;
+      case sharding::zero1:
+      case sharding::zero2: {  // stage_1_and_2.py setup_buckets: one IPG buffer, two with overlap_comm
+        const bool overlap = p.overlap_comm == comm_switch::on;
+        c.reduce = of(p.reduce_bucket_elements * (overlap ? 2 : 1));
+        break;
+      }
+      case sharding::zero3:  // stage3.py: the IPG buffer, and the unit's gradients before they are copied in
+        c.reduce = of(p.reduce_bucket_elements) + of(unit_grads);
+        break;
+      case sharding::fsdp_full:
+      case sharding::fsdp_grad_op:
+      case sharding::fsdp_hybrid:
+        // FSDP1 (_runtime_utils.py _reduce_grad): the unit's padded flat gradient — all of the FlatParameter,
+        // frozen parts included — and the new sharded gradient. FSDP2 (_fsdp_collectives.py foreach_reduce):
+        // the unit's trainable gradients, their flat reduce-scatter input, and its output.
+        c.reduce = p.fsdp_version == 1 ? of(unit + detail::ceil_div(unit, n))
+                                       : of(2 * unit_grads + detail::ceil_div(unit_grads, n));
+        break;
+    }
+  }
+  c.communicators = (p.data_parallel > 1 ? 1u : 0u) + (p.tensor_parallel > 1 ? 1u : 0u) +
+                    (p.pipeline_parallel > 1 ? 1u : 0u) +
+                    (p.shard == sharding::fsdp_hybrid && p.data_parallel > p.node_gpus ? 1u : 0u);
+  c.nccl = bytes(detail::checked_mul(c.communicators * p.nccl_channels, nccl_channel_bytes, "NCCL buffers"));
+  return c;
+}
+
+/// What the reduce term holds under a layout, with its source (for --explain).
+[[nodiscard]] constexpr std::string_view reduce_mechanism(const parallel_config& p) {
+  switch (p.shard) {
+    case sharding::none:
+      return p.gradient_as_bucket_view ? "DDP buckets are the gradients (gradient_as_bucket_view)"
+                                       : "DDP Reducer buckets, a copy of every gradient";
+    case sharding::zero1:
+    case sharding::zero2:
+      return "DeepSpeed IPG buffer(s) of reduce_bucket_size, two with overlap_comm (stage_1_and_2.py)";
+    case sharding::zero3:
+      return "DeepSpeed IPG buffer and one unit's gradients (stage3.py)";
+    case sharding::fsdp_full:
+    case sharding::fsdp_grad_op:
+    case sharding::fsdp_hybrid:
+      return p.fsdp_version == 1
+                 ? "FSDP1 padded flat gradient of a unit and its shard (_runtime_utils.py)"
+                 : "FSDP2 unit gradients, reduce-scatter input and output (_fsdp_collectives.py)";
+  }
+  return "";
 }
 
 /// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
@@ -98,6 +211,7 @@ constexpr void validate(const parallel_config& p) {
                                                    const training_setup& s, const parallel_config& p) {
   validate(p);
   sharded_state out;
+  out.comm = communication_buffers(m, st, s, p);
   if (p.shard == sharding::none && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
       !p.offload_optimizer && !p.offload_params) {
     out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split
@@ -127,9 +241,7 @@ constexpr void validate(const parallel_config& p) {
     b.adapter_weights = detail::div_up(b.adapter_weights, n);
     // ZeRO-3 reduce-scatters straight into the fp32 partition; FSDP keeps sharded grads.
     b.grads = p.shard == sharding::zero3 ? bytes(0) : detail::div_up(b.grads, n);
-    const std::uint64_t unit = detail::ceil_div(detail::largest_unit_params(m), p.tensor_parallel);
-    b.temporaries =
-        bytes(detail::checked_mul(2 * detail::weight_bytes(s.precision), unit, "gathered parameters"));
+    b.temporaries = out.comm.gathered + out.comm.staging;
   }
   b.grads += fp32_grad_partition;
   if (p.offload_optimizer) {

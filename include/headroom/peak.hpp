@@ -153,10 +153,13 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
                      r.activations.ckpt == checkpointing::checkpoint_offload;  // not Unsloth's own function
   if (hooks && r.activations.offload_wraps == offload_scope::step)
     acts.host += detail::div_up(head.kept, r.parallel.tensor_parallel);
-  const overhead_estimate over = estimate_overhead(r.overhead);
+  overhead_estimate over = estimate_overhead(r.overhead);
+  if (!over.overridden) over.nccl = per_gpu_static.comm.nccl;    // a measured overhead already holds NCCL's
   const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
   const memory_buckets& st = per_gpu_static.per_gpu;
   const bytes gathered = st.temporaries;  // ZeRO-3 / FSDP: parameters gathered for compute
+  // Backward also reduces gradients: DDP's buckets, DeepSpeed's IPG buffers, FSDP's unit gradients.
+  const bytes reducing = gathered + per_gpu_static.comm.reduce;
   const bytes grads_in_forward = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none)
   const bool offloading = r.activations.ckpt == checkpointing::offload;
   // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
@@ -181,8 +184,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   const varying forward_end{grads_in_forward, kept + acts.forward_cached, head_forward, gathered};
   // backward_start: the loss backward runs before any block is recomputed; the last block's recompute
   // follows, with the hidden-state (and head) gradient alive. The larger of the two moments.
-  const varying loss_moment{grads_in_forward, kept, head_backward, gathered};
-  const varying recompute_moment{grads_in_forward, kept + acts.recompute, head_after, gathered};
+  const varying loss_moment{grads_in_forward, kept, head_backward, reducing};
+  const varying recompute_moment{grads_in_forward, kept + acts.recompute, head_after, reducing};
   // backward_end: every gradient exists; the first block is recomputed, or (full fine-tuning) the
   // embedding's gradient is built from the gradient of its output — or, with tied embeddings, summed
   // out of place with the head's (two more V x d gradients).
@@ -207,8 +210,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
       acts.recompute.count() != 0 && before_first_layer + acts.recompute + hidden > st.grads + embedding;
   varying backward_end =
       recompute_last
-          ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, gathered}
-          : varying{st.grads, acts.retained, loss_scalars, gathered + embedding};
+          ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, reducing}
+          : varying{st.grads, acts.retained, loss_scalars, reducing + embedding};
   // optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the
   // graph is gone, the loss value stays)
   varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
@@ -220,8 +223,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     if (r.setup.method == training_method::full && !spec.shape.tie_word_embeddings)
       in_backward_first = varying{bytes(0), kept, head_after + bytes(detail::scalar_bytes), steps.head};
     backward_end = recompute_last
-                       ? varying{bytes(0), acts.recompute + hidden + acts.retained, loss_scalars, gathered}
-                       : varying{steps.last_grad, acts.retained, loss_scalars, gathered + steps.last};
+                       ? varying{bytes(0), acts.recompute + hidden + acts.retained, loss_scalars, reducing}
+                       : varying{steps.last_grad, acts.retained, loss_scalars, reducing + steps.last};
     optimizer_step = varying{bytes(0), bytes(0), bytes(detail::scalar_bytes), bytes(0)};
   }
   const bytes overhead = over.total();
@@ -484,11 +487,15 @@ inline std::string impl_reason(const training_setup& s) {
         "CPU offload keeps " + gb_text(e.per_gpu_static.host) +
         " of optimizer state / parameters in host RAM per GPU (DeepSpeed's estimator adds a 1.5x buffer)");
   if (r.parallel.gpus() > 1)
-    notes.push_back(
-        "per GPU, for " + std::to_string(r.parallel.gpus()) + " GPUs (data " +
-        std::to_string(r.parallel.data_parallel) + " x tensor " + std::to_string(r.parallel.tensor_parallel) +
-        " x pipeline " + std::to_string(r.parallel.pipeline_parallel) + ", sharding " +
-        std::string(choice_name(sharding_names, r.parallel.shard)) + "); communication buffers not counted");
+    notes.push_back("per GPU, for " + std::to_string(r.parallel.gpus()) + " GPUs (data " +
+                    std::to_string(r.parallel.data_parallel) + " x tensor " +
+                    std::to_string(r.parallel.tensor_parallel) + " x pipeline " +
+                    std::to_string(r.parallel.pipeline_parallel) + ", sharding " +
+                    std::string(choice_name(sharding_names, r.parallel.shard)) + "); communication buffers " +
+                    gb_text(e.per_gpu_static.comm.gathered + e.per_gpu_static.comm.staging +
+                            e.per_gpu_static.comm.reduce) +
+                    " (gathered + staging + reduce) and NCCL " + gb_text(e.per_gpu_static.comm.nccl) +
+                    " included (--explain lists them; not measured: no multi-GPU ground truth yet)");
   if (r.activations.formula == activation_formula::korthikanti)
     notes.emplace_back(
         "activations by the course's Korthikanti formula (a GPT block with a 4h GELU MLP, +-30% "

@@ -116,6 +116,13 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"tensor_parallel", par.tensor_parallel},
                    {"sequence_parallel", par.sequence_parallel},
                    {"pipeline_parallel", par.pipeline_parallel}};
+  const comm_buffers& comm = e.per_gpu_static.comm;
+  if (comm.communicators != 0 || par.shard != sharding::none)  // single-GPU runs print what they printed
+    j["parallel"]["communication"] = {
+        {"gathered_bytes", comm.gathered.count()}, {"staging_bytes", comm.staging.count()},
+        {"reduce_bytes", comm.reduce.count()},     {"nccl_bytes", comm.nccl.count()},
+        {"communicators", comm.communicators},     {"fsdp_version", par.fsdp_version},
+        {"prefetch_units", par.prefetch_units}};
   const activation_breakdown acts = activation_inventory(model.spec.shape, r.setup, a);
   nlohmann::json events = nlohmann::json::array();
   for (const loss_event& ev : logits_inventory(model.spec.shape, r.setup, a, r.loss))
@@ -142,6 +149,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                           {"cublaslt_workspace", e.overhead.cublaslt_workspace.count()},
                           {"fragmentation", e.overhead.fragmentation.count()},
                           {"measured_override", e.overhead.overridden}};
+  if (e.overhead.nccl.count() != 0) j["overhead_detail"]["nccl"] = e.overhead.nccl.count();
   if (budget) {
     const bool ok = fits(e, *budget);
     j["budget_bytes"] = budget->count();

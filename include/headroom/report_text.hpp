@@ -264,10 +264,17 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
                    gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),
                    e.overhead.overridden ? " (measured, --overhead-gb)" : " (course W38: 1-2 GB)"));
-  if (r.parallel.gpus() > 1)
+  if (r.parallel.gpus() > 1) {
     line(fmt::format("  per GPU  sharding {} over {} ranks, tensor {}, pipeline {} (docs/parallel.md)",
                      choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel,
                      r.parallel.tensor_parallel, r.parallel.pipeline_parallel));
+    const comm_buffers& c = e.per_gpu_static.comm;
+    line(fmt::format(
+        "  comm     gathered {} + staging {} (forward and backward); reduce {} (backward: {}); NCCL {} "
+        "= {} communicator(s) x {} channels x {} B (in the overhead, outside the allocator)",
+        gb(c.gathered), gb(c.staging), gb(c.reduce), reduce_mechanism(r.parallel), gb(c.nccl),
+        c.communicators, r.parallel.nccl_channels, with_commas(nccl_channel_bytes)));
+  }
   line(fmt::format("  peak     the largest phase, {}: the sum of what is alive then = {}",
                    choice_name(phase_names, e.peak_phase), gb(e.total_bytes())));
   return line.out;

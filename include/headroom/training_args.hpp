@@ -225,6 +225,48 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
         "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
   a.torch_compile = detail::read_bool_or(j, "torch_compile", origin, false);
 
+  // FSDP through TrainingArguments: `fsdp` ("full_shard auto_wrap", ...) and fsdp_config (transformers
+  // training_args.py; the world size comes from the launcher: --gpus).
+  if (const auto f = j.find("fsdp"); f != j.end() && !f->is_null()) {
+    std::string words;
+    if (f->is_string())
+      words = f->get<std::string>();
+    else if (f->is_array())
+      for (const auto& w : *f) words += (w.is_string() ? w.get<std::string>() : std::string("?")) + " ";
+    else
+      throw input_error(detail::key_path(origin, "fsdp"),
+                        "must be a string such as \"full_shard auto_wrap\"");
+    std::string word;
+    for (std::size_t i = 0; i <= words.size(); ++i) {
+      if (i < words.size() && words[i] != ' ') {
+        word += words[i];
+        continue;
+      }
+      if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard")
+        r.parallel.shard = parse_choice(sharding_names, word, "fsdp");
+      else if (word == "offload")
+        r.parallel.offload_optimizer = r.parallel.offload_params = true;
+      else if (!word.empty() && word != "auto_wrap")
+        throw input_error(
+            detail::key_path(origin, "fsdp"),
+            "unknown '" + word + "'; valid: full_shard, shard_grad_op, hybrid_shard, offload, auto_wrap");
+      word.clear();
+    }
+  }
+  if (const auto fc = j.find("fsdp_config"); fc != j.end() && !fc->is_null()) {
+    const std::string fo = origin + ": /fsdp_config";
+    if (!fc->is_object()) throw input_error(fo, "must be an object");
+    r.parallel.fsdp_version = detail::args_count(*fc, "fsdp_version", fo, 1, 2);
+    const std::string prefetch = detail::read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
+    if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
+      throw input_error(fo + "/backward_prefetch",
+                        "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
+    r.parallel.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
+    if (r.parallel.shard == sharding::none)
+      a.notes.emplace_back(
+          "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
+  }
+
   // PEFT LoraConfig and BitsAndBytesConfig sections.
   r.setup.method = training_method::full;
   if (const auto peft = j.find("peft_config"); peft != j.end() && !peft->is_null()) {
@@ -345,6 +387,8 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
                                           "packing_strategy",
                                           "padding_free",
                                           "pad_to_multiple_of",
+                                          "fsdp",
+                                          "fsdp_config",
                                           "torch_compile",
                                           "peft_config",
                                           "quantization_config"};
