@@ -45,6 +45,7 @@ struct run_options {
   std::string output_chunks = "8";
   std::string offload_scope;
   std::string load_path;
+  std::string peft_type = "lora";
   std::string fsdp_version;
   std::string fsdp_prefetch;
   std::string reduce_bucket;
@@ -89,6 +90,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
   app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
+  app.add_option("--peft-type", o.peft_type, "lora | dora (with --method lora or qlora)")
+      ->capture_default_str();
   app.add_option("--targets", o.targets, "LoRA target_modules: all-linear or e.g. q_proj,v_proj")
       ->capture_default_str();
   app.add_option("--optimizer", o.optimizer, "transformers optim string, e.g. adamw_torch, adamw_8bit")
@@ -169,7 +172,7 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   for (const char* flag :
        {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch", "--seq-len",
         "--grad-accum", "--attention", "--eager-attention", "--checkpointing", "--no-checkpointing", "--loss",
-        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant", "--offload-scope"})
+        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant", "--offload-scope", "--peft-type"})
     args->excludes(app.get_option(flag));
 }
 
@@ -196,6 +199,12 @@ inline training_setup setup_from(const run_options& o) {
   s.lora.targets = parse_lora_targets(o.targets);
   s.lora.dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
   s.lora.dropout = parse_fraction("--lora-dropout", o.lora_dropout);
+  if (o.peft_type != "lora" && o.peft_type != "dora")
+    throw input_error("--peft-type", "unknown '" + o.peft_type + "'; valid: lora, dora (not modelled yet: " +
+                                         std::string(unmodelled_peft_types) + ")");
+  s.lora.use_dora = parse_choice(peft_type_names, o.peft_type, "--peft-type") == peft_type::dora;
+  if (s.lora.use_dora && s.method == training_method::full)
+    throw input_error("--peft-type", "dora adapts a frozen base: it needs --method lora or qlora");
   s.nf4.double_quant = !o.no_double_quant;
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;

@@ -365,3 +365,27 @@ TEST_CASE("RoPE tables are (1, s, head_dim): one per position, not per sequence"
   CHECK(once.items[0].name == std::string_view("RoPE cos/sin"));
   CHECK(once.items[0].amount == bytes(32 * 2 * 16 * 2));  // s · (cos + sin) · head_dim · bf16
 }
+
+TEST_CASE(
+    "DoRA keeps the base output, lora_B's output and three vectors per module, and builds a weight-norm "
+    "transient",
+    "[activations]") {
+  activation_config c;
+  c.ckpt = checkpointing::none;
+  training_setup lora = lora16;
+  const activation_estimate plain = estimate_activations(llama_3_1_8b, lora, c);
+  lora.lora.use_dora = true;
+  const activation_estimate dora = estimate_activations(llama_3_1_8b, lora, c);
+  // Per layer, bf16 throughout, t = 2048: for each adapted module 2·t·out·2 B + 3·out·2 B.
+  const std::uint64_t t = 2048, outs = 4096 + 1024 + 1024 + 4096 + 14336 + 14336 + 4096;
+  CHECK(dora.layer - plain.layer == bytes(2 * t * outs * 2 + 3 * outs * 2));
+  // The transient: down_proj (in 14,336, out 4,096): eye 14,336² + lora_A(eye) + three out x in matrices.
+  static_assert(headroom::detail::dora_transient(14336, 4096, 16, 2, false) ==
+                14336ull * 14336 * 2 + 14336ull * 16 * 2 + 3 * 14336ull * 4096 * 2);
+  CHECK(dora.module_transient == bytes(763'822'080));
+  CHECK(plain.module_transient == bytes(0));
+  // fp32 adapters on a bf16 base: everything in fp32 and the base weight cast too.
+  lora.lora.dtype = adapter_precision::fp32;
+  CHECK(estimate_activations(llama_3_1_8b, lora, c).module_transient ==
+        bytes(14336ull * 14336 * 4 + 14336ull * 16 * 4 + 4 * 14336ull * 4096 * 4));
+}

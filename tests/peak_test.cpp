@@ -290,3 +290,15 @@ TEST_CASE(
   const training_estimate full = estimate_training(qwen4, r);
   CHECK(model_scope.total_bytes() < full.total_bytes());
 }
+
+TEST_CASE("DoRA's weight-norm transient joins forward_end and the recompute moment", "[peak]") {
+  run_config r;
+  r.setup.method = training_method::lora;
+  r.setup.lora.use_dora = true;
+  r.activations.seq_len = 256;  // short: the transient outgrows the loss head
+  const training_estimate e = estimate_training(llama8, r);
+  const memory_buckets& fwd = e.phases[static_cast<std::size_t>(step_phase::forward_end)];
+  CHECK(fwd.activations == e.activations.kept + e.activations.module_transient);
+  const memory_buckets& bwd = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
+  CHECK(bwd.activations >= e.activations.kept + e.activations.recompute + e.activations.module_transient);
+}

@@ -228,6 +228,17 @@ TEST_CASE("TrainingArguments fsdp and fsdp_config choose the sharding and its bu
   CHECK(a.notes.back().find("fsdp_config without fsdp") == 0);
 }
 
+TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are refused by name",
+          "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  nlohmann::json j = {{"peft_config", {{"peft_type", "LORA"}, {"use_dora", true}}}};
+  const training_args a = training_args_from_json(j, m, "inline");
+  CHECK(a.run.setup.lora.use_dora);
+  j["peft_config"]["peft_type"] = "IA3";
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/peft_type",
+                            "'IA3' is not modelled yet");
+}
+
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {
   const loaded_model m = preset("qwen3-1.7b");
   nlohmann::json j = nlohmann::json::object();

@@ -147,7 +147,8 @@ struct activation_estimate {
   bytes recompute{0};           ///< one block's internals alive while it is recomputed or in flight
   bytes first_layer_saving{0};  ///< what the first layer does not save when its input needs no grad
   bytes checkpoint_state{0};    ///< kept per forward by the checkpoints themselves (CPU: the RNG states)
-  bytes forward_cached{0};  ///< alive only in forward: autocast-cached casts the first layer does not save
+  bytes forward_cached{0};    ///< alive only in forward: autocast-cached casts the first layer does not save
+  bytes module_transient{0};  ///< freed within one module's forward (and its recompute): DoRA's weight norm
   bytes retained{0};  ///< still alive when backward ends: reentrant checkpoints' stashes and bound arguments
   bytes kept{0};  ///< alive at the end of forward: L·per_layer_kept + model_level + checkpoint_state − saving
   bytes gpu{0};   ///< kept + recompute: the course's start-of-backward total
@@ -257,6 +258,26 @@ struct linear_site {
   std::uint64_t out;
   std::uint64_t copies = 1;  ///< modules of this shape reading the input (MoE: experts, priced as one)
 };
+/// PEFT DoRA (tuners/lora/dora.py DoraLinearLayer.forward, variants.py DoraLinearVariant.forward): the
+/// result is (m/‖W + s·BA‖ − 1)·base + m/‖W + s·BA‖·lora_B(lora_A(x))·s with the norm detached, so the two
+/// products keep the base output, lora_B's output and three out-sized vectors. With lora_dropout the base
+/// output is recomputed as F.linear(dropped x, W cast to x's dtype), which keeps that cast weight.
+template <class Out>
+HEADROOM_INLINE constexpr void add_dora(Out& out, const block_context& k, const linear_site& site,
+                                        std::uint64_t rows, std::uint64_t in) {
+  const std::string_view mod = module_label(site.module);
+  const std::uint64_t a = k.dt.adapter;  // x is cast to the adapter dtype before the variant runs
+  const bool dropout = k.s.lora.dropout > 0;
+  out.add(mod, act(rows, site.out, a), "DoRA: lora_B's output, saved by the magnitude product");
+  out.add(mod, act(rows, site.out, dropout ? a : k.dt.stream),
+          "DoRA: the base output, saved by (m/norm - 1)·");
+  if (dropout && k.input_grad && a != k.dt.stream)
+    out.add(mod, act(site.out, in, a * site.copies),
+            "DoRA: the base weight cast to x's dtype, saved by F.linear");
+  const std::uint64_t vectors = k.input_grad ? 3 : 2;  // ‖·‖ for m's gradient, m/‖·‖, and m/‖·‖ − 1
+  out.add(mod, act(vectors * site.out, site.copies, a), "DoRA: the weight norm, m/norm and m/norm - 1");
+}
+
 template <class Out>
 HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, const linear_site& site,
                                           std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
@@ -301,6 +322,7 @@ HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, cons
   out.add(mod, act(rows, r, k.dt.autocast ? bf16_bytes : k.dt.adapter), "lora_A's output, saved by lora_B");
   if (k.scalar != 0)
     out.add(mod, bytes(k.scalar * site.copies), "the Python float `scaling`, saved by the product");
+  if (k.s.lora.use_dora) add_dora(out, k, site, rows, in);
 }
 /// Linears reading one input tensor; the input is counted once if any of them keeps it.
 /// `counted` marks an input another tensor already accounts for (FlashAttention's saved output is the
@@ -580,6 +602,30 @@ struct activation_breakdown {
 }
 
 namespace detail {
+/// DoRA's weight-norm temporaries in one adapted module's forward (dora.py get_lora_weight and
+/// get_weight_norm), freed when the module returns: eye(in) and lora_A of it (saved into a graph that dies),
+/// lora_weight = lora_B(lora_A(eye)).T, the base weight cast to x's dtype (when it differs), s·lora_weight
+/// and the sum whose row norms are taken — all in the adapter dtype a.
+constexpr std::uint64_t dora_transient(std::uint64_t in, std::uint64_t out, std::uint64_t r, std::uint64_t a,
+                                       bool cast) {
+  const std::uint64_t matrix = checked_mul(checked_mul(in, out, "DoRA transient"), a, "DoRA transient");
+  return checked_mul(checked_mul(in, in, "DoRA transient"), a, "DoRA transient") + in * r * a +
+         matrix * (cast ? 4 : 3);
+}
+/// The largest DoRA transient over the adapted linear weights of a block.
+constexpr bytes dora_module_transient(const model_shape& m, const training_setup& s) {
+  if (!s.lora.use_dora || s.method == training_method::full) return bytes(0);
+  const std::uint64_t a = adapter_bytes(s);
+  const bool cast = weight_bytes(s.precision) != a;
+  std::uint64_t worst = 0;
+  visit_parameters(m, [&](const param_tensor& t) {
+    if (!adapts(s.lora, t)) return;
+    const std::uint64_t v = dora_transient(t.cols, t.rows, s.lora.rank, a, cast);
+    worst = v > worst ? v : worst;
+  });
+  return bytes(worst);
+}
+
 /// estimate_activations for a shape already validated (the step estimate validates it once).
 constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
@@ -631,6 +677,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
       break;
   }
   e.per_layer_kept = kept_per_layer;
+  e.module_transient = dora_module_transient(m, s);
   if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
     bytes_sum first;  // the first layer over frozen embeddings: its input needs no gradient
     layer_terms(m, s, c, first, false);

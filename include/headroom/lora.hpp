@@ -110,6 +110,14 @@ enum class adapter_precision : std::uint8_t {
 inline constexpr std::array<named<adapter_precision>, 2> adapter_precision_names{
     {{"base", adapter_precision::base}, {"fp32", adapter_precision::fp32}}};
 
+/// The PEFT methods a run can name (--peft-type): LoRA and its DoRA variant are modelled tensor by tensor.
+enum class peft_type : std::uint8_t { lora, dora };
+inline constexpr std::array<named<peft_type>, 2> peft_type_names{
+    {{"lora", peft_type::lora}, {"dora", peft_type::dora}}};
+/// PEFT methods not modelled yet (refused by name rather than priced as LoRA).
+inline constexpr std::string_view unmodelled_peft_types =
+    "lora-fa, ia3, vera, prefix-tuning, prompt-tuning, p-tuning, ln-tuning, boft, oft, loha, lokr, adalora";
+
 /// PEFT LoraConfig essentials for memory (alpha does not change memory).
 struct lora_config {
   std::uint64_t rank = 16;  ///< r

@@ -181,11 +181,16 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   const bytes head_backward = detail::div_up(head.backward_peak() + head.hidden_kept, head_shards);
   const bytes head_after = detail::div_up(head.after, head_shards);
   // forward_end: saved tensors of every block + the loss head's forward peak
-  const varying forward_end{grads_in_forward, kept + acts.forward_cached, head_forward, gathered};
+  // forward_end is the larger of the loss head's moment and a module's own transient (DoRA's weight norm)
+  // with every block's saved tensors around it.
+  const varying head_moment{grads_in_forward, kept + acts.forward_cached, head_forward, gathered};
+  const varying module_moment{grads_in_forward, kept + acts.module_transient, bytes(0), gathered};
   // backward_start: the loss backward runs before any block is recomputed; the last block's recompute
   // follows, with the hidden-state (and head) gradient alive. The larger of the two moments.
   const varying loss_moment{grads_in_forward, kept, head_backward, reducing};
-  const varying recompute_moment{grads_in_forward, kept + acts.recompute, head_after, reducing};
+  const bytes recompute_transient = acts.recompute.count() != 0 ? acts.module_transient : bytes(0);
+  const varying recompute_moment{grads_in_forward, kept + acts.recompute + recompute_transient, head_after,
+                                 reducing};
   // backward_end: every gradient exists; the first block is recomputed, or (full fine-tuning) the
   // embedding's gradient is built from the gradient of its output — or, with tied embeddings, summed
   // out of place with the head's (two more V x d gradients).
@@ -234,6 +239,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   };
   // The persistent buckets are the same in every phase: compare what changes.
   auto moving = [](const varying& v) { return v.grads + v.activations + v.logits + v.temporaries; };
+  const varying forward_end = moving(module_moment) > moving(head_moment) ? module_moment : head_moment;
   varying backward_start = moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
   if (moving(in_backward_first) > moving(backward_start)) backward_start = in_backward_first;
   (void)phase(forward_end).total_bytes();  // the whole phase must fit 64 bits

@@ -57,6 +57,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
       s.method == training_method::full
           ? nlohmann::json(nullptr)
           : nlohmann::json{{"rank", s.lora.rank}, {"target_modules", lora_targets_text(s.lora.targets)}};
+  if (s.method != training_method::full && s.lora.use_dora) j["lora"]["peft_type"] = "dora";
   j["qlora_layout"] = e.layout == qlora_layout::not_applicable ? nlohmann::json(nullptr)
                                                                : nlohmann::json(layout_name(e.layout));
   j["buckets"] = detail::buckets_json(e.buckets);
@@ -131,6 +132,8 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                       {"event", ev.release ? "release" : "alloc"},
                       {"pass", ev.backward ? "backward" : "forward"},
                       {"reason", ev.reason}});
+  if (e.activations.module_transient.count() != 0)
+    j["module_transient_bytes"] = e.activations.module_transient.count();  // DoRA's weight-norm temporaries
   j["activations_detail"] = {{"layer_terms", detail::terms_json(acts.layer)},
                              {"model_terms", detail::terms_json(acts.model_level)},
                              {"per_layer_kept_bytes", e.activations.per_layer_kept.count()},

@@ -221,6 +221,12 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                   a.batch, a.seq_len, choice_name(activation_formula_names, a.formula),
                   choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
                   gb(e.activations.model_level), gb(e.activations.recompute), gb(e.activations.gpu)));
+  if (e.activations.module_transient.count() != 0)
+    line(fmt::format(
+        "      transient {} B: DoRA's weight norm in the largest adapted module (eye(in), lora_B(lora_A("
+        "eye)), the cast base weight, s*lora_weight and the sum), freed when the module returns; "
+        "at forward_end and in the recompute (docs/activations.md)",
+        with_commas(e.activations.module_transient.count())));
   if (offloads_activations(a.ckpt))
     line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
                      gb(e.activations.host),

@@ -273,6 +273,13 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     if (!peft->is_object())
       throw input_error(origin + ": /peft_config", "must be an object (LoraConfig fields)");
     const std::string po = origin + ": /peft_config";
+    // PeftConfig.peft_type: LoRA (and its DoRA variant) is modelled; the other methods are refused by name.
+    const std::string type = detail::read_string_or(*peft, "peft_type", po, "LORA");
+    if (type != "LORA")
+      throw input_error(po + "/peft_type", "'" + type +
+                                               "' is not modelled yet; valid: LORA (use_dora: true for "
+                                               "DoRA). Not yet: " +
+                                               std::string(unmodelled_peft_types));
     r.setup.method = training_method::lora;
     r.setup.lora.rank = args_count(*peft, "r", po, 8, max_lora_rank);  // LoraConfig default r = 8
     const auto tm = peft->find("target_modules");
@@ -297,7 +304,8 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
     if (r.setup.lora.use_dora)
       a.notes.emplace_back(
-          "DoRA: magnitude vectors are counted; the weight-sized temporaries its forward builds are not");
+          "DoRA: magnitude vectors, the products' saved tensors and each module's weight-norm temporaries "
+          "are counted (docs/activations.md)");
     if (const auto mts = peft->find("modules_to_save"); mts != peft->end() && !mts->is_null()) {
       if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
       std::string list;

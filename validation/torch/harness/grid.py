@@ -27,7 +27,7 @@ CONFIG_COLUMNS = [
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
-    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch",
+    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -42,9 +42,9 @@ BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", 
             loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu")
 
 
-def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same"):
+def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False):
     return dict(method="lora", lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
-                adapter_dtype=adapter_dtype)
+                adapter_dtype=adapter_dtype, use_dora="1" if dora else "")
 
 
 def _row(kind, family, **overrides):
@@ -194,6 +194,17 @@ def later_rows():
     for family in ("llama", "qwen3", "gemma2", "phi3", "mistral"):
         rows.append(_row("load", family, layers=2, dtype="fp32"))
     rows.append(_row("load", "qwen2", layers=3, dtype="fp32", vocab=128))  # MLP weights larger than the table
+    # DoRA (PEFT use_dora): the magnitude's saved tensors, and the weight-norm temporaries of each forward.
+    # (fp32 adapters only: torch 1.13 has no bf16 torch.eye on the CPU, which DoRA's get_lora_weight calls.)
+    for family in ("llama", "qwen3", "phi3"):
+        rows.append(_row("block", family, dtype="bf16", **lora(dora=True, adapter_dtype="fp32")))
+        rows.append(_row("block", family, dtype="fp32", **lora(dora=True)))
+    rows.append(_row("block", "llama", dtype="fp32", **lora(dora=True, targets="q_proj,v_proj")))
+    rows.append(_row("block", "mistral", dtype="bf16", **lora(dora=True, dropout=0.1, adapter_dtype="fp32")))
+    rows.append(_row("step", "llama", dtype="bf16", layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop",
+                     **lora(dora=True, adapter_dtype="fp32")))
+    rows.append(_row("step", "qwen3", dtype="fp32", layers=2, loss="hf", checkpointing="non_reentrant",
+                     optimizer="adamw", optimizer_impl="for_loop", **lora(dora=True)))
     return rows
 
 
@@ -207,4 +218,4 @@ def rows():
 # A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
-           "step-181", "loss-187", "loss-199", "step-202", "load-204"]
+           "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218"]

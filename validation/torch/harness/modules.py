@@ -160,7 +160,7 @@ ATTENTION = {"eager": eager_attention, "sdpa": sdpa_attention}
 class LoraLinear(nn.Module):
     """PEFT lora.Linear: a frozen base nn.Linear plus A (r × in) and B (out × r) in the adapter dtype."""
 
-    def __init__(self, base, rank, alpha, dropout, dtype):
+    def __init__(self, base, rank, alpha, dropout, dtype, dora=False):
         super().__init__()
         self.base_layer = base
         self.lora_A = nn.Linear(base.in_features, rank, bias=False, dtype=dtype)
@@ -168,13 +168,46 @@ class LoraLinear(nn.Module):
         nn.init.zeros_(self.lora_B.weight)
         self.lora_dropout = nn.Dropout(p=dropout) if dropout > 0 else nn.Identity()
         self.scaling = alpha / rank
+        self.dora = dora
+        if dora:  # DoraLinearLayer.update_layer: the magnitude starts as ||W + s·BA|| row by row (B = 0)
+            with torch.no_grad():
+                norm = torch.linalg.norm(base.weight.to(dtype), dim=1)
+            self.lora_magnitude_vector = nn.Parameter(norm.to(dtype))
+
+    def dora_forward(self, x, base_result):
+        """peft/tuners/lora/dora.py DoraLinearLayer.forward (get_lora_weight, get_weight_norm), training mode."""
+        x_eye = torch.eye(self.lora_A.weight.shape[1], dtype=self.lora_A.weight.dtype)
+        lora_weight = self.lora_B(self.lora_A(x_eye)).T
+        lora_weight = lora_weight.to(x.dtype)
+        magnitude = self.lora_magnitude_vector
+        weight = self.base_layer.weight.to(x.dtype)
+        summed = weight + self.scaling * lora_weight.detach()
+        weight_norm = torch.linalg.norm(summed, dim=1).to(summed.dtype)
+        weight_norm = weight_norm.detach()
+        mag_norm_scale = (magnitude / weight_norm).view(1, -1)
+        lora_result = self.lora_B(self.lora_A(x))
+        if base_result is not None:
+            bias = self.base_layer.bias
+            if bias is not None:
+                base_result = base_result - bias
+        else:
+            base_result = F.linear(x, weight)
+        return (mag_norm_scale - 1) * base_result + mag_norm_scale * lora_result * self.scaling
 
     def forward(self, x):
         result = self.base_layer(x)
         torch_result_dtype = result.dtype
         if x.dtype != self.lora_A.weight.dtype:  # _cast_input_dtype
             x = x.to(dtype=self.lora_A.weight.dtype)
-        result = result + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
+        if self.dora:  # variants.py DoraLinearVariant.forward
+            if isinstance(self.lora_dropout, nn.Identity):
+                base_result = result
+            else:
+                x = self.lora_dropout(x)
+                base_result = None
+            result = result + self.dora_forward(x, base_result)
+        else:
+            result = result + self.lora_B(self.lora_A(self.lora_dropout(x))) * self.scaling
         return result.to(torch_result_dtype)
 
 
@@ -489,7 +522,7 @@ LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj",
                 "gate_up_proj", "gate")
 
 
-def apply_lora(model, targets, rank, alpha, dropout, dtype):
+def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
     """get_peft_model: freeze everything, wrap the targeted nn.Linear modules (by attribute name)."""
     for p in model.parameters():
         p.requires_grad_(False)
@@ -498,7 +531,7 @@ def apply_lora(model, targets, rank, alpha, dropout, dtype):
     for parent in list(model.modules()):
         for name, child in list(parent.named_children()):
             if isinstance(child, nn.Linear) and name in wanted and name != "lm_head":
-                setattr(parent, name, LoraLinear(child, rank, alpha, dropout, dtype or child.weight.dtype))
+                setattr(parent, name, LoraLinear(child, rank, alpha, dropout, dtype or child.weight.dtype, dora))
                 replaced += 1
     if replaced == 0:
         raise ValueError(f"target_modules {targets!r} matched nothing")

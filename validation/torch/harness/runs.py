@@ -37,7 +37,7 @@ def build_model(row, layers=None):
     if row["method"] == "lora":
         adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else None
         modules.apply_lora(model, row["lora_targets"], int(row["lora_rank"]), 2 * int(row["lora_rank"]),
-                           float(row["lora_dropout"] or 0), adapter_dtype)
+                           float(row["lora_dropout"] or 0), adapter_dtype, row.get("use_dora") == "1")
     model.train()
     return model
 
@@ -83,6 +83,22 @@ def run_block(row):
                saved_shared_bytes=saved.shared_bytes,
                live_after_forward_delta=seg["forward"][1] - seg["start"][1] - distinct_bytes([y]) + input_saved)
     saved.release()
+    if row.get("use_dora") == "1":
+        # DoRA builds a graph in forward that dies with it (the weight norm from lora_B(lora_A(eye))): the pack
+        # hook sees those saves, and holding them keeps them alive. What backward keeps is what a second,
+        # uninstrumented forward leaves alive.
+        del y  # the first forward's graph goes before the second is measured
+        gc.collect()
+        live = LiveBytes()
+        with live:
+            live.mark("forward")
+            with autocast(row):
+                y = layer(x, mask, (cos, sin))
+            live.mark("end")
+        seg = live.timeline()
+        out["live_after_forward_delta"] = seg["forward"][1] - seg["start"][1] - distinct_bytes([y]) + input_saved
+        out["forward_peak"] = seg["forward"][0]
+        out["start_bytes"] = seg["start"][1]
     return out
 
 
