@@ -90,7 +90,7 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
   app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
-  app.add_option("--peft-type", o.peft_type, "lora | dora (with --method lora or qlora)")
+  app.add_option("--peft-type", o.peft_type, "lora | dora | lora-fa (with --method lora or qlora)")
       ->capture_default_str();
   app.add_option("--targets", o.targets, "LoRA target_modules: all-linear or e.g. q_proj,v_proj")
       ->capture_default_str();
@@ -199,12 +199,15 @@ inline training_setup setup_from(const run_options& o) {
   s.lora.targets = parse_lora_targets(o.targets);
   s.lora.dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
   s.lora.dropout = parse_fraction("--lora-dropout", o.lora_dropout);
-  if (o.peft_type != "lora" && o.peft_type != "dora")
-    throw input_error("--peft-type", "unknown '" + o.peft_type + "'; valid: lora, dora (not modelled yet: " +
+  if (o.peft_type != "lora" && o.peft_type != "dora" && o.peft_type != "lora-fa")
+    throw input_error("--peft-type", "unknown '" + o.peft_type +
+                                         "'; valid: lora, dora, lora-fa (not modelled yet: " +
                                          std::string(unmodelled_peft_types) + ")");
-  s.lora.use_dora = parse_choice(peft_type_names, o.peft_type, "--peft-type") == peft_type::dora;
-  if (s.lora.use_dora && s.method == training_method::full)
-    throw input_error("--peft-type", "dora adapts a frozen base: it needs --method lora or qlora");
+  const peft_type type = parse_choice(peft_type_names, o.peft_type, "--peft-type");
+  s.lora.use_dora = type == peft_type::dora;
+  s.lora.freeze_a = type == peft_type::lora_fa;
+  if (type != peft_type::lora && s.method == training_method::full)
+    throw input_error("--peft-type", o.peft_type + " adapts a frozen base: it needs --method lora or qlora");
   s.nf4.double_quant = !o.no_double_quant;
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;

@@ -389,3 +389,16 @@ TEST_CASE(
   CHECK(estimate_activations(llama_3_1_8b, lora, c).module_transient ==
         bytes(14336ull * 14336 * 4 + 14336ull * 16 * 4 + 4 * 14336ull * 4096 * 4));
 }
+
+TEST_CASE("LoRA-FA saves no input for the frozen lora_A", "[activations]") {
+  activation_config c;
+  c.ckpt = checkpointing::none;
+  training_setup lora = lora16;
+  lora.lora.targets = parse_lora_targets("q_proj,v_proj");
+  const activation_estimate plain = estimate_activations(llama_3_1_8b, lora, c);
+  lora.lora.freeze_a = true;
+  const activation_estimate fa = estimate_activations(llama_3_1_8b, lora, c);
+  // q_proj and v_proj read the attention norm's output, which no frozen linear keeps: one t x d bf16 tensor
+  // less.
+  CHECK(plain.layer - fa.layer == bytes(2048ull * 4096 * 2));
+}

@@ -82,6 +82,7 @@ expect "fsdp version unknown" 2 "--fsdp-version: unknown '3'" -- --gpus 2 --fsdp
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
 expect "peft type unknown" 2 "--peft-type: unknown 'vera'.*not modelled yet" -- --method lora --peft-type vera
+expect "lora-fa json" 0 '"peft_type": "lora-fa"' -- --method lora --peft-type lora-fa --json
 expect "dora full" 2 '--peft-type: dora adapts a frozen base' -- --peft-type dora
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24

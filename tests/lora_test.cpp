@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // LoRA adapter counts from shapes (W09, W13) and target-module parsing.
 #include <headroom/lora.hpp>
+#include <headroom/memory.hpp>
 
 #include "catch.hpp"
 #include "shapes.hpp"
@@ -73,4 +74,21 @@ TEST_CASE("Bad LoRA settings name the field", "[lora][errors]") {
         (void)adapter_count(llama_3_2_1b, lora_config{16, parse_lora_targets("lm_head")});
       },
       "target_modules", "matches no module");
+}
+
+TEST_CASE("LoRA-FA: lora_A is stored but frozen, so only lora_B gets gradients and optimizer state",
+          "[lora]") {
+  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+  training_setup s = with_method(training_method::lora);
+  const static_estimate lora = estimate_static(llama8, s);
+  s.lora.freeze_a = true;
+  const static_estimate fa = estimate_static(llama8, s);
+  CHECK(fa.adapter_params == lora.adapter_params);  // W09's 41,943,040 are all stored
+  // lora_A: r x in per module — q, k, v, o, gate, up read 4,096 wide inputs, down 14,336 — over 32 layers.
+  const std::uint64_t a = 16ull * (6 * 4096 + 14336) * 32;
+  CHECK(lora.trainable_params.count() - fa.trainable_params.count() == a);
+  CHECK(fa.buckets.adapter_weights == lora.buckets.adapter_weights);
+  CHECK(lora.buckets.grads - fa.buckets.grads == bytes(2 * a));
+  CHECK(lora.buckets.optimizer - fa.buckets.optimizer == bytes(8 * a));
+  CHECK(fa.trainable_tensors == 7 * 32);  // lora_B only
 }

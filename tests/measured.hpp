@@ -118,6 +118,7 @@ inline training_setup setup_of(const measured_row& r) {
     s.lora.dropout = r.number("lora_dropout");
     s.lora.dtype = r.text("adapter_dtype") == "fp32" ? adapter_precision::fp32 : adapter_precision::base;
     s.lora.use_dora = r.text("use_dora") == "1";
+    s.lora.freeze_a = r.text("lora_fa") == "1";
   }
   const std::string& optimizer = r.text("optimizer");
   if (optimizer == "adamw" || optimizer == "adam") {

@@ -307,7 +307,10 @@ HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, cons
   const bool dropout = k.s.lora.dropout > 0;
   if (dropout) {
     if (k.input_grad) out.add(mod, act(rows, in, mask_bytes(k, x_bytes)), "lora_dropout's mask");
-    out.add(mod, act(rows, in, k.dt.autocast ? bf16_bytes : x_bytes), "the dropped input, saved by lora_A");
+    if (!k.s.lora.freeze_a)
+      out.add(mod, act(rows, in, k.dt.autocast ? bf16_bytes : x_bytes), "the dropped input, saved by lora_A");
+  } else if (k.s.lora.freeze_a) {
+    // LoRA-FA: lora_A is frozen, so nothing keeps its input for a weight gradient.
   } else if (x_bytes == in_bytes && !(k.dt.autocast && in_bytes != bf16_bytes)) {
     saves_shared = true;  // lora_A reads the very tensor the base layer read
   } else {

@@ -111,18 +111,19 @@ inline constexpr std::array<named<adapter_precision>, 2> adapter_precision_names
     {{"base", adapter_precision::base}, {"fp32", adapter_precision::fp32}}};
 
 /// The PEFT methods a run can name (--peft-type): LoRA and its DoRA variant are modelled tensor by tensor.
-enum class peft_type : std::uint8_t { lora, dora };
-inline constexpr std::array<named<peft_type>, 2> peft_type_names{
-    {{"lora", peft_type::lora}, {"dora", peft_type::dora}}};
+enum class peft_type : std::uint8_t { lora, dora, lora_fa };
+inline constexpr std::array<named<peft_type>, 3> peft_type_names{
+    {{"lora", peft_type::lora}, {"dora", peft_type::dora}, {"lora-fa", peft_type::lora_fa}}};
 /// PEFT methods not modelled yet (refused by name rather than priced as LoRA).
 inline constexpr std::string_view unmodelled_peft_types =
-    "lora-fa, ia3, vera, prefix-tuning, prompt-tuning, p-tuning, ln-tuning, boft, oft, loha, lokr, adalora";
+    "ia3, vera, prefix-tuning, prompt-tuning, p-tuning, ln-tuning, boft, oft, loha, lokr, adalora";
 
 /// PEFT LoraConfig essentials for memory (alpha does not change memory).
 struct lora_config {
   std::uint64_t rank = 16;  ///< r
   lora_targets targets = lora_targets::all_linear();
-  bool use_dora = false;           ///< DoRA: + a magnitude vector of out_features per adapted module
+  bool use_dora = false;  ///< DoRA: + a magnitude vector of out_features per adapted module
+  bool freeze_a = false;  ///< LoRA-FA: lora_A frozen (peft/optimizers/lorafa.py create_lorafa_optimizer)
   lora_targets modules_to_save{};  ///< full trainable copies (ModulesToSaveWrapper), e.g. lm_head
   double dropout = 0.0;            ///< lora_dropout: above 0 each adapter keeps a mask and a dropped input
   adapter_precision dtype = adapter_precision::base;
@@ -149,11 +150,14 @@ constexpr void validate_lora(const lora_config& c) {
 }
 
 /// Calls `visit(param_tensor)` for the adapter tensors of one adapted base tensor: A (r × in) and
-/// B (out × r), plus DoRA's magnitude; nothing when `t` is not adapted.
+/// B (out × r), plus DoRA's magnitude; nothing when `t` is not adapted. `trainable_only` leaves out
+/// LoRA-FA's frozen lora_A.
 template <class Visit>
-HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit) {
+HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit,
+                                              bool trainable_only = false) {
   if (!adapts(c, t)) return;
-  visit(param_tensor{t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});           // lora_A
+  if (!(trainable_only && c.freeze_a))
+    visit(param_tensor{t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});         // lora_A
   visit(param_tensor{t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});           // lora_B
   if (c.use_dora) visit(param_tensor{t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // magnitude
 }
@@ -163,6 +167,12 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
                                                                               const lora_config& c) {
   if (!adapts(c, t)) return 0;
   return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);  // validated sizes: no overflow
+}
+/// The values of those that train: lora_A's r·in drop out under LoRA-FA.
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t trainable_adapter_values_per_copy(
+    const param_tensor& t, const lora_config& c) {
+  const std::uint64_t all = adapter_values_per_copy(t, c);
+  return all != 0 && c.freeze_a ? all - c.rank * t.cols : all;
 }
 
 /// The adapter tensors of every targeted linear weight of `base` (see visit_adapters).

@@ -164,7 +164,8 @@ HEADROOM_NOINLINE constexpr bytes trainable_state_per_tensor(const model_shape& 
       state += tensor_state(t, s);
       continue;
     }
-    visit_adapters(t, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s, true); });
+    visit_adapters(
+        t, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s, true); }, true);
     if (s.lora.modules_to_save.contains(t.module)) state += tensor_state(t, s);
   }
   return state;
@@ -188,7 +189,8 @@ HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape
       step(t.numel());
       return;
     }
-    visit_adapters(t, s.lora, [&](const param_tensor& a) { step(a.numel()); });  // lora_A, lora_B, magnitude
+    visit_adapters(
+        t, s.lora, [&](const param_tensor& a) { step(a.numel()); }, true);  // A, B, magnitude
   });
   return worst;
 }
@@ -219,7 +221,7 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   if (!full) detail::validate_lora(s.lora);
   detail::validate_optimizer_impl(s.optimizer, s.optim.impl, s.runtime);
   // Sums over the tensors, kept in locals (registers) while visiting.
-  std::uint64_t model = 0, adapters = 0, saved = 0, tensors = 0, largest = 0;
+  std::uint64_t model = 0, adapters = 0, stored = 0, saved = 0, tensors = 0, largest = 0;
   bytes state{0}, realistic_weights{0};
   auto note_tensor = [&](std::uint64_t copies, std::uint64_t numel) HEADROOM_INLINE {
     tensors = checked_add(tensors, copies, "trainable tensors");
@@ -237,16 +239,20 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       const std::uint64_t n = t.total().count();
       model = checked_add(model, n, "parameter count");
       if (const std::uint64_t per_copy = adapter_values_per_copy(t, s.lora); per_copy != 0) {
-        adapters = checked_add(adapters, checked_mul(per_copy, t.copies), "adapters");
-        // lora_A (r × in), lora_B (out × r), and DoRA's magnitude (out)
-        note_tensor((s.lora.use_dora ? 3 : 2) * t.copies, s.lora.rank * (t.cols > t.rows ? t.cols : t.rows));
+        stored = checked_add(stored, checked_mul(per_copy, t.copies), "adapters");
+        adapters = checked_add(adapters, checked_mul(trainable_adapter_values_per_copy(t, s.lora), t.copies),
+                               "adapters");
+        // lora_A (r × in) unless LoRA-FA freezes it, lora_B (out × r), and DoRA's magnitude (out)
+        const std::uint64_t widest = s.lora.freeze_a || t.rows > t.cols ? t.rows : t.cols;
+        note_tensor(((s.lora.use_dora ? 3u : 2u) - (s.lora.freeze_a ? 1u : 0u)) * t.copies,
+                    s.lora.rank * widest);
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
         note_tensor(t.copies, t.numel());
       }
     });
-    if (adapters == 0) detail::fail_no_target_matched();
+    if (stored == 0) detail::fail_no_target_matched();
   }
   if (state_per_tensor) state = detail::trainable_state_per_tensor(spec.shape, s);
   const std::uint64_t for_loop =
@@ -282,6 +288,8 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   if (priced_on == params_basis::exact) state += optimizer_step_counter_bytes(s.optimizer, tensors);
   // Trainable bytes: full fine-tuning in the weight dtype; adapters in theirs, saved modules in the base's.
   const bytes adapter_part = detail::per_param(params(adapters), detail::adapter_bytes(s));
+  const bytes stored_part =
+      detail::per_param(params(stored), detail::adapter_bytes(s));  // + LoRA-FA's frozen A
   const bytes trainable_bytes =
       full ? detail::per_param(trainable, wb) : adapter_part + detail::per_param(params(saved), wb);
   bytes grads = trainable_bytes;
@@ -290,18 +298,20 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
                             : detail::per_param(params(adapters), detail::adapter_master_bytes(s)) +
                                   detail::per_param(params(saved), detail::master_bytes(s.precision));
   // Built in one aggregate (no zero-fill first: GCC turns that into a slow `rep stos`).
-  return static_estimate{params(model),
-                         priced,
-                         params(adapters),
-                         params(saved),
-                         trainable,
-                         tensors,
-                         params(largest),
-                         params(for_loop),
-                         priced_on,
-                         layout,
-                         full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
-                         memory_buckets{weights, full ? bytes(0) : trainable_bytes, grads, master, state}};
+  return static_estimate{
+      params(model),
+      priced,
+      params(stored),
+      params(saved),
+      trainable,
+      tensors,
+      params(largest),
+      params(for_loop),
+      priced_on,
+      layout,
+      full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
+      memory_buckets{weights, full ? bytes(0) : stored_part + detail::per_param(params(saved), wb), grads,
+                     master, state}};
 }
 
 /// Bucket names in output order, and a getter for each (one list for every printer).

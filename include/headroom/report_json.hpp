@@ -57,7 +57,8 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
       s.method == training_method::full
           ? nlohmann::json(nullptr)
           : nlohmann::json{{"rank", s.lora.rank}, {"target_modules", lora_targets_text(s.lora.targets)}};
-  if (s.method != training_method::full && s.lora.use_dora) j["lora"]["peft_type"] = "dora";
+  if (s.method != training_method::full && (s.lora.use_dora || s.lora.freeze_a))
+    j["lora"]["peft_type"] = s.lora.use_dora ? "dora" : "lora-fa";
   j["qlora_layout"] = e.layout == qlora_layout::not_applicable ? nlohmann::json(nullptr)
                                                                : nlohmann::json(layout_name(e.layout));
   j["buckets"] = detail::buckets_json(e.buckets);

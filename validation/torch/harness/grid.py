@@ -27,7 +27,7 @@ CONFIG_COLUMNS = [
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
-    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora",
+    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora", "lora_fa",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -42,9 +42,9 @@ BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", 
             loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu")
 
 
-def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False):
+def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False, fa=False):
     return dict(method="lora", lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
-                adapter_dtype=adapter_dtype, use_dora="1" if dora else "")
+                adapter_dtype=adapter_dtype, use_dora="1" if dora else "", lora_fa="1" if fa else "")
 
 
 def _row(kind, family, **overrides):
@@ -205,6 +205,13 @@ def later_rows():
                      **lora(dora=True, adapter_dtype="fp32")))
     rows.append(_row("step", "qwen3", dtype="fp32", layers=2, loss="hf", checkpointing="non_reentrant",
                      optimizer="adamw", optimizer_impl="for_loop", **lora(dora=True)))
+    # LoRA-FA (peft create_lorafa_optimizer freezes lora_A): less saved, B alone trains (AdamW over B here).
+    for family in ("llama", "qwen3"):
+        rows.append(_row("block", family, dtype="bf16", **lora(fa=True)))
+        rows.append(_row("block", family, dtype="bf16", **lora(fa=True, dropout=0.1, adapter_dtype="fp32")))
+    rows.append(_row("optimizer", "llama", dtype="bf16", optimizer="adamw", optimizer_impl="foreach", **lora(fa=True)))
+    rows.append(_row("step", "llama", dtype="bf16", layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop",
+                     **lora(fa=True)))
     return rows
 
 
@@ -218,4 +225,4 @@ def rows():
 # A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
-           "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218"]
+           "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225"]

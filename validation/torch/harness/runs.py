@@ -38,6 +38,10 @@ def build_model(row, layers=None):
         adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else None
         modules.apply_lora(model, row["lora_targets"], int(row["lora_rank"]), 2 * int(row["lora_rank"]),
                            float(row["lora_dropout"] or 0), adapter_dtype, row.get("use_dora") == "1")
+        if row.get("lora_fa") == "1":  # peft/optimizers/lorafa.py: every lora_A frozen
+            for name, p in model.named_parameters():
+                if "lora_A" in name:
+                    p.requires_grad_(False)
     model.train()
     return model
 
