@@ -131,6 +131,7 @@ constexpr void validate(const parallel_config& p) {
                                                            const parallel_config& p) {
   validate(p);
   comm_buffers c;
+  if (p.gpus() == 1 && p.shard == sharding::none) return c;  // one GPU: nothing to communicate
   const std::uint64_t b = detail::weight_bytes(s.precision);
   const std::uint64_t n = p.shard == sharding::fsdp_hybrid
                               ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
