@@ -234,6 +234,13 @@ TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are 
   nlohmann::json j = {{"peft_config", {{"peft_type", "LORA"}, {"use_dora", true}}}};
   const training_args a = training_args_from_json(j, m, "inline");
   CHECK(a.run.setup.lora.use_dora);
+  j["peft_config"]["use_rslora"] = true;
+  j["peft_config"]["init_lora_weights"] = "pissa_niter_4";
+  const training_args b = training_args_from_json(j, m, "inline");
+  CHECK(std::count_if(b.notes.begin(), b.notes.end(), [](const std::string& n) {
+          return n.find("use_rslora: scaling alpha/sqrt(r) only") == 0 ||
+                 n.find("init_lora_weights \"pissa_niter_4\"") == 0;
+        }) == 2);
   j["peft_config"]["peft_type"] = "IA3";
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/peft_type",
                             "'IA3' is not modelled yet");

@@ -302,6 +302,18 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
     r.setup.lora.dropout = detail::args_number(*peft, "lora_dropout", po, 0.0);  // LoraConfig default 0.0
     if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
+    // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an SVD / QR of each
+    // base weight in fp32 (peft/tuners/lora/layer.py pissa_init, olora_init): a one-off transient at
+    // get_peft_model that is not priced yet.
+    if (detail::read_bool_or(*peft, "use_rslora", po, false))
+      a.notes.emplace_back("use_rslora: scaling alpha/sqrt(r) only, no memory effect");
+    if (const auto init = peft->find("init_lora_weights"); init != peft->end() && init->is_string()) {
+      const std::string how = init->get<std::string>();
+      if (how.rfind("pissa", 0) == 0 || how == "olora" || how == "corda" || how == "eva" || how == "loftq")
+        a.notes.push_back("init_lora_weights \"" + how +
+                          "\": the one-off initialisation (an fp32 SVD / QR of each adapted weight at "
+                          "get_peft_model) is not priced; the training step is");
+    }
     if (r.setup.lora.use_dora)
       a.notes.emplace_back(
           "DoRA: magnitude vectors, the products' saved tensors and each module's weight-norm temporaries "
