@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Training configs as users write them (TrainingArguments / SFTConfig + LoraConfig + BitsAndBytesConfig),
 // and config.json files of every supported architecture.
+#include <algorithm>
+
 #include <headroom/flops.hpp>
 #include <headroom/training_args.hpp>
 
