@@ -307,8 +307,9 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     // get_peft_model that is not priced yet.
     if (detail::read_bool_or(*peft, "use_rslora", po, false))
       a.notes.emplace_back("use_rslora: scaling alpha/sqrt(r) only, no memory effect");
-    if (const auto init = peft->find("init_lora_weights"); init != peft->end() && init->is_string()) {
-      const std::string how = init->get<std::string>();
+    if (const auto init_weights = peft->find("init_lora_weights");
+        init_weights != peft->end() && init_weights->is_string()) {
+      const std::string how = init_weights->get<std::string>();
       if (how.rfind("pissa", 0) == 0 || how == "olora" || how == "corda" || how == "eva" || how == "loftq")
         a.notes.push_back("init_lora_weights \"" + how +
                           "\": the one-off initialisation (an fp32 SVD / QR of each adapted weight at "
