@@ -284,6 +284,10 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     r.load = parse_choice(load_path_names, o.load_path, "--load-path");
     if (r.load == load_path::none)
       throw input_error("--load-path", "'none' is the default: leave the flag out");
+    if (load_not_modelled(r))
+      throw input_error("--load-path",
+                        "prices one GPU's whole model; it cannot be combined with --zero, --fsdp, "
+                        "--tp or --pp");
   }
   if (!o.fsdp_version.empty()) {
     if (o.fsdp_version != "1" && o.fsdp_version != "2")

@@ -72,6 +72,7 @@ expect "load explain" 0 'load     torchao-nf4: weights 4\.127 GB \+ transient 0\
 expect "load json" 0 '"transient_bytes": 124780544' -- --method qlora --load-path bnb-4bit --json
 expect "load advice" 1 'lever      load in bf16: fp32 checkpoint cast on the GPU' -- --method lora --load-path fp32-cast --budget-gb 30
 expect "load wrong method" 2 'load_path: bnb-4bit loads a 4-bit base' -- --method full --load-path bnb-4bit
+expect "load sharded" 2 '--load-path: prices one GPU' -- --method lora --load-path direct --gpus 2 --zero 3
 expect "load unknown" 2 "--load-path: unknown 'safetensors'" -- --load-path safetensors
 expect "fsdp2 comm" 0 'comm     gathered 2\.101 GB \+ staging 1\.051 GB.*FSDP2 unit gradients' -- --gpus 8 --fsdp full_shard --fsdp-version 2 --explain
 expect "ddp buckets json" 0 '"reduce_bytes": 16000000000' -- --gpus 2 --json

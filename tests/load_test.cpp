@@ -1,5 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The load phase: the checkpoint arriving, quantised or cast, as a phase of the peak (docs/peak.md).
+#include <algorithm>
+#include <string>
+#include <vector>
+
 #include <headroom/load.hpp>
 #include <headroom/peak.hpp>
 
@@ -47,8 +51,7 @@ TEST_CASE("Load phase: each path's transient from its source", "[load]") {
   CHECK(direct.weights == bytes(16'000'000'000));
 }
 
-TEST_CASE("Load phase: fp32 then cast can be the peak of a LoRA run; the step's phases are unchanged",
-          "[load]") {
+TEST_CASE("Load phase: fp32 then cast can be the peak of a LoRA run, the step phases unchanged", "[load]") {
   run_config r;
   r.setup.method = training_method::lora;
   const training_estimate plain = estimate_training(llama8, r);
@@ -87,9 +90,19 @@ TEST_CASE("Load phase: a path the run cannot take is an error naming load_path",
         (void)estimate_load(llama8.shape, fp32, estimate_static(llama8, fp32), load_path::fp32_then_cast);
       },
       "load_path", "16-bit");
+}
+
+TEST_CASE("Load phase: left out, with a note, when the model is sharded", "[load]") {
   run_config r;
-  r.load = load_path::direct;
+  r.setup.method = training_method::qlora;
+  r.load = load_path::bnb_4bit;  // a training-args file with load_in_4bit, run under ZeRO-3
   r.parallel.data_parallel = 2;
   r.parallel.shard = sharding::zero3;
-  test::require_input_error([&] { (void)estimate_training(llama8, r); }, "load_path", "one GPU");
+  const training_estimate e = estimate_training(llama8, r);
+  CHECK_FALSE(e.has_phase(step_phase::load));
+  CHECK(load_not_modelled(r));
+  const std::vector<std::string> notes = training_notes(e, r);
+  CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
+    return n.rfind("load phase: not modelled under sharding", 0) == 0;
+  }));
 }

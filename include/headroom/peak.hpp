@@ -72,6 +72,13 @@ struct training_estimate {
   }
 };
 
+/// A load path was asked for but the layout shards the model or splits it across GPUs: the load phase is
+/// modelled for one GPU's whole model only, so it is left out (and a note says so).
+[[nodiscard]] constexpr bool load_not_modelled(const run_config& r) {
+  return r.load != load_path::none && (r.parallel.shard != sharding::none ||
+                                       r.parallel.tensor_parallel * r.parallel.pipeline_parallel != 1);
+}
+
 namespace detail {
 /// The optimizer step's own temporaries (optimizer.hpp step_temporary_values), in the state dtype.
 constexpr bytes step_temporaries(const static_estimate& st, const training_setup& s) {
@@ -250,17 +257,16 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
   // The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists.
-  if (r.load != load_path::none &&
-      (r.parallel.shard != sharding::none || r.parallel.tensor_parallel * r.parallel.pipeline_parallel != 1))
-    fail("load_path",
-         "the load phase is modelled for one GPU's whole model (no sharding or model parallelism)");
-  const load_estimate load = estimate_load(spec.shape, r.setup, statics, r.load);
+  // It is modelled for one GPU's whole model; a sharded or model-parallel layout leaves it out (sharded
+  // loading is not modelled: load_not_modelled says so).
+  const load_path loading = load_not_modelled(r) ? load_path::none : r.load;
+  const load_estimate load = estimate_load(spec.shape, r.setup, statics, loading);
   const memory_buckets load_phase =
-      r.load == load_path::none ? memory_buckets{}
-                                : memory_buckets{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
-                                                 bytes(0),     bytes(0), load.transient, overhead};
+      loading == load_path::none ? memory_buckets{}
+                                 : memory_buckets{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
+                                                  bytes(0),     bytes(0), load.transient, overhead};
   const std::array<varying, 4> step{{forward_end, backward_start, backward_end, optimizer_step}};
-  if (r.load != load_path::none && load_phase.total_bytes() > phase(step[peak]).total_bytes())
+  if (loading != load_path::none && load_phase.total_bytes() > phase(step[peak]).total_bytes())
     peak = static_cast<std::size_t>(step_phase::load);
   // sizes: each bucket's largest value over the phases.
   auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
@@ -485,6 +491,11 @@ inline std::string impl_reason(const training_setup& s) {
     notes.emplace_back(
         "overhead: the measured --overhead-gb value replaces the context, workspace and "
         "fragmentation model");
+  if (load_not_modelled(r))
+    notes.emplace_back(
+        "load phase: not modelled under sharding or model parallelism (each rank loads its shard); "
+        "--load-path "
+        "prices one GPU's whole model");
   if (e.activations.host.count() != 0)
     notes.push_back("offloading keeps " + gb_text(e.activations.host) +
                     " of saved tensors in pinned host RAM (size the host for it; --explain lists the mode)");

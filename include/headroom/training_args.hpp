@@ -140,7 +140,8 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   r.activations.offload_wraps = offload_scope::step;
   // torchtune's recipe keys: non-reentrant checkpoint wrappers, offloading around the model forward only
   // (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
-  const bool tt_ckpt = j.contains("enable_activation_checkpointing");
+  const bool tt_ckpt =
+      j.contains("enable_activation_checkpointing") && !j.at("enable_activation_checkpointing").is_null();
   const bool tt_offload = detail::read_bool_or(j, "enable_activation_offloading", origin, false);
   if (tt_ckpt || tt_offload) {
     if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
