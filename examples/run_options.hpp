@@ -308,9 +308,7 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   if (!o.nccl_channels.empty())
     r.parallel.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
   if (o.ddp_bucket_view) r.parallel.gradient_as_bucket_view = true;
-  const bool fsdp = r.parallel.shard == sharding::fsdp_full || r.parallel.shard == sharding::fsdp_grad_op ||
-                    r.parallel.shard == sharding::fsdp_hybrid;
-  if ((!o.fsdp_version.empty() || !o.fsdp_prefetch.empty()) && !fsdp)
+  if ((!o.fsdp_version.empty() || !o.fsdp_prefetch.empty()) && !headroom::detail::is_fsdp(r.parallel.shard))
     throw input_error(o.fsdp_version.empty() ? "--fsdp-prefetch" : "--fsdp-version", "needs --fsdp");
   if ((!o.reduce_bucket.empty() || !o.overlap_comm.empty()) &&
       !headroom::detail::is_deepspeed(r.parallel.shard))

@@ -47,6 +47,11 @@ inline constexpr std::array<named<offload_scope>, 2> offload_scope_names{
   return c == checkpointing::offload || c == checkpointing::offload_checkpointed ||
          c == checkpointing::checkpoint_offload;
 }
+/// Modes that offload through OffloadActivations' saved-tensor hooks (so the context's scope matters), not
+/// Unsloth's own checkpoint function.
+[[nodiscard]] constexpr bool offloads_through_hooks(checkpointing c) {
+  return c == checkpointing::offload || c == checkpointing::checkpoint_offload;
+}
 /// What each offloading mode moves, what stays on the GPU, and where it comes from (for --explain).
 [[nodiscard]] constexpr std::string_view offload_mechanism(checkpointing c) {
   switch (c) {

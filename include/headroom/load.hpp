@@ -50,8 +50,7 @@ namespace detail {
 constexpr std::uint64_t largest_converted(const model_shape& m, bool quantised_only) {
   std::uint64_t largest = 0;
   visit_parameters(m, [&](const param_tensor& t) {
-    const bool quantised = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
-    if (!quantised_only || quantised) largest = t.numel() > largest ? t.numel() : largest;
+    if (!quantised_only || quantised_by_bnb(t)) largest = t.numel() > largest ? t.numel() : largest;
   });
   return largest;
 }
@@ -107,8 +106,7 @@ constexpr std::uint64_t torchao_nf4_transient(std::uint64_t n, std::uint64_t b, 
   e.weights = st.buckets.weights;
   switch (path) {
     case load_path::none:
-    case load_path::direct:  // transformers casts on the CPU, then places each tensor: nothing extra on the
-                             // GPU
+    case load_path::direct:  // cast on the CPU, then placed tensor by tensor: nothing extra on the GPU
       if (quantised)
         detail::fail("load_path",
                      "direct loads 16-bit weights; a QLoRA base loads through bnb-4bit or torchao-nf4");

@@ -174,10 +174,7 @@ struct peak_micro_batch {
       p.seq_len = detail::checked_mul((p.longest + m - 1) / m, m, "padded length");
       break;
     }
-    case batch_layout::max_length:
-      p.batch = batch;
-      p.seq_len = max_length;
-      break;
+    case batch_layout::max_length:  // padded to max_length, or full rows cut from the stream: the same shape
     case batch_layout::packed:
       p.batch = batch;
       p.seq_len = max_length;

@@ -80,6 +80,14 @@ namespace detail {
 constexpr bool is_deepspeed(sharding s) {
   return s == sharding::zero1 || s == sharding::zero2 || s == sharding::zero3;
 }
+constexpr bool is_fsdp(sharding s) {
+  return s == sharding::fsdp_full || s == sharding::fsdp_grad_op || s == sharding::fsdp_hybrid;
+}
+/// The ranks one shard is split over: all of them, or hybrid_shard's node.
+constexpr std::uint64_t shard_group(const parallel_config& p) {
+  return p.shard == sharding::fsdp_hybrid ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
+                                          : p.data_parallel;
+}
 constexpr bool shards_params(sharding s) {
   return s == sharding::zero3 || s == sharding::fsdp_full || s == sharding::fsdp_hybrid;
 }
@@ -133,9 +141,7 @@ constexpr void validate(const parallel_config& p) {
   comm_buffers c;
   if (p.gpus() == 1 && p.shard == sharding::none) return c;  // one GPU: nothing to communicate
   const std::uint64_t b = detail::weight_bytes(s.precision);
-  const std::uint64_t n = p.shard == sharding::fsdp_hybrid
-                              ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
-                              : p.data_parallel;
+  const std::uint64_t n = detail::shard_group(p);
   const std::uint64_t unit = detail::ceil_div(detail::largest_unit_params(m), p.tensor_parallel);
   const bool full = s.method == training_method::full;
   // The gradients one unit produces: all of it in full fine-tuning; its share of the adapters otherwise.
@@ -144,11 +150,9 @@ constexpr void validate(const parallel_config& p) {
   const auto of = [b](std::uint64_t values) {
     return bytes(detail::checked_mul(values, b, "communication buffer"));
   };
-  const bool fsdp =
-      p.shard == sharding::fsdp_full || p.shard == sharding::fsdp_grad_op || p.shard == sharding::fsdp_hybrid;
   if (p.shard == sharding::zero3) {
     c.gathered = of(2 * unit);  // DeepSpeed's estimator: 4·LL bytes, the unit computing and one prefetched
-  } else if (fsdp && detail::shards_params(p.shard)) {
+  } else if (detail::is_fsdp(p.shard) && detail::shards_params(p.shard)) {
     c.gathered = of((1 + p.prefetch_units) * unit);
     if (p.fsdp_version == 2) c.staging = of(unit);  // foreach_all_gather's output, copied out per parameter
   }
@@ -225,9 +229,7 @@ constexpr void validate(const parallel_config& p) {
        {&memory_buckets::weights, &memory_buckets::adapter_weights, &memory_buckets::grads,
         &memory_buckets::master, &memory_buckets::optimizer})
     b.*f = detail::div_up(b.*f, split);
-  const std::uint64_t n = p.shard == sharding::fsdp_hybrid
-                              ? (p.data_parallel < p.node_gpus ? p.data_parallel : p.node_gpus)
-                              : p.data_parallel;
+  const std::uint64_t n = detail::shard_group(p);
   const bytes fp32_grad_partition =
       detail::is_deepspeed(p.shard)
           ? detail::div_up(detail::per_param(st.trainable_params, detail::fp32_bytes), split * n)

@@ -156,9 +156,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, r.activations, r.loss);
   // TRL's offloading context wraps training_step: the loss's saved tensors are copied to pinned host RAM
   // too (their GPU originals stay in the forward stash until backward reads them).
-  const bool hooks = r.activations.ckpt == checkpointing::offload ||
-                     r.activations.ckpt == checkpointing::checkpoint_offload;  // not Unsloth's own function
-  if (hooks && r.activations.offload_wraps == offload_scope::step)
+  if (offloads_through_hooks(r.activations.ckpt) && r.activations.offload_wraps == offload_scope::step)
     acts.host += detail::div_up(head.kept, r.parallel.tensor_parallel);
   overhead_estimate over = estimate_overhead(r.overhead);
   if (!over.overridden) over.nccl = per_gpu_static.comm.nccl;    // a measured overhead already holds NCCL's

@@ -230,7 +230,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   if (offloads_activations(a.ckpt))
     line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
                      gb(e.activations.host),
-                     a.offload_wraps == offload_scope::step && a.ckpt != checkpointing::offload_checkpointed
+                     a.offload_wraps == offload_scope::step && offloads_through_hooks(a.ckpt)
                          ? " (the scope is training_step: the loss's saved tensors are copied too)"
                          : ""));
   for (const activation_term& t : acts.layer)
