@@ -22,6 +22,8 @@ struct run_options {
   std::string method = "full";
   std::string rank = "16";
   std::string targets = "all-linear";
+  std::string ia3_feedforward = "down_proj";
+  std::string virtual_tokens;
   std::string optimizer = "adamw_torch";
   std::string precision = "bf16-mixed";
   std::string block = "256";
@@ -90,10 +92,16 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
   app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
-  app.add_option("--peft-type", o.peft_type, "lora | dora | lora-fa (with --method lora or qlora)")
+  app.add_option(
+         "--peft-type", o.peft_type,
+         "lora | dora | lora-fa | ia3 | vera | ln-tuning | prompt-tuning (with --method lora or qlora)")
       ->capture_default_str();
-  app.add_option("--targets", o.targets, "LoRA target_modules: all-linear or e.g. q_proj,v_proj")
+  app.add_option("--targets", o.targets,
+                 "target_modules (LoRA, IA3, VeRA): all-linear or e.g. k_proj,v_proj,down_proj")
       ->capture_default_str();
+  app.add_option("--ia3-feedforward", o.ia3_feedforward, "IA3 feedforward_modules (scaled on their input)")
+      ->capture_default_str();
+  app.add_option("--virtual-tokens", o.virtual_tokens, "prompt tuning num_virtual_tokens");
   app.add_option("--optimizer", o.optimizer, "transformers optim string, e.g. adamw_torch, adamw_8bit")
       ->capture_default_str();
   app.add_option("--precision", o.precision, "bf16-mixed | fp32-autocast | bf16-pure | fp32 | fp16-autocast")
@@ -169,10 +177,17 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
-  for (const char* flag :
-       {"--method", "--rank", "--targets", "--optimizer", "--precision", "--batch", "--seq-len",
-        "--grad-accum", "--attention", "--eager-attention", "--checkpointing", "--no-checkpointing", "--loss",
-        "--ce-chunk", "--fused-ce", "--lora-dropout", "--non-reentrant", "--offload-scope", "--peft-type"})
+  for (const char* flag : {"--method",        "--rank",
+                           "--targets",       "--optimizer",
+                           "--precision",     "--batch",
+                           "--seq-len",       "--grad-accum",
+                           "--attention",     "--eager-attention",
+                           "--checkpointing", "--no-checkpointing",
+                           "--loss",          "--ce-chunk",
+                           "--fused-ce",      "--lora-dropout",
+                           "--non-reentrant", "--offload-scope",
+                           "--peft-type",     "--ia3-feedforward",
+                           "--virtual-tokens"})
     args->excludes(app.get_option(flag));
 }
 
@@ -196,18 +211,23 @@ inline training_setup setup_from(const run_options& o) {
   s.optim.block_size = parse_count("--optim-block-size", o.block, 1u << 20);
   s.grad_accum_buffer = o.grad_accum_buffer;
   s.lora.rank = parse_count("--rank", o.rank, max_lora_rank);
-  s.lora.targets = parse_lora_targets(o.targets);
   s.lora.dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
   s.lora.dropout = parse_fraction("--lora-dropout", o.lora_dropout);
-  if (o.peft_type != "lora" && o.peft_type != "dora" && o.peft_type != "lora-fa")
-    throw input_error("--peft-type", "unknown '" + o.peft_type +
-                                         "'; valid: lora, dora, lora-fa (not modelled yet: " +
-                                         std::string(unmodelled_peft_types) + ")");
+  if (o.peft_type.empty()) throw input_error("--peft-type", "is empty");
+  if (is_unmodelled_peft_type(o.peft_type))
+    throw input_error("--peft-type", "'" + o.peft_type +
+                                         "' is not modelled yet; valid: " + choice_list(peft_type_names) +
+                                         " (not modelled: " + std::string(unmodelled_peft_types) + ")");
   const peft_type type = parse_choice(peft_type_names, o.peft_type, "--peft-type");
-  s.lora.use_dora = type == peft_type::dora;
-  s.lora.freeze_a = type == peft_type::lora_fa;
+  set_peft_type(s.lora, type);
   if (type != peft_type::lora && s.method == training_method::full)
     throw input_error("--peft-type", o.peft_type + " adapts a frozen base: it needs --method lora or qlora");
+  s.lora.targets = parse_lora_targets(o.targets);
+  s.lora.feedforward = parse_lora_targets(o.ia3_feedforward);
+  if (!o.virtual_tokens.empty())
+    s.lora.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
+  if (type == peft_type::prompt_tuning && o.virtual_tokens.empty())
+    throw input_error("--virtual-tokens", "is required with --peft-type prompt-tuning (PEFT has no default)");
   s.nf4.double_quant = !o.no_double_quant;
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Activations: the course's activation table (W15–W19) and the per-tensor inventory.
+#include <algorithm>
+
 #include <headroom/activations.hpp>
 
 #include "catch.hpp"
@@ -401,4 +403,45 @@ TEST_CASE("LoRA-FA saves no input for the frozen lora_A", "[activations]") {
   // q_proj and v_proj read the attention norm's output, which no frozen linear keeps: one t x d bf16 tensor
   // less.
   CHECK(plain.layer - fa.layer == bytes(2048ull * 4096 * 2));
+}
+
+TEST_CASE("The longest inventory fits: every switch that adds terms, on every linear of an MoE block",
+          "[activations]") {
+  // MoE with a shared expert, q/k norms, four norms, eager attention with dropout and soft-capping, CPU
+  // scalars, fp32 adapters with dropout under autocast: DoRA lists the most (142 terms).
+  model_shape m{};
+  m.hidden_size = 256;
+  m.num_hidden_layers = 2;
+  m.num_attention_heads = 4;
+  m.num_key_value_heads = 2;
+  m.head_dim = 64;
+  m.vocab_size = 1000;
+  m.qk_norm = true;
+  m.attention_bias = true;
+  m.norms_per_layer = 4;
+  m.num_experts = 4;
+  m.num_experts_per_tok = 2;
+  m.norm_topk_prob = true;
+  m.moe_intermediate_size = 128;
+  m.shared_expert_intermediate_size = 256;
+  m.attn_logit_softcapping = 50;
+  std::size_t longest = 0;
+  for (const auto& type : peft_type_names) {
+    training_setup s = with_method(training_method::lora, precision_route::fp32_autocast);
+    set_peft_type(s.lora, type.value);
+    s.lora.dtype = adapter_precision::fp32;
+    s.lora.virtual_tokens = 4;
+    s.lora.feedforward = lora_targets{};
+    if (s.lora.method == peft_method::lora || s.lora.method == peft_method::vera) s.lora.dropout = 0.1;
+    s.runtime = {device_kind::cpu, torch_generation::v1_13};
+    activation_config c;
+    c.batch = 1;
+    c.seq_len = 16;
+    c.attention = attention_impl::eager;
+    c.attention_dropout = true;
+    const activation_terms terms = layer_inventory(m, s, c);
+    longest = std::max(longest, terms.size);
+  }
+  CHECK(longest == 142);
+  CHECK(longest < activation_terms::capacity);
 }

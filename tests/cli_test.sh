@@ -82,7 +82,16 @@ expect "overlap needs zero" 2 '--overlap-comm: needs --zero' -- --gpus 2 --overl
 expect "fsdp version unknown" 2 "--fsdp-version: unknown '3'" -- --gpus 2 --fsdp full_shard --fsdp-version 3
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
-expect "peft type unknown" 2 "--peft-type: unknown 'vera'.*not modelled yet" -- --method lora --peft-type vera
+expect "peft type unknown" 2 "--peft-type: 'prefix-tuning' is not modelled yet; valid: lora, dora" -- --method lora --peft-type prefix-tuning
+expect "peft type typo" 2 "--peft-type: unknown 'ia4'; valid: lora, dora, lora-fa, ia3" -- --method lora --peft-type ia4
+expect "ia3 json" 0 '"feedforward_modules": "down_proj"' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --json
+expect "ia3 explain" 0 'IA3: the base output, saved for the vector' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --explain
+expect "ia3 subset" 2 'feedforward_modules: must be a subset of target_modules' -- --method lora --peft-type ia3 --targets k_proj,v_proj
+expect "ia3 dropout" 2 'lora_dropout: applies to LoRA and VeRA only' -- --method lora --peft-type ia3 --lora-dropout 0.1
+expect "vera explain" 0 'shared vera_A, vera_B' -- --method lora --peft-type vera --rank 256 --explain
+expect "ln tuning" 0 '"peft_type": "ln-tuning"' -- --method lora --peft-type ln-tuning --json
+expect "prompt tokens" 0 'blocks and loss see seq-len \+ 16' -- --method lora --peft-type prompt-tuning --virtual-tokens 16
+expect "prompt no tokens" 2 '--virtual-tokens: is required with --peft-type prompt-tuning' -- --method lora --peft-type prompt-tuning
 expect "lora-fa json" 0 '"peft_type": "lora-fa"' -- --method lora --peft-type lora-fa --json
 expect "dora full" 2 '--peft-type: dora adapts a frozen base' -- --peft-type dora
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload

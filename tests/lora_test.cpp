@@ -92,3 +92,80 @@ TEST_CASE("LoRA-FA: lora_A is stored but frozen, so only lora_B gets gradients a
   CHECK(lora.buckets.optimizer - fa.buckets.optimizer == bytes(8 * a));
   CHECK(fa.trainable_tensors == 7 * 32);  // lora_B only
 }
+
+namespace {
+constexpr lora_config with_peft(peft_type t, lora_config c = {}) {
+  set_peft_type(c, t);
+  return c;
+}
+constexpr lora_config ia3_default = [] {
+  lora_config c = with_peft(peft_type::ia3);
+  c.targets = lora_targets{}.add(module_name::k_proj).add(module_name::v_proj).add(module_name::down_proj);
+  return c;
+}();
+}  // namespace
+
+// IA3 on PEFT's Llama targets: k_proj and v_proj scale their 1,024 outputs, down_proj its 14,336 inputs.
+static_assert(adapter_count(llama_3_1_8b, ia3_default) == params(32 * (1024 + 1024 + 14336)));
+
+TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values from shapes", "[lora]") {
+  constexpr model_spec llama8{llama_3_1_8b, 0};
+  const std::uint64_t L = 32, d = 4096, kv = 1024, ff = 14336;
+  training_setup s = with_method(training_method::lora);
+  SECTION("IA3: one vector per targeted linear, its input width on a feedforward module") {
+    s.lora = ia3_default;
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(e.adapter_params.count() == 524'288);
+    CHECK(e.trainable_params.count() == 524'288);
+    CHECK(e.trainable_tensors == 3 * L);
+    CHECK(e.largest_trainable.count() == ff);
+    s.lora.feedforward = lora_targets{};  // down_proj scaled on its output instead: 4,096 values
+    CHECK(adapter_count(llama_3_1_8b, s.lora).count() == L * (kv + kv + d));
+  }
+  SECTION("VeRA: lambda_d (r) and lambda_b (out) per linear, plus the shared frozen projections") {
+    s.lora = with_peft(peft_type::vera);
+    s.lora.rank = 256;  // VeraConfig's default r
+    const std::uint64_t vectors = L * (7 * 256 + (d + kv + kv + d + ff + ff + d));
+    const std::uint64_t projections = 256 * (ff + ff);  // vera_A: r x widest in; vera_B: widest out x r
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(e.trainable_params.count() == vectors);
+    CHECK(e.adapter_params.count() == vectors + projections);
+    CHECK(e.buckets.adapter_weights == bytes(2 * (vectors + projections)));
+    CHECK(e.buckets.grads == bytes(2 * vectors));
+    CHECK(e.trainable_tensors == 2 * 7 * L);
+  }
+  SECTION("LN tuning: a trainable copy of every norm, the final one included") {
+    s.lora = with_peft(peft_type::ln_tuning);
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(e.trainable_params.count() == (2 * L + 1) * d);
+    CHECK(e.trainable_tensors == 2 * L + 1);
+  }
+  SECTION("Prompt tuning: num_virtual_tokens x hidden_size, fp32 whatever the base dtype") {
+    s.lora = with_peft(peft_type::prompt_tuning);
+    s.lora.virtual_tokens = 20;
+    s.precision = precision_route::bf16_pure;
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(e.trainable_params.count() == 20 * d);
+    CHECK(e.buckets.adapter_weights == bytes(4 * 20 * d));
+    CHECK(e.buckets.grads == bytes(4 * 20 * d));
+    CHECK(e.buckets.optimizer == bytes(8 * 20 * d) + optimizer_step_counter_bytes(s.optimizer, 1));
+    CHECK(e.trainable_tensors == 1);
+  }
+}
+
+TEST_CASE("PEFT methods: bad combinations are errors naming the field", "[lora]") {
+  lora_config c = with_peft(peft_type::prompt_tuning);
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "num_virtual_tokens", "no default");
+  c = with_peft(peft_type::ia3);
+  c.targets = parse_lora_targets("k_proj,v_proj");  // feedforward down_proj is not among them
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "feedforward_modules", "subset");
+  c = with_peft(peft_type::ia3);
+  c.dropout = 0.1;
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "lora_dropout", "LoRA and VeRA only");
+  c = with_peft(peft_type::vera);
+  c.use_dora = true;
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "use_dora", "LoRA variants");
+  CHECK(is_unmodelled_peft_type("prefix-tuning"));
+  CHECK_FALSE(is_unmodelled_peft_type("lora"));  // "adalora" contains it; the list is matched entry by entry
+  for (const auto& n : peft_type_names) CHECK(peft_type_of(with_peft(n.value)) == n.value);
+}

@@ -3,6 +3,7 @@
 // the mapping from each row's configuration columns to a model, a training setup and a run.
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
 #include <map>
@@ -113,12 +114,20 @@ inline training_setup setup_of(const measured_row& r) {
   s.runtime.device = parse_choice(device_names, r.text("device"), "device");
   s.runtime.torch = r.text("torch").rfind("1.", 0) == 0 ? torch_generation::v1_13 : torch_generation::v2;
   if (s.method == training_method::lora) {
-    s.lora.rank = r.count("lora_rank");
+    if (r.has("lora_rank")) s.lora.rank = r.count("lora_rank");
     s.lora.targets = parse_lora_targets(r.text("lora_targets"));
     s.lora.dropout = r.number("lora_dropout");
     s.lora.dtype = r.text("adapter_dtype") == "fp32" ? adapter_precision::fp32 : adapter_precision::base;
     s.lora.use_dora = r.text("use_dora") == "1";
     s.lora.freeze_a = r.text("lora_fa") == "1";
+    if (r.has("peft_type")) {  // the harness's names are PEFT's, with underscores
+      std::string type = r.text("peft_type");
+      std::replace(type.begin(), type.end(), '_', '-');
+      set_peft_type(s.lora, parse_choice(peft_type_names, type, "peft_type"));
+      if (s.lora.method == peft_method::ln_tuning || s.lora.method == peft_method::prompt_tuning)
+        s.lora.targets = lora_targets::all_linear();  // not read by these methods
+      if (r.has("virtual_tokens")) s.lora.virtual_tokens = r.count("virtual_tokens");
+    }
   }
   const std::string& optimizer = r.text("optimizer");
   if (optimizer == "adamw" || optimizer == "adam") {

@@ -71,6 +71,12 @@ struct generator {
     r.activations.attention_dropout = pick(0, 3) == 0;
     r.activations.reentrant = coin();
     r.setup.lora.dropout = coin() ? 0.0 : 0.05;
+    if (pick(0, 2) == 0) {  // one of the other PEFT methods, with what each needs
+      set_peft_type(r.setup.lora, peft_type_names[pick(3, peft_type_names.size() - 1)].value);
+      r.setup.lora.virtual_tokens = pick(1, 64);
+      r.setup.lora.feedforward = lora_targets{};
+      if (r.setup.lora.method != peft_method::vera) r.setup.lora.dropout = 0.0;
+    }
     r.setup.lora.dtype = coin() ? adapter_precision::base : adapter_precision::fp32;
     r.setup.runtime.device = coin() ? device_kind::cuda : device_kind::cpu;
     r.setup.runtime.torch = coin() ? torch_generation::v2 : torch_generation::v1_13;
@@ -152,10 +158,11 @@ TEST_CASE("Property: the totals equal the sums of the terms and tensors they sum
       for (const param_tensor& t : base) per_tensor_state += detail::tensor_state(t, r.setup);
     } else {
       params adapters{0}, saved{0};
-      for (const param_tensor& t : adapter_inventory(base, r.setup.lora)) {
-        adapters += t.total();
-        per_tensor_state += detail::tensor_state(t, r.setup, true);  // in the adapter dtype
-      }
+      for (const param_tensor& t : adapter_inventory(m, r.setup.lora)) adapters += t.total();
+      // State for the trainable ones only (not VeRA's shared projections), in the adapter dtype.
+      auto state = [&](const param_tensor& t) { per_tensor_state += detail::tensor_state(t, r.setup, true); };
+      for (const param_tensor& t : base) visit_adapters(t, r.setup.lora, state, true);
+      visit_model_adapters(m, r.setup.lora, state, true);
       for (const param_tensor& t : saved_module_inventory(base, r.setup.lora)) {
         saved += t.total();
         per_tensor_state += detail::tensor_state(t, r.setup);
@@ -183,7 +190,8 @@ TEST_CASE("Property: memory is monotone in batch, sequence length and LoRA rank"
     run_config wider = r;
     wider.activations.batch += 1;
     REQUIRE(estimate_training(spec, wider).total_bytes() >= base);
-    if (r.setup.method != training_method::full) {
+    if (r.setup.method != training_method::full &&
+        (r.setup.lora.method == peft_method::lora || r.setup.lora.method == peft_method::vera)) {
       run_config ranked = r;
       ranked.setup.lora.rank *= 2;
       REQUIRE(estimate_training(spec, ranked).statics.buckets.static_bytes() >

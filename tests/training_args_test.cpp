@@ -243,9 +243,40 @@ TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are 
           return n.find("use_rslora: scaling alpha/sqrt(r) only") == 0 ||
                  n.find("init_lora_weights \"pissa_niter_4\"") == 0;
         }) == 2);
-  j["peft_config"]["peft_type"] = "IA3";
+  j["peft_config"]["peft_type"] = "PREFIX_TUNING";
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/peft_type",
-                            "'IA3' is not modelled yet");
+                            "'PREFIX_TUNING' is not modelled yet", "IA3, VERA, LN_TUNING, PROMPT_TUNING");
+}
+
+TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defaults", "[training_args]") {
+  const loaded_model qwen = preset("qwen3-1.7b");
+  nlohmann::json j = {{"peft_config", {{"peft_type", "IA3"}}}};
+  training_args a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.setup.lora.method == peft_method::ia3);
+  CHECK(lora_targets_text(a.run.setup.lora.targets) == "q_proj,v_proj,down_proj");  // PEFT's Qwen3 mapping
+  CHECK(lora_targets_text(a.run.setup.lora.feedforward) == "down_proj");
+  j["peft_config"]["target_modules"] = {"k_proj", "v_proj", "down_proj", "up_proj"};
+  j["peft_config"]["feedforward_modules"] = {"down_proj", "up_proj"};
+  a = training_args_from_json(j, qwen, "inline");
+  CHECK(lora_targets_text(a.run.setup.lora.feedforward) == "up_proj,down_proj");
+  const loaded_model llama = preset("llama-2-7b");
+  j = {{"peft_config", {{"peft_type", "IA3"}}}};
+  CHECK(lora_targets_text(training_args_from_json(j, llama, "inline").run.setup.lora.targets) ==
+        "k_proj,v_proj,down_proj");
+  j = {{"peft_config", {{"peft_type", "VERA"}, {"target_modules", "all-linear"}, {"vera_dropout", 0.1}}}};
+  a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.setup.lora.method == peft_method::vera);
+  CHECK(a.run.setup.lora.rank == 256);  // VeraConfig's default r
+  CHECK(a.run.setup.lora.dropout == Approx(0.1));
+  j = {{"peft_config", {{"peft_type", "LN_TUNING"}}}};
+  CHECK(training_args_from_json(j, qwen, "inline").run.setup.lora.method == peft_method::ln_tuning);
+  j = {{"peft_config", {{"peft_type", "PROMPT_TUNING"}, {"num_virtual_tokens", 32}}}};
+  a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.setup.lora.method == peft_method::prompt_tuning);
+  CHECK(a.run.setup.lora.virtual_tokens == 32);
+  j["peft_config"].erase("num_virtual_tokens");
+  test::require_input_error([&] { (void)training_args_from_json(j, qwen, "inline"); }, "/num_virtual_tokens",
+                            "required");
 }
 
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {

@@ -111,6 +111,17 @@ struct activation_config {
 inline constexpr std::uint64_t max_workload_batch = std::uint64_t{1} << 24;
 inline constexpr std::uint64_t max_workload_seq_len = std::uint64_t{1} << 26;
 
+/// The micro-batch as the blocks and the loss see it: prompt tuning's virtual tokens prepended to every
+/// sequence (lora.hpp prompt_positions); otherwise `c` itself. Every public function below takes the
+/// dataset's micro-batch and applies this itself.
+[[nodiscard]] constexpr activation_config positions_seen(const activation_config& c,
+                                                         const training_setup& s) {
+  activation_config out = c;
+  if (s.method != training_method::full)
+    out.seq_len = detail::checked_add(c.seq_len, prompt_positions(s.lora), "seq_len");
+  return out;
+}
+
 /// One saved tensor (or group) with its size and why autograd keeps it.
 struct activation_term {
   std::string_view name;  ///< the tensor, or the module it belongs to (q_proj, …)
@@ -120,7 +131,7 @@ struct activation_term {
 
 /// A fixed-capacity list of terms, so the inventory stays constexpr.
 struct activation_terms {
-  static constexpr std::size_t capacity = 96;
+  static constexpr std::size_t capacity = 192;  // the longest list (activations_test.cpp) has 142
   std::array<activation_term, capacity> items{};
   std::size_t size = 0;
 
@@ -202,8 +213,10 @@ struct block_context {
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
   [[nodiscard]] constexpr bool adapted(module_name mod) const {
-    return !full && s.lora.targets.contains(mod);
+    return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
   }
+  /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
+  [[nodiscard]] constexpr bool norm_weights_train() const { return full || norms_train(s.lora); }
   /// Whether a projection of the block input has an output that requires grad.
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {
     return input_grad || full || adapted(mod) ||
@@ -226,7 +239,8 @@ constexpr block_context context_of(const model_shape& m, const training_setup& s
 /// prepare_model_for_kbit_training); plain LoRA without checkpointing does not.
 constexpr bool first_layer_input_grad(const training_setup& s, const activation_config& c) {
   return s.method == training_method::full || c.ckpt != checkpointing::none ||
-         s.lora.targets.contains(module_name::embed_tokens) ||
+         s.lora.method == peft_method::prompt_tuning ||  // the trainable prompts are part of the input
+         (s.lora.method == peft_method::lora && s.lora.targets.contains(module_name::embed_tokens)) ||
          s.lora.modules_to_save.contains(module_name::embed_tokens);
 }
 constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_bytes) {
@@ -240,17 +254,21 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows,
                                             std::uint64_t width, std::uint64_t in_bytes,
                                             const block_context& k, bool input_grad = true) {
-  if (!input_grad && !k.full) return;  // nothing in it requires grad: autograd records nothing
+  const bool weight_grad = k.norm_weights_train();
+  if (!input_grad && !weight_grad) return;  // nothing in it requires grad: autograd records nothing
   const std::uint64_t values = checked_mul(rows, width, "activation size");
   const bytes fp32_copy = bytes(checked_mul(values, fp32_bytes, "activation size"));
-  out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
-  if (k.s.runtime.torch == torch_generation::v1_13)
-    out.add(name, fp32_copy, "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
-  out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
+  if (input_grad) {
+    out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
+    if (k.s.runtime.torch == torch_generation::v1_13)
+      out.add(name, fp32_copy, "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
+    out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
+  }
   if (k.m.norm_scale_fp32) {
-    out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
-    if (k.full) out.add(name, fp32_copy, "the fp32 normalised input, for the weight's gradient");
-  } else if (k.full) {
+    if (input_grad)
+      out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
+    if (weight_grad) out.add(name, fp32_copy, "the fp32 normalised input, for the weight's gradient");
+  } else if (weight_grad) {
     out.add(name, bytes(checked_mul(values, in_bytes, "activation size")),
             "the normalised input in the input dtype, for the weight's gradient");
   }
@@ -283,6 +301,47 @@ HEADROOM_INLINE constexpr void add_dora(Out& out, const block_context& k, const 
   out.add(mod, act(vectors * site.out, site.copies, a), "DoRA: the weight norm, m/norm and m/norm - 1");
 }
 
+/// PEFT IA3 (tuners/ia3/layer.py Linear.forward): ia3_scaling = 1 · ia3_l.flatten(); a feedforward module
+/// computes base(x.to(adapter dtype) · scaling), any other base(x) · scaling. The product keeps the scaled
+/// tensor for the vector's gradient and the vector for the other operand's.
+template <class Out>
+HEADROOM_INLINE constexpr void add_ia3(Out& out, const block_context& k, const linear_site& site,
+                                       std::uint64_t rows, std::uint64_t in) {
+  const std::string_view mod = module_label(site.module);
+  const std::uint64_t a = k.dt.adapter;
+  const bool feedforward = k.s.lora.feedforward.contains(site.module);
+  const std::uint64_t width = feedforward ? in : site.out;
+  if (feedforward)
+    out.add(mod, act(rows, in, a), "IA3: the input in the adapter dtype, saved for the vector's gradient");
+  else
+    out.add(mod, act(rows, site.out, k.dt.compute), "IA3: the base output, saved for the vector's gradient");
+  if (k.input_grad)
+    out.add(mod, act(width, site.copies, a),
+            "IA3: ia3_scaling (1 · the vector), saved for the other operand");
+  if (k.scalar != 0)
+    out.add(mod, bytes(k.scalar * site.copies), "IA3: the Python int 1 that starts ia3_scaling, saved by it");
+}
+
+/// PEFT VeRA (tuners/vera/layer.py Linear.forward): lambda_b · F.linear(lambda_d · F.linear(dropout(x),
+/// vera_A[:, :in]), vera_B[:out]) with x cast to the vectors' dtype. The projections are frozen, so the
+/// linears keep no input; each vector product keeps the other operand (r and out values a row). Under
+/// autocast the linears run in bf16 and keep the projections' bf16 casts for the gradient they pass on.
+template <class Out>
+HEADROOM_INLINE constexpr void add_vera(Out& out, const block_context& k, const linear_site& site,
+                                        std::uint64_t rows, std::uint64_t in) {
+  const std::string_view mod = module_label(site.module);
+  const std::uint64_t r = k.s.lora.rank;
+  const std::uint64_t product = k.dt.autocast ? bf16_bytes : k.dt.adapter;
+  if (k.s.lora.dropout > 0 && k.input_grad)
+    out.add(mod, act(rows, in, mask_bytes(k, k.dt.adapter)), "VeRA: vera_dropout's mask");
+  if (k.dt.autocast) {
+    if (k.input_grad) out.add(mod, act(r, in, bf16_bytes), "VeRA: vera_A's slice cast to bf16");
+    out.add(mod, act(site.out, r, bf16_bytes), "VeRA: vera_B's slice cast to bf16");
+  }
+  out.add(mod, act(rows, r, product), "VeRA: x·vera_Aᵀ, saved for lambda_d's gradient");
+  out.add(mod, act(rows, site.out, product), "VeRA: (lambda_d·…)·vera_Bᵀ, saved for lambda_b's gradient");
+}
+
 template <class Out>
 HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, const linear_site& site,
                                           std::uint64_t rows, std::uint64_t in, std::uint64_t in_bytes,
@@ -306,6 +365,8 @@ HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, cons
     saves_shared = true;  // mm saves its input when the weight needs a gradient
   }
   if (!adapted) return;
+  if (k.s.lora.method == peft_method::ia3) return add_ia3(out, k, site, rows, in);
+  if (k.s.lora.method == peft_method::vera) return add_vera(out, k, site, rows, in);
   // PEFT lora.Linear: x cast to the adapter dtype, dropout, lora_A, lora_B, · scaling, added.
   const std::uint64_t r = k.s.lora.rank;
   const std::uint64_t x_bytes = k.dt.adapter;  // after _cast_input_dtype
@@ -434,11 +495,17 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   else
     add_linear_group(out, k, "gate/up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 2>{{{mn::gate_proj, ff, copies}, {mn::up_proj, ff, copies}}});
-  const bytes intermediate = act(rows, ff, ab);
-  out.add("gate_proj output", intermediate, "saved by the activation function (SiLU / GELU)");
-  out.add("act(gate)", intermediate, "saved by the product with up_proj's output");
-  out.add("up_proj output", intermediate, "saved by the product with act(gate)");
-  add_linear_group(out, k, "down_proj input", rows, ff, ab,
+  // A projection's output is in the compute dtype, except VeRA's under autocast, which returns in its input's
+  // dtype (vera/layer.py Linear.forward ends with result.to(previous_dtype)).
+  auto out_bytes = [&](module_name mod) {
+    return k.dt.autocast && k.s.lora.method == peft_method::vera && k.adapted(mod) ? in_bytes : ab;
+  };
+  const std::uint64_t gate = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
+  const std::uint64_t up = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  out.add("gate_proj output", act(rows, ff, gate), "saved by the activation function (SiLU / GELU)");
+  out.add("act(gate)", act(rows, ff, gate), "saved by the product with up_proj's output");
+  out.add("up_proj output", act(rows, ff, up), "saved by the product with act(gate)");
+  add_linear_group(out, k, "down_proj input", rows, ff, gate > up ? gate : up,
                    std::array<linear_site, 1>{{{mn::down_proj, d, copies}}});
 }
 
@@ -447,14 +514,16 @@ template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
                            Out& out, bool input_grad = true) {
   using mn = module_name;
-  const block_context k = context_of(m, s, c, input_grad);
-  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream;
+  const block_context k0 = context_of(m, s, c, input_grad);
+  const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
   const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
   const bool gemma_post_norms = m.norms_per_layer >= 4;
 
-  add_rms_norm(out, "input_layernorm", t, d, sb, k, input_grad);
+  add_rms_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
+  // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
+  const block_context k = k0.norm_weights_train() ? context_of(m, s, c) : k0;
   if (m.fused_qkv)
     add_linear_group(out, k, "qkv_proj input", t, d, sb,
                      std::array<linear_site, 1>{{{mn::qkv_proj, q + 2 * kv}}});
@@ -521,6 +590,14 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
     out.add("embedding normalizer", bytes(sb), "sqrt(hidden_size) as a 0-dim tensor, saved by the product");
   // LlamaRotaryEmbedding: position_ids of shape (1, s), so the tables are (1, s, head_dim), broadcast.
   out.add("RoPE cos/sin", act(c.seq_len, 2 * m.head_dim, sb), "position tables shared by every layer's RoPE");
+  // enable_input_require_grads (with checkpointing over a frozen table) makes the embedding output a leaf
+  // that requires grad; its AccumulateGrad node keeps it until backward whenever it is not itself the first
+  // block's checkpointed input: Gemma scales it, prompt tuning concatenates the prompts before it.
+  const std::uint64_t prompts = prompt_positions(s.lora);
+  const bool leaf = !k.full && !k.adapted(module_name::embed_tokens) && c.ckpt != checkpointing::none;
+  if (leaf && (m.scaled_embeddings || prompts != 0))
+    out.add("embedding output", act(c.batch, checked_mul(c.seq_len - prompts, m.hidden_size), sb),
+            "a leaf requiring grad (enable_input_require_grads), kept by its AccumulateGrad node");
   add_rms_norm(out, "final norm", t, m.hidden_size, sb, k);
   // The head matmul and whether it keeps the final hidden states belong to the loss head (logits.hpp).
 }
@@ -554,7 +631,8 @@ constexpr void validate_workload(const activation_config& c) {
   if (c.batch == 0) fail("batch", "must be a positive integer");
   if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
   if (c.batch > max_workload_batch) fail("batch", "is absurdly large");
-  if (c.seq_len > max_workload_seq_len) fail("seq_len", "is absurdly large");
+  // (prompt tuning's virtual tokens come on top of the longest dataset sequence)
+  if (c.seq_len > max_workload_seq_len + max_virtual_tokens) fail("seq_len", "is absurdly large");
 }
 /// The checks every public activation and logits function makes before listing anything.
 constexpr void validate_inputs(const model_shape& m, const activation_config& c) {
@@ -573,17 +651,20 @@ constexpr activation_terms checked_terms(const model_shape& m, const activation_
 
 /// Per-tensor inventory of one decoder block without recomputation (docs/activations.md).
 [[nodiscard]] constexpr activation_terms layer_inventory(const model_shape& m, const training_setup& s,
-                                                         const activation_config& c) {
+                                                         const activation_config& dataset) {
+  const activation_config c = positions_seen(dataset, s);
   return detail::checked_terms(m, c, [&](activation_terms& out) { detail::layer_terms(m, s, c, out); });
 }
 /// Tensors saved once per forward, outside the blocks (detailed formula only).
 [[nodiscard]] constexpr activation_terms model_level_inventory(const model_shape& m, const training_setup& s,
-                                                               const activation_config& c) {
+                                                               const activation_config& dataset) {
+  const activation_config c = positions_seen(dataset, s);
   return detail::checked_terms(m, c, [&](activation_terms& out) { detail::model_level_terms(m, s, c, out); });
 }
 /// The course's formula as terms: 34·sbh, plus 5·a·s²·b without a fused attention kernel.
 [[nodiscard]] constexpr activation_terms korthikanti_layer(const model_shape& m, const training_setup& s,
-                                                           const activation_config& c) {
+                                                           const activation_config& dataset) {
+  const activation_config c = positions_seen(dataset, s);
   return detail::checked_terms(m, c, [&](activation_terms& out) { detail::korthikanti_terms(m, s, c, out); });
 }
 
@@ -594,7 +675,8 @@ struct activation_breakdown {
 };
 [[nodiscard]] constexpr activation_breakdown activation_inventory(const model_shape& m,
                                                                   const training_setup& s,
-                                                                  const activation_config& c) {
+                                                                  const activation_config& dataset) {
+  const activation_config c = positions_seen(dataset, s);
   detail::validate_inputs(m, c);
   activation_breakdown out;
   detail::block_terms(m, s, c, out.layer);
@@ -722,11 +804,13 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
 }  // namespace detail
 
 /// Activations under the chosen formula and checkpointing mode.
+/// `c` is the dataset's micro-batch: prompt tuning's virtual tokens are added here (positions_seen); the
+/// inventories above take the positions the blocks see.
 [[nodiscard]] constexpr activation_estimate estimate_activations(const model_shape& m,
                                                                  const training_setup& s,
                                                                  const activation_config& c) {
   validate(m);
-  return detail::activations_of_valid_shape(m, s, c);
+  return detail::activations_of_valid_shape(m, s, positions_seen(c, s));
 }
 
 /// W19: with backward ≈ 2× forward a step costs 3F; full recomputation adds one forward (4F).

@@ -18,15 +18,19 @@ struct named {
   E value;
 };
 
+/// The names of a table, comma-separated (the "valid: …" part of a message).
+template <class E, std::size_t N>
+[[nodiscard]] std::string choice_list(const std::array<named<E>, N>& table) {
+  std::string choices;
+  for (const auto& entry : table) detail::append_listed(choices, entry.name);
+  return choices;
+}
 /// Looks `text` up in a name table; throws input_error naming `field` and the choices.
 template <class E, std::size_t N>
 [[nodiscard]] E parse_choice(const std::array<named<E>, N>& table, std::string_view text, const char* field) {
-  std::string choices;
-  for (const auto& entry : table) {
+  for (const auto& entry : table)
     if (entry.name == text) return entry.value;
-    detail::append_listed(choices, entry.name);
-  }
-  throw input_error(field, "unknown '" + std::string(text) + "'; valid: " + choices);
+  throw input_error(field, "unknown '" + std::string(text) + "'; valid: " + choice_list(table));
 }
 template <class E, std::size_t N>
 [[nodiscard]] constexpr std::string_view choice_name(const std::array<named<E>, N>& table, E value) {

@@ -701,14 +701,18 @@ constexpr logits_estimate logits_of_valid_shape(const model_shape& m, const trai
 
 /// The loss head's memory (docs/logits.md): the timeline replayed into its peaks.
 [[nodiscard]] constexpr logits_estimate estimate_logits(const model_shape& m, const training_setup& s,
-                                                        const activation_config& c, const loss_config& l) {
+                                                        const activation_config& dataset,
+                                                        const loss_config& l) {
+  const activation_config c = positions_seen(dataset, s);  // + prompt tuning's virtual tokens
   detail::validate_inputs(m, c);
   return detail::logits_of_valid_shape(m, s, c, l);
 }
 
 /// The events behind a logits_estimate (for --explain, the JSON report and the W20/W21 checks).
 [[nodiscard]] constexpr loss_timeline logits_inventory(const model_shape& m, const training_setup& s,
-                                                       const activation_config& c, const loss_config& l) {
+                                                       const activation_config& dataset,
+                                                       const loss_config& l) {
+  const activation_config c = positions_seen(dataset, s);
   detail::validate_inputs(m, c);
   loss_timeline out;
   detail::checked_loss_events(detail::loss_context_of(m, s, c), l, out);

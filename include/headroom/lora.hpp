@@ -110,13 +110,37 @@ enum class adapter_precision : std::uint8_t {
 inline constexpr std::array<named<adapter_precision>, 2> adapter_precision_names{
     {{"base", adapter_precision::base}, {"fp32", adapter_precision::fp32}}};
 
-/// The PEFT methods a run can name (--peft-type): LoRA and its DoRA variant are modelled tensor by tensor.
-enum class peft_type : std::uint8_t { lora, dora, lora_fa };
-inline constexpr std::array<named<peft_type>, 3> peft_type_names{
-    {{"lora", peft_type::lora}, {"dora", peft_type::dora}, {"lora-fa", peft_type::lora_fa}}};
+/// The PEFT method a frozen-base run trains with (PeftConfig.peft_type), each modelled tensor by tensor.
+enum class peft_method : std::uint8_t {
+  lora,           ///< LoRA and its DoRA / LoRA-FA variants (tuners/lora)
+  ia3,            ///< (IA)³: one learned vector scales each targeted linear's output or input (tuners/ia3)
+  vera,           ///< VeRA: frozen shared projections, two trainable vectors per linear (tuners/vera)
+  ln_tuning,      ///< LayerNorm tuning: a trainable copy of every norm (tuners/ln_tuning)
+  prompt_tuning,  ///< prompt tuning: num_virtual_tokens trainable embeddings prepended (tuners/prompt_tuning)
+};
+/// The PEFT methods a run can name (--peft-type): LoRA's variants and the other methods.
+enum class peft_type : std::uint8_t { lora, dora, lora_fa, ia3, vera, ln_tuning, prompt_tuning };
+inline constexpr std::array<named<peft_type>, 7> peft_type_names{
+    {{"lora", peft_type::lora},
+     {"dora", peft_type::dora},
+     {"lora-fa", peft_type::lora_fa},
+     {"ia3", peft_type::ia3},
+     {"vera", peft_type::vera},
+     {"ln-tuning", peft_type::ln_tuning},
+     {"prompt-tuning", peft_type::prompt_tuning}}};
 /// PEFT methods not modelled yet (refused by name rather than priced as LoRA).
 inline constexpr std::string_view unmodelled_peft_types =
-    "ia3, vera, prefix-tuning, prompt-tuning, p-tuning, ln-tuning, boft, oft, loha, lokr, adalora";
+    "prefix-tuning, p-tuning, boft, oft, loha, lokr, adalora";
+/// Whether `name` is one of those (a whole entry of the list).
+[[nodiscard]] constexpr bool is_unmodelled_peft_type(std::string_view name) {
+  std::string_view rest = unmodelled_peft_types;
+  while (!rest.empty()) {
+    const std::size_t comma = rest.find(", ");
+    if (rest.substr(0, comma) == name) return true;
+    rest = comma == std::string_view::npos ? std::string_view{} : rest.substr(comma + 2);
+  }
+  return false;
+}
 
 /// PEFT LoraConfig essentials for memory (alpha does not change memory).
 struct lora_config {
@@ -127,9 +151,69 @@ struct lora_config {
   lora_targets modules_to_save{};  ///< full trainable copies (ModulesToSaveWrapper), e.g. lm_head
   double dropout = 0.0;            ///< lora_dropout: above 0 each adapter keeps a mask and a dropped input
   adapter_precision dtype = adapter_precision::base;
+  peft_method method = peft_method::lora;  ///< the PEFT method; rank and targets serve LoRA, IA3 and VeRA
+  /// IA3's feedforward_modules: scaled on their input (1 × in) rather than their output (out × 1).
+  lora_targets feedforward = lora_targets{}.add(module_name::down_proj);
+  std::uint64_t virtual_tokens = 0;  ///< prompt tuning's num_virtual_tokens (PEFT has no default)
 };
 
+/// Sets the method and LoRA's variant flags from a --peft-type name.
+constexpr void set_peft_type(lora_config& c, peft_type t) {
+  c.use_dora = t == peft_type::dora;
+  c.freeze_a = t == peft_type::lora_fa;
+  switch (t) {
+    case peft_type::ia3:
+      c.method = peft_method::ia3;
+      break;
+    case peft_type::vera:
+      c.method = peft_method::vera;
+      break;
+    case peft_type::ln_tuning:
+      c.method = peft_method::ln_tuning;
+      break;
+    case peft_type::prompt_tuning:
+      c.method = peft_method::prompt_tuning;
+      break;
+    default:
+      c.method = peft_method::lora;
+  }
+}
+/// The --peft-type name of a configuration (the inverse of set_peft_type).
+[[nodiscard]] constexpr peft_type peft_type_of(const lora_config& c) {
+  switch (c.method) {
+    case peft_method::ia3:
+      return peft_type::ia3;
+    case peft_method::vera:
+      return peft_type::vera;
+    case peft_method::ln_tuning:
+      return peft_type::ln_tuning;
+    case peft_method::prompt_tuning:
+      return peft_type::prompt_tuning;
+    case peft_method::lora:
+      break;
+  }
+  return c.use_dora ? peft_type::dora : c.freeze_a ? peft_type::lora_fa : peft_type::lora;
+}
+/// Methods that wrap targeted linears (LoRA, IA3, VeRA); LN tuning trains the norms, prompt tuning an
+/// embedding of its own.
+[[nodiscard]] constexpr bool adapts_linears(const lora_config& c) {
+  return c.method == peft_method::lora || c.method == peft_method::ia3 || c.method == peft_method::vera;
+}
+/// Whether the norms' weights train (LN tuning's copies).
+[[nodiscard]] constexpr bool norms_train(const lora_config& c) { return c.method == peft_method::ln_tuning; }
+/// Adapters kept in fp32: PEFT's autocast_adapter_dtype, or prompt tuning's embedding, which PromptEmbedding
+/// creates as an fp32 nn.Embedding whatever the base dtype (tuners/prompt_tuning/model.py).
+[[nodiscard]] constexpr bool fp32_adapters(const lora_config& c) {
+  return c.dtype == adapter_precision::fp32 || c.method == peft_method::prompt_tuning;
+}
+/// The positions every block and the loss see: prompt tuning prepends num_virtual_tokens to each sequence
+/// (PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1), labels padded with -100).
+[[nodiscard]] constexpr std::uint64_t prompt_positions(const lora_config& c) {
+  return c.method == peft_method::prompt_tuning ? c.virtual_tokens : 0;
+}
+
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
+inline constexpr std::uint64_t max_virtual_tokens = 1u << 16;
 
 namespace detail {
 constexpr void validate_lora(const lora_config& c) {
@@ -137,36 +221,82 @@ constexpr void validate_lora(const lora_config& c) {
   if (c.rank == 0) fail("rank", "must be a positive integer");
   if (c.rank > max_lora_rank) fail("rank", "is absurdly large");
   if (c.targets.mask == 0) fail("target_modules", "selects no module");
+  if (c.method != peft_method::lora && (c.use_dora || c.freeze_a))
+    fail("use_dora", "DoRA and LoRA-FA are LoRA variants: they need peft_type LORA");
+  if (c.method == peft_method::ia3 && (c.feedforward.mask & ~c.targets.mask) != 0)
+    fail("feedforward_modules", "must be a subset of target_modules (PEFT's IA3Config checks the same)");
+  if (c.method == peft_method::prompt_tuning && c.virtual_tokens == 0)
+    fail("num_virtual_tokens", "must be a positive integer (prompt tuning has no default)");
+  if (c.dropout > 0 && c.method != peft_method::lora && c.method != peft_method::vera)
+    fail("lora_dropout", "applies to LoRA and VeRA only (IA3, LN tuning and prompt tuning have no dropout)");
+  if (c.virtual_tokens > max_virtual_tokens) fail("num_virtual_tokens", "is absurdly large");
 }
 [[noreturn]] HEADROOM_COLD inline void fail_no_target_matched() {
   fail("target_modules", "matches no module of this model");
 }
 }  // namespace detail
 
-/// Whether LoRA adapts the base tensor `t`: a targeted linear weight (or embedding).
+/// Whether the method adapts the base tensor `t`: a targeted linear weight (or, for LoRA, embedding), or
+/// under LN tuning every norm weight (PEFT's Llama default targets each RMSNorm of the blocks and the final
+/// norm; headroom trains them all, q_norm and k_norm included).
 [[nodiscard]] HEADROOM_INLINE constexpr bool adapts(const lora_config& c, const param_tensor& t) {
-  const bool linear = t.role == tensor_role::linear_weight || t.role == tensor_role::embedding;
+  if (c.method == peft_method::ln_tuning) return t.role == tensor_role::norm_weight;
+  if (!adapts_linears(c)) return false;
+  const bool linear = t.role == tensor_role::linear_weight ||
+                      (t.role == tensor_role::embedding && c.method == peft_method::lora);
   return linear && c.targets.contains(t.module);
 }
 
-/// Calls `visit(param_tensor)` for the adapter tensors of one adapted base tensor: A (r × in) and
-/// B (out × r), plus DoRA's magnitude; nothing when `t` is not adapted. `trainable_only` leaves out
-/// LoRA-FA's frozen lora_A.
+/// Calls `visit(param_tensor)` for the adapter tensors of one adapted base tensor; nothing when `t` is
+/// not adapted. LoRA: A (r × in), B (out × r), DoRA's magnitude (out); `trainable_only` leaves out LoRA-FA's
+/// frozen lora_A. IA3: ia3_l, (1 × in) on a feedforward module, (out × 1) otherwise (ia3/layer.py
+/// IA3Layer.update_layer). VeRA: lambda_d (r) and lambda_b (out) (vera/layer.py VeraLayer.update_layer).
+/// LN tuning: a deep copy of the norm (ln_tuning/layer.py LNTuningLayer.update_layer).
 template <class Visit>
 HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_config& c, Visit&& visit,
                                               bool trainable_only = false) {
   if (!adapts(c, t)) return;
+  using tr = tensor_role;
+  switch (c.method) {
+    case peft_method::ia3:
+      visit(param_tensor{t.module, tr::norm_weight, c.feedforward.contains(t.module) ? t.cols : t.rows, 0,
+                         t.copies});
+      return;
+    case peft_method::vera:
+      visit(param_tensor{t.module, tr::norm_weight, c.rank, 0, t.copies});  // lambda_d
+      visit(param_tensor{t.module, tr::norm_weight, t.rows, 0, t.copies});  // lambda_b
+      return;
+    case peft_method::ln_tuning:
+      visit(t);
+      return;
+    case peft_method::prompt_tuning:
+      return;
+    case peft_method::lora:
+      break;
+  }
   if (!(trainable_only && c.freeze_a))
-    visit(param_tensor{t.module, tensor_role::linear_weight, c.rank, t.cols, t.copies});         // lora_A
-  visit(param_tensor{t.module, tensor_role::linear_weight, t.rows, c.rank, t.copies});           // lora_B
-  if (c.use_dora) visit(param_tensor{t.module, tensor_role::norm_weight, t.rows, 0, t.copies});  // magnitude
+    visit(param_tensor{t.module, tr::linear_weight, c.rank, t.cols, t.copies});         // lora_A
+  visit(param_tensor{t.module, tr::linear_weight, t.rows, c.rank, t.copies});           // lora_B
+  if (c.use_dora) visit(param_tensor{t.module, tr::norm_weight, t.rows, 0, t.copies});  // magnitude
 }
 
-/// The same count without the tensors: r·(in + out) (+ out for DoRA) per copy, 0 when not adapted.
+/// The same count without the tensors, per copy; 0 when not adapted. LoRA: r·(in + out) (+ out for DoRA).
 [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,
                                                                               const lora_config& c) {
   if (!adapts(c, t)) return 0;
-  return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);  // validated sizes: no overflow
+  switch (c.method) {  // validated sizes: no overflow
+    case peft_method::ia3:
+      return c.feedforward.contains(t.module) ? t.cols : t.rows;
+    case peft_method::vera:
+      return c.rank + t.rows;
+    case peft_method::ln_tuning:
+      return t.numel();
+    case peft_method::prompt_tuning:
+      return 0;
+    case peft_method::lora:
+      break;
+  }
+  return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);
 }
 /// The values of those that train: lora_A's r·in drop out under LoRA-FA.
 [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t trainable_adapter_values_per_copy(
@@ -174,17 +304,74 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
   const std::uint64_t all = adapter_values_per_copy(t, c);
   return all != 0 && c.freeze_a ? all - c.rank * t.cols : all;
 }
+/// Trainable adapter tensors per adapted copy, and the largest of them (for the optimizer's bookkeeping).
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_tensors_per_copy(const lora_config& c) {
+  switch (c.method) {
+    case peft_method::ia3:
+    case peft_method::ln_tuning:
+      return 1;
+    case peft_method::vera:
+      return 2;
+    case peft_method::prompt_tuning:
+      return 0;
+    case peft_method::lora:
+      break;
+  }
+  return (c.use_dora ? 3u : 2u) - (c.freeze_a ? 1u : 0u);
+}
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t largest_adapter_tensor(const param_tensor& t,
+                                                                             const lora_config& c) {
+  switch (c.method) {
+    case peft_method::ia3:
+      return adapter_values_per_copy(t, c);
+    case peft_method::vera:
+      return t.rows > c.rank ? t.rows : c.rank;
+    case peft_method::ln_tuning:
+      return t.numel();
+    case peft_method::prompt_tuning:
+      return 0;
+    case peft_method::lora:
+      break;
+  }
+  return c.rank * (c.freeze_a || t.rows > t.cols ? t.rows : t.cols);  // B (out × r) or A (r × in)
+}
 
-/// The adapter tensors of every targeted linear weight of `base` (see visit_adapters).
+/// Adapter tensors of the model rather than of one base tensor: VeRA's shared frozen projections vera_A
+/// (r × the widest targeted input) and vera_B (the widest output × r), registered once
+/// (vera/model.py VeraModel._find_dim, _init_vera_A_vera_B; buffers, so PEFT's parameter count leaves
+/// them out), and prompt tuning's trainable embedding (num_virtual_tokens × hidden_size,
+/// PromptEmbedding). `trainable_only` leaves out VeRA's frozen projections.
+template <class Visit>
+constexpr void visit_model_adapters(const model_shape& m, const lora_config& c, Visit&& visit,
+                                    bool trainable_only = false) {
+  using tr = tensor_role;
+  if (c.method == peft_method::prompt_tuning)
+    visit(param_tensor{module_name::embed_tokens, tr::embedding, c.virtual_tokens, m.hidden_size, 1});
+  if (c.method != peft_method::vera || trainable_only) return;
+  std::uint64_t in = 0, out = 0;
+  visit_parameters(m, [&](const param_tensor& t) {
+    if (!adapts(c, t)) return;
+    in = t.cols > in ? t.cols : in;
+    out = t.rows > out ? t.rows : out;
+  });
+  if (in == 0) return;
+  visit(param_tensor{module_name::q_proj, tr::linear_weight, c.rank, in, 1});   // vera_A
+  visit(param_tensor{module_name::q_proj, tr::linear_weight, out, c.rank, 1});  // vera_B
+}
+
+/// The adapter tensors of every adapted base tensor of `base` (see visit_adapters).
 [[nodiscard]] constexpr param_inventory adapter_inventory(const param_inventory& base, const lora_config& c) {
   detail::validate_lora(c);
   param_inventory out;
   for (const param_tensor& t : base) visit_adapters(t, c, [&out](const param_tensor& a) { out.add(a); });
-  if (out.size == 0) detail::fail_no_target_matched();
+  if (out.size == 0 && c.method != peft_method::prompt_tuning) detail::fail_no_target_matched();
   return out;
 }
+/// Every adapter tensor of the model: those of each adapted tensor, then the model-level ones.
 [[nodiscard]] constexpr param_inventory adapter_inventory(const model_shape& m, const lora_config& c) {
-  return adapter_inventory(parameter_inventory(m), c);
+  param_inventory out = adapter_inventory(parameter_inventory(m), c);
+  visit_model_adapters(m, c, [&out](const param_tensor& a) { out.add(a); });
+  return out;
 }
 
 /// The trainable copies PEFT's modules_to_save keeps (the frozen original stays in the base).
@@ -196,7 +383,8 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
   return out;
 }
 
-/// Adapter parameter count: Σ r·(in + out) over targeted modules (W09: 41,943,040).
+/// Adapter values stored: LoRA's Σ r·(in + out) over targeted modules (W09: 41,943,040), VeRA's
+/// projections included.
 [[nodiscard]] constexpr params adapter_count(const model_shape& m, const lora_config& c) {
   params total{0};
   for (const param_tensor& t : adapter_inventory(m, c)) total += t.total();

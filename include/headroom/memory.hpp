@@ -129,14 +129,14 @@ constexpr std::uint64_t optimizer_param_bytes(precision_route p) {
 }
 /// Adapter weights: the base dtype, or fp32 under PEFT's autocast_adapter_dtype.
 constexpr std::uint64_t adapter_bytes(const training_setup& s) {
-  return s.lora.dtype == adapter_precision::fp32 ? fp32_bytes : weight_bytes(s.precision);
+  return fp32_adapters(s.lora) ? fp32_bytes : weight_bytes(s.precision);
 }
 /// fp32 adapters are their own master: route A keeps no second fp32 copy of them.
 constexpr std::uint64_t adapter_master_bytes(const training_setup& s) {
-  return s.lora.dtype == adapter_precision::fp32 ? 0 : master_bytes(s.precision);
+  return fp32_adapters(s.lora) ? 0 : master_bytes(s.precision);
 }
 constexpr std::uint64_t adapter_optimizer_param_bytes(const training_setup& s) {
-  return s.lora.dtype == adapter_precision::fp32 ? fp32_bytes : optimizer_param_bytes(s.precision);
+  return fp32_adapters(s.lora) ? fp32_bytes : optimizer_param_bytes(s.precision);
 }
 constexpr bytes per_param(params n, std::uint64_t b) { return bytes(checked_mul(n.count(), b, "bytes")); }
 
@@ -170,6 +170,9 @@ HEADROOM_NOINLINE constexpr bytes trainable_state_per_tensor(const model_shape& 
         t, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s, true); }, true);
     if (s.lora.modules_to_save.contains(t.module)) state += tensor_state(t, s);
   }
+  if (s.method != training_method::full)
+    visit_model_adapters(
+        m, s.lora, [&](const param_tensor& a) { state += tensor_state(a, s, true); }, true);
   return state;
 }
 /// A for-loop step (torch/optim/*.py _single_tensor_*) computes a tensor's `buffers` temporaries while the
@@ -194,6 +197,11 @@ HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape
     visit_adapters(
         t, s.lora, [&](const param_tensor& a) { step(a.numel()); }, true);  // A, B, magnitude
   });
+  // PEFT registers the prompt embedding before the base model's parameters (its prompt_encoder is built
+  // later, but a step over one fp32 table is the same wherever it falls).
+  if (!full)
+    visit_model_adapters(
+        m, s.lora, [&](const param_tensor& a) { step(a.numel()); }, true);
   return worst;
 }
 
@@ -244,14 +252,19 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
         stored = checked_add(stored, checked_mul(per_copy, t.copies), "adapters");
         adapters = checked_add(adapters, checked_mul(trainable_adapter_values_per_copy(t, s.lora), t.copies),
                                "adapters");
-        // lora_A (r × in) unless LoRA-FA freezes it, lora_B (out × r), and DoRA's magnitude (out)
-        const std::uint64_t widest = s.lora.freeze_a || t.rows > t.cols ? t.rows : t.cols;
-        note_tensor(((s.lora.use_dora ? 3u : 2u) - (s.lora.freeze_a ? 1u : 0u)) * t.copies,
-                    s.lora.rank * widest);
+        note_tensor(adapter_tensors_per_copy(s.lora) * t.copies, largest_adapter_tensor(t, s.lora));
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
         note_tensor(t.copies, t.numel());
+      }
+    });
+    // VeRA's shared projections (stored, frozen) and prompt tuning's embedding (trainable).
+    visit_model_adapters(spec.shape, s.lora, [&](const param_tensor& a) {
+      stored = checked_add(stored, a.total().count(), "adapters");
+      if (a.role == tensor_role::embedding) {
+        adapters = checked_add(adapters, a.total().count(), "adapters");
+        note_tensor(1, a.numel());
       }
     });
     if (stored == 0) detail::fail_no_target_matched();

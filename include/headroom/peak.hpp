@@ -143,7 +143,8 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     fail("optimizer_in_backward",
          "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
          "(torchtune's recipes raise the same)");
-  activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, r.activations);
+  const activation_config seen = positions_seen(r.activations, r.setup);  // + prompt tuning's tokens
+  activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, seen);
   const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
   if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
     auto scale = [&](bytes b) { return bytes(detail::checked_mul(b.count() / tp.den, tp.num)); };
@@ -153,7 +154,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     acts.kept = scale(acts.kept);
     acts.host = scale(acts.host);
   }
-  const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, r.activations, r.loss);
+  const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, seen, r.loss);
   // TRL's offloading context wraps training_step: the loss's saved tensors are copied to pinned host RAM
   // too (their GPU originals stay in the forward stash until backward reads them).
   if (offloads_through_hooks(r.activations.ckpt) && r.activations.offload_wraps == offload_scope::step)
@@ -180,7 +181,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   const bytes in_flight = offloading ? acts.recompute : bytes(0);  // offloading: the block being moved
   const bytes kept = acts.kept + in_flight;
   // During the loss forward the final hidden states are its input, kept for backward or not.
-  const std::uint64_t tokens = detail::checked_mul(r.activations.batch, r.activations.seq_len, "tokens");
+  const std::uint64_t tokens = detail::checked_mul(seen.batch, seen.seq_len, "tokens");
   const bytes hidden = detail::act(tokens, spec.shape.hidden_size, detail::weight_bytes(r.setup.precision));
   const bytes head_forward = detail::div_up(head.forward_peak() + hidden, head_shards);
   const bytes head_backward = detail::div_up(head.backward_peak() + head.hidden_kept, head_shards);

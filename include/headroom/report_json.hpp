@@ -57,8 +57,12 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
       s.method == training_method::full
           ? nlohmann::json(nullptr)
           : nlohmann::json{{"rank", s.lora.rank}, {"target_modules", lora_targets_text(s.lora.targets)}};
-  if (s.method != training_method::full && (s.lora.use_dora || s.lora.freeze_a))
-    j["lora"]["peft_type"] = s.lora.use_dora ? "dora" : "lora-fa";
+  if (s.method != training_method::full) {
+    const peft_type type = peft_type_of(s.lora);
+    if (type != peft_type::lora) j["lora"]["peft_type"] = choice_name(peft_type_names, type);
+    if (type == peft_type::ia3) j["lora"]["feedforward_modules"] = lora_targets_text(s.lora.feedforward);
+    if (type == peft_type::prompt_tuning) j["lora"]["num_virtual_tokens"] = s.lora.virtual_tokens;
+  }
   j["qlora_layout"] = e.layout == qlora_layout::not_applicable ? nlohmann::json(nullptr)
                                                                : nlohmann::json(layout_name(e.layout));
   j["buckets"] = detail::buckets_json(e.buckets);

@@ -26,6 +26,53 @@ struct text_lines {
   }
 };
 
+/// The adapter count's formula for the method, with its source (--explain).
+inline std::string adapter_formula(const lora_config& c) {
+  const std::string targets = lora_targets_text(c.targets);
+  switch (c.method) {
+    case peft_method::ia3:
+      return fmt::format("Σ over {} of in (feedforward {}) or out (peft ia3/layer.py update_layer)", targets,
+                         lora_targets_text(c.feedforward));
+    case peft_method::vera:
+      return fmt::format(
+          "Σ (r + out) over {} at r {} + r·(widest in + widest out) for the shared vera_A, vera_B "
+          "(peft vera/model.py _init_vera_A_vera_B)",
+          targets, c.rank);
+    case peft_method::ln_tuning:
+      return "Σ over every norm of its width (peft ln_tuning/layer.py: a deep copy of each norm)";
+    case peft_method::prompt_tuning:
+      return fmt::format(
+          "num_virtual_tokens {} x hidden_size, fp32 (peft prompt_tuning/model.py PromptEmbedding)",
+          c.virtual_tokens);
+    case peft_method::lora:
+      break;
+  }
+  return fmt::format("Σ r·(in + out){} over {} at r {} (peft lora/layer.py)", c.use_dora ? " + out" : "",
+                     targets, c.rank);
+}
+
+/// What the PEFT method adds, in one phrase (the adapters line).
+inline std::string peft_summary(const lora_config& c) {
+  const std::string targets = lora_targets_text(c.targets);
+  switch (c.method) {
+    case peft_method::ia3:
+      return fmt::format("IA3 on {} (feedforward_modules {})", targets, lora_targets_text(c.feedforward));
+    case peft_method::vera:
+      return fmt::format("VeRA rank {} on {} (shared frozen vera_A, vera_B)", c.rank, targets);
+    case peft_method::ln_tuning:
+      return "LN tuning: a trainable copy of every norm";
+    case peft_method::prompt_tuning:
+      return fmt::format("prompt tuning: {} virtual tokens prepended (blocks and loss see seq-len + {})",
+                         c.virtual_tokens, c.virtual_tokens);
+    case peft_method::lora:
+      break;
+  }
+  const peft_type t = peft_type_of(c);
+  return fmt::format("{}rank {} on {}",
+                     t == peft_type::lora ? "" : std::string(choice_name(peft_type_names, t)) + " ", c.rank,
+                     targets);
+}
+
 inline void model_lines(text_lines& line, const loaded_model& model, const training_setup& s,
                         const static_estimate& e) {
   line(fmt::format("model      {} ({}), {} parameters from shapes", model.name, model.model_type,
@@ -33,8 +80,8 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
   line(fmt::format("method     {} | precision {} | optimizer {}", choice_name(method_names, s.method),
                    choice_name(precision_names, s.precision), s.optimizer.name));
   if (s.method != training_method::full)
-    line(fmt::format("adapters   rank {} on {}: {} adapter parameters{}{}", s.lora.rank,
-                     lora_targets_text(s.lora.targets), with_commas(e.adapter_params.count()),
+    line(fmt::format("adapters   {}: {} adapter parameters{}{}", peft_summary(s.lora),
+                     with_commas(e.adapter_params.count()),
                      s.lora.dtype == adapter_precision::fp32 ? " in fp32" : "",
                      s.lora.dropout > 0 ? fmt::format(", lora_dropout {}", s.lora.dropout) : std::string()));
   if (s.runtime.device != device_kind::cuda || s.runtime.torch != torch_generation::v2 ||
@@ -195,10 +242,9 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                      detail::fp32_weights(s.precision) ? "fp32 weights" : "bf16 weights",
                      gb(st.buckets.weights)));
   if (s.method != training_method::full)
-    line(fmt::format(
-        "  adapters A = Σ r·(in + out) over {} at r {} = {} params (peft lora/layer.py); x {} B = {}",
-        lora_targets_text(s.lora.targets), s.lora.rank, with_commas(st.adapter_params.count()), wb,
-        gb(st.buckets.adapter_weights)));
+    line(fmt::format("  adapters A = {} = {} values; x {} B = {}", detail::adapter_formula(s.lora),
+                     with_commas(st.adapter_params.count()), detail::adapter_bytes(s),
+                     gb(st.buckets.adapter_weights)));
   line(fmt::format("  grads    {} trainable x {} B{} = {}", with_commas(st.trainable_params.count()), wb,
                    s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb(st.buckets.grads)));
   line(fmt::format("  master   {} trainable x {} B ({}) = {}", with_commas(st.trainable_params.count()), mb,
@@ -214,13 +260,17 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                    pb, gb(st.buckets.optimizer), s.optimizer.source));
   const activation_config& a = r.activations;
   const activation_breakdown acts = activation_inventory(m, s, a);
-  line(
-      fmt::format("  activations t = b·s = {} x {} tokens; {} formula; checkpointing {}: L x {} kept + {} "
-                  "model-level + {} "
-                  "recomputing = {}",
-                  a.batch, a.seq_len, choice_name(activation_formula_names, a.formula),
-                  choice_name(checkpointing_names, a.ckpt), gb(e.activations.per_layer_kept),
-                  gb(e.activations.model_level), gb(e.activations.recompute), gb(e.activations.gpu)));
+  line(fmt::format(
+      "  activations t = b·s = {} x {} tokens{}; {} formula; checkpointing {}: L x {} kept + {} "
+      "model-level + {} "
+      "recomputing = {}",
+      a.batch, a.seq_len,
+      prompt_positions(s.lora) != 0 && s.method != training_method::full
+          ? fmt::format(" + {} virtual tokens per sequence (prompt tuning)", prompt_positions(s.lora))
+          : std::string(),
+      choice_name(activation_formula_names, a.formula), choice_name(checkpointing_names, a.ckpt),
+      gb(e.activations.per_layer_kept), gb(e.activations.model_level), gb(e.activations.recompute),
+      gb(e.activations.gpu)));
   if (e.activations.module_transient.count() != 0)
     line(fmt::format(
         "      transient {} B: DoRA's weight norm in the largest adapted module (eye(in), lora_B(lora_A("

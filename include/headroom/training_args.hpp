@@ -70,6 +70,22 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
   if (model_type == "phi3") return parse_lora_targets("qkv_proj");
   return parse_lora_targets("q_proj,v_proj");
 }
+/// PEFT's IA3 defaults (utils/constants.py TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING): k_proj,
+/// v_proj, down_proj for Llama and Mistral; q_proj, v_proj, down_proj for Qwen2, Qwen3 and Gemma 2.
+inline lora_targets peft_ia3_default_targets(const std::string& model_type) {
+  if (model_type == "qwen2" || model_type == "qwen3" || model_type == "gemma2" || model_type == "gemma")
+    return parse_lora_targets("q_proj,v_proj,down_proj");
+  return parse_lora_targets("k_proj,v_proj,down_proj");
+}
+/// PeftConfig.peft_type strings (peft/utils/peft_types.py PeftType) that headroom models.
+inline std::optional<peft_method> peft_method_named(const std::string& type) {
+  if (type == "LORA") return peft_method::lora;
+  if (type == "IA3") return peft_method::ia3;
+  if (type == "VERA") return peft_method::vera;
+  if (type == "LN_TUNING") return peft_method::ln_tuning;
+  if (type == "PROMPT_TUNING") return peft_method::prompt_tuning;
+  return std::nullopt;
+}
 }  // namespace detail
 
 /// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets).
@@ -274,34 +290,57 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
     if (!peft->is_object())
       throw input_error(origin + ": /peft_config", "must be an object (LoraConfig fields)");
     const std::string po = origin + ": /peft_config";
-    // PeftConfig.peft_type: LoRA (and its DoRA variant) is modelled; the other methods are refused by name.
+    // PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning and prompt tuning are modelled; the other
+    // methods are refused by name.
     const std::string type = detail::read_string_or(*peft, "peft_type", po, "LORA");
-    if (type != "LORA")
-      throw input_error(po + "/peft_type", "'" + type +
-                                               "' is not modelled yet; valid: LORA (use_dora: true for "
-                                               "DoRA). Not yet: " +
-                                               std::string(unmodelled_peft_types));
+    const auto method = detail::peft_method_named(type);
+    if (!method)
+      throw input_error(po + "/peft_type",
+                        "'" + type +
+                            "' is not modelled yet; valid: LORA (use_dora: true for DoRA), "
+                            "IA3, VERA, LN_TUNING, PROMPT_TUNING. Not yet: " +
+                            std::string(unmodelled_peft_types));
     r.setup.method = training_method::lora;
-    r.setup.lora.rank = args_count(*peft, "r", po, 8, max_lora_rank);  // LoraConfig default r = 8
-    const auto tm = peft->find("target_modules");
-    if (tm == peft->end() || tm->is_null()) {
-      r.setup.lora.targets = detail::peft_default_targets(model.model_type);
-      a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +
-                        lora_targets_text(r.setup.lora.targets));
-    } else if (tm->is_string()) {
-      r.setup.lora.targets = parse_lora_targets(tm->get<std::string>());
-    } else if (tm->is_array()) {
+    r.setup.lora.method = *method;
+    // LoraConfig r = 8; VeraConfig r = 256.
+    r.setup.lora.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
+    // A module list: a string (one name or "all-linear") or a list of names.
+    auto modules = [&](const nlohmann::json& v, const char* key) {
+      if (v.is_string()) return parse_lora_targets(v.get<std::string>());
+      if (!v.is_array()) throw input_error(po + "/" + key, "must be a string or a list of strings");
       std::string list;
-      for (const auto& item : *tm) {
-        if (!item.is_string()) throw input_error(po + "/target_modules", "must hold strings");
+      for (const auto& item : v) {
+        if (!item.is_string()) throw input_error(po + "/" + key, "must hold strings");
         detail::append_listed(list, item.get<std::string>(), ",");
       }
-      r.setup.lora.targets = parse_lora_targets(list);
+      return parse_lora_targets(list);
+    };
+    const auto tm = peft->find("target_modules");
+    if (*method == peft_method::ln_tuning || *method == peft_method::prompt_tuning) {
+      if (tm != peft->end() && !tm->is_null())
+        a.notes.emplace_back("target_modules: " + type +
+                             " is priced over every norm (LN tuning) or the prompt embedding; the list is "
+                             "not read");
+    } else if (tm == peft->end() || tm->is_null()) {
+      r.setup.lora.targets = *method == peft_method::ia3 ? detail::peft_ia3_default_targets(model.model_type)
+                                                         : detail::peft_default_targets(model.model_type);
+      a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +
+                        lora_targets_text(r.setup.lora.targets));
     } else {
-      throw input_error(po + "/target_modules", "must be a string or a list of strings");
+      r.setup.lora.targets = modules(*tm, "target_modules");
+    }
+    if (*method == peft_method::ia3)
+      if (const auto ff = peft->find("feedforward_modules"); ff != peft->end() && !ff->is_null())
+        r.setup.lora.feedforward = modules(*ff, "feedforward_modules");
+    if (*method == peft_method::prompt_tuning) {
+      r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
+      if (r.setup.lora.virtual_tokens == 0)
+        throw input_error(po + "/num_virtual_tokens", "is required for PROMPT_TUNING (PEFT has no default)");
     }
     r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
-    r.setup.lora.dropout = detail::args_number(*peft, "lora_dropout", po, 0.0);  // LoraConfig default 0.0
+    // LoraConfig lora_dropout 0.0; VeraConfig vera_dropout 0.0.
+    r.setup.lora.dropout =
+        detail::args_number(*peft, *method == peft_method::vera ? "vera_dropout" : "lora_dropout", po, 0.0);
     if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
     // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an SVD / QR of each
     // base weight in fp32 (peft/tuners/lora/layer.py pissa_init, olora_init): a one-off transient at
@@ -322,12 +361,7 @@ inline lora_targets peft_default_targets(const std::string& model_type) {
           "are counted (docs/activations.md)");
     if (const auto mts = peft->find("modules_to_save"); mts != peft->end() && !mts->is_null()) {
       if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
-      std::string list;
-      for (const auto& item : *mts) {
-        if (!item.is_string()) throw input_error(po + "/modules_to_save", "must hold strings");
-        detail::append_listed(list, item.get<std::string>(), ",");
-      }
-      if (!list.empty()) r.setup.lora.modules_to_save = parse_lora_targets(list);
+      if (!mts->empty()) r.setup.lora.modules_to_save = modules(*mts, "modules_to_save");
     }
   }
   if (const auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {

@@ -28,6 +28,7 @@ CONFIG_COLUMNS = [
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
     "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora", "lora_fa",
+    "peft_type", "virtual_tokens",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -45,6 +46,12 @@ BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", 
 def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False, fa=False):
     return dict(method="lora", lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
                 adapter_dtype=adapter_dtype, use_dora="1" if dora else "", lora_fa="1" if fa else "")
+
+
+def peft(peft_type, targets="all-linear", rank="", dropout=0.0, adapter_dtype="same", virtual_tokens=""):
+    """A PEFT method other than LoRA over the frozen base (method stays "lora": a frozen base with adapters)."""
+    return dict(method="lora", peft_type=peft_type, lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
+                adapter_dtype=adapter_dtype, virtual_tokens=virtual_tokens)
 
 
 def _row(kind, family, **overrides):
@@ -212,6 +219,35 @@ def later_rows():
     rows.append(_row("optimizer", "llama", dtype="bf16", optimizer="adamw", optimizer_impl="foreach", **lora(fa=True)))
     rows.append(_row("step", "llama", dtype="bf16", layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop",
                      **lora(fa=True)))
+    # IA3: PEFT's default targets (k_proj, v_proj, down_proj; feedforward down_proj), fp32 and base-dtype vectors.
+    ia3 = dict(targets="k_proj,v_proj,down_proj")
+    for family in ("llama", "qwen3", "mixtral"):
+        rows.append(_row("block", family, dtype="bf16", **peft("ia3", adapter_dtype="fp32", **ia3)))
+    rows.append(_row("block", "llama", dtype="fp32", **peft("ia3", **ia3)))
+    rows.append(_row("block", "mistral", dtype="bf16", **peft("ia3", **ia3)))
+    rows.append(_row("block", "llama", dtype="autocast", **peft("ia3", **ia3)))
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("ia3", adapter_dtype="fp32", **ia3)))
+    rows.append(_row("step", "qwen3", dtype="fp32", checkpointing="non_reentrant", **step_kw, **peft("ia3", **ia3)))
+    # VeRA: shared projections, two vectors per module.
+    for family in ("llama", "qwen3", "phi3"):
+        rows.append(_row("block", family, dtype="bf16", **peft("vera", rank=16, adapter_dtype="fp32")))
+    rows.append(_row("block", "llama", dtype="fp32", **peft("vera", rank=16, dropout=0.1)))
+    rows.append(_row("block", "llama", dtype="autocast", **peft("vera", rank=16)))
+    rows.append(_row("block", "mistral", dtype="bf16", **peft("vera", targets="q_proj,v_proj", rank=32)))
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("vera", rank=16, adapter_dtype="fp32")))
+    rows.append(_row("step", "qwen3", dtype="fp32", checkpointing="reentrant", **step_kw, **peft("vera", rank=16)))
+    # LN tuning: a trainable copy of every norm.
+    for family in ("llama", "qwen3", "gemma2"):
+        rows.append(_row("block", family, dtype="bf16", **peft("ln_tuning")))
+        rows.append(_row("block", family, dtype="fp32", **peft("ln_tuning")))
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("ln_tuning")))
+    rows.append(_row("step", "gemma2", dtype="fp32", checkpointing="non_reentrant", **step_kw, **peft("ln_tuning")))
+    # Prompt tuning: fp32 virtual-token embeddings prepended; every block and the loss see s + P positions.
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("prompt_tuning", virtual_tokens=8)))
+    rows.append(_row("step", "qwen3", dtype="fp32", **step_kw, **peft("prompt_tuning", virtual_tokens=12)))
+    rows.append(_row("step", "gemma2", dtype="bf16", checkpointing="non_reentrant", **step_kw,
+                     **peft("prompt_tuning", virtual_tokens=4)))
     return rows
 
 
@@ -225,4 +261,5 @@ def rows():
 # A quick subset (--ci): one row of each kind and mechanism, for a check in seconds. CI re-measures all.
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
-           "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225"]
+           "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
+           "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252"]

@@ -38,6 +38,7 @@ change the measurement.  The sources (read for this harness; none of their code 
   ``torchtune/modules/loss/cross_entropy_loss.py`` ``LinearCrossEntropyLoss`` (the loss of 162 of its
   shipped configs; commit bd2a0fc7).
 """
+import copy
 import functools
 import math
 
@@ -211,6 +212,74 @@ class LoraLinear(nn.Module):
         return result.to(torch_result_dtype)
 
 
+class IA3Linear(nn.Module):
+    """PEFT ia3.Linear (tuners/ia3/layer.py IA3Layer.update_layer, Linear.forward): a frozen base nn.Linear and
+    one vector, (1 × in) on a feedforward module, (out × 1) otherwise, initialised to ones."""
+
+    def __init__(self, base, feedforward, dtype):
+        super().__init__()
+        self.base_layer = base
+        self.is_feedforward = feedforward
+        shape = (1, base.in_features) if feedforward else (base.out_features, 1)
+        self.ia3_l = nn.Parameter(torch.ones(shape, dtype=dtype))
+
+    def forward(self, x):
+        dtype = previous_dtype = x.dtype
+        ia3_scaling = 1
+        dtype = self.ia3_l.dtype
+        ia3_scaling *= self.ia3_l.flatten()
+        if self.is_feedforward:
+            x = x.to(dtype)
+            interm = (x * ia3_scaling).to(previous_dtype)
+            return self.base_layer(interm)
+        result = self.base_layer(x)
+        result_dtype = result.dtype
+        return (result * ia3_scaling).to(result_dtype)
+
+
+class VeraLinear(nn.Module):
+    """PEFT vera.Linear (tuners/vera/layer.py VeraLayer.update_layer, Linear.forward): trainable lambda_d (r)
+    and lambda_b (out) over the model's shared frozen vera_A (r × max in) and vera_B (max out × r). PEFT keeps
+    the projections as buffers of a BufferDict; they are frozen parameters here so that the instruments file
+    the slices F.linear saves under parameters (the memory is the same)."""
+
+    def __init__(self, base, vera_A, vera_B, rank, dropout, dtype):
+        super().__init__()
+        self.base_layer = base
+        self.vera = (vera_A, vera_B)  # shared; registered once on the model
+        self.vera_lambda_b = nn.Parameter(torch.ones(base.out_features, dtype=dtype))
+        self.vera_lambda_d = nn.Parameter(torch.full((rank,), 0.1, dtype=dtype))
+        self.vera_dropout = nn.Dropout(p=dropout) if dropout > 0 else nn.Identity()
+
+    def forward(self, x):
+        previous_dtype = x.dtype
+        result = self.base_layer(x)
+        orig_dtype = result.dtype
+        lambda_d, lambda_b = self.vera_lambda_d, self.vera_lambda_b
+        vera_A, vera_B = self.vera
+        sliced_A = vera_A[:, : self.base_layer.in_features]
+        sliced_B = vera_B[: self.base_layer.out_features, :]
+        if x.dtype != lambda_d.dtype:  # _cast_input_dtype
+            x = x.to(lambda_d.dtype)
+        result = result + lambda_b * F.linear(lambda_d * F.linear(self.vera_dropout(x), sliced_A), sliced_B)
+        result = result.to(orig_dtype)
+        return result.to(previous_dtype)
+
+
+class LNTuningLayer(nn.Module):
+    """PEFT LNTuningLayer (tuners/ln_tuning/layer.py): the base norm frozen, a deep copy of it trained and
+    used in forward."""
+
+    def __init__(self, base, dtype):
+        super().__init__()
+        self.base_layer = base
+        self.ln_tuning_layer = copy.deepcopy(base).to(dtype)
+        self.ln_tuning_layer.weight.requires_grad_(True)
+
+    def forward(self, x):
+        return self.ln_tuning_layer(x)
+
+
 class Attention(nn.Module):
     def __init__(self, cfg, layer_idx):
         super().__init__()
@@ -378,12 +447,24 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.checkpointing = None  # None | "reentrant" | "non_reentrant"
         self.input_requires_grad = False  # PreTrainedModel.enable_input_require_grads
+        self.prompt_encoder = None  # prompt tuning: PromptEmbedding and its prompt_tokens
+
+    def add_prompt(self, num_virtual_tokens):
+        """PEFT prompt tuning (peft_model.py _setup_prompt_encoder, tuners/prompt_tuning/model.py
+        PromptEmbedding): an fp32 nn.Embedding of num_virtual_tokens × hidden and the arange of its ids."""
+        self.prompt_encoder = nn.Embedding(num_virtual_tokens, self.cfg["hidden"])
+        self.register_buffer("prompt_tokens", torch.arange(num_virtual_tokens).long(), persistent=False)
 
     def hidden(self, input_ids):
         b, s = input_ids.shape
         hidden_states = self.embed_tokens(input_ids)
         if self.input_requires_grad:
             hidden_states.requires_grad_(True)
+        if self.prompt_encoder is not None:  # PeftModelForCausalLM.forward, get_prompt
+            prompt_tokens = self.prompt_tokens.unsqueeze(0).expand(b, -1)
+            prompts = self.prompt_encoder(prompt_tokens).to(hidden_states.dtype)
+            hidden_states = torch.cat((prompts, hidden_states), dim=1)
+            s = hidden_states.shape[1]
         if self.gemma:
             normalizer = torch.tensor(self.cfg["hidden"] ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
@@ -535,6 +616,39 @@ def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
                 replaced += 1
     if replaced == 0:
         raise ValueError(f"target_modules {targets!r} matched nothing")
+    return model
+
+
+def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="down_proj", virtual_tokens=0):
+    """get_peft_model for IA3, VeRA, LN tuning and prompt tuning: freeze everything, then add the method."""
+    for p in model.parameters():
+        p.requires_grad_(False)
+    if peft_type == "prompt_tuning":
+        model.add_prompt(virtual_tokens)  # PromptEmbedding stays fp32 whatever the model's dtype
+        return model
+    if peft_type == "ln_tuning":  # the Llama mapping: every RMSNorm of the blocks and the final norm
+        for parent in list(model.modules()):
+            for name, child in list(parent.named_children()):
+                if isinstance(child, (LlamaRMSNorm, GemmaRMSNorm)):
+                    setattr(parent, name, LNTuningLayer(child, dtype or child.weight.dtype))
+        return model
+    wanted = set(LINEAR_NAMES) if targets == "all-linear" else set(targets.split(","))
+    sites = [(parent, name, child) for parent in list(model.modules()) for name, child in parent.named_children()
+             if isinstance(child, nn.Linear) and name in wanted and name != "lm_head"]
+    if not sites:
+        raise ValueError(f"target_modules {targets!r} matched nothing")
+    if peft_type == "vera":  # VeraModel._find_dim: the widest input and output over the targets
+        in_dim = max(c.in_features for _, _, c in sites)
+        out_dim = max(c.out_features for _, _, c in sites)
+        generator = torch.Generator().manual_seed(0)
+        model.vera_A = nn.Parameter(torch.rand(rank, in_dim, generator=generator).to(dtype), requires_grad=False)
+        model.vera_B = nn.Parameter(torch.rand(out_dim, rank, generator=generator).to(dtype), requires_grad=False)
+    for parent, name, child in sites:
+        if peft_type == "ia3":
+            wrapped = IA3Linear(child, name in feedforward.split(","), dtype or child.weight.dtype)
+        else:
+            wrapped = VeraLinear(child, model.vera_A, model.vera_B, rank, dropout, dtype or child.weight.dtype)
+        setattr(parent, name, wrapped)
     return model
 
 

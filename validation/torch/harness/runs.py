@@ -34,7 +34,13 @@ def build_model(row, layers=None):
     """The model in the row's dtype, LoRA applied if asked, in training mode."""
     model = modules.build(model_config(row, layers))
     model.to(DTYPES[row["dtype"]])
-    if row["method"] == "lora":
+    peft_type = row.get("peft_type") or "lora"
+    if row["method"] == "lora" and peft_type != "lora":
+        adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else DTYPES[row["dtype"]]
+        modules.apply_peft(model, peft_type, row["lora_targets"], int(row["lora_rank"] or 0),
+                           float(row["lora_dropout"] or 0), adapter_dtype,
+                           virtual_tokens=int(row.get("virtual_tokens") or 0))
+    elif row["method"] == "lora":
         adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else None
         modules.apply_lora(model, row["lora_targets"], int(row["lora_rank"]), 2 * int(row["lora_rank"]),
                            float(row["lora_dropout"] or 0), adapter_dtype, row.get("use_dora") == "1")
@@ -218,6 +224,9 @@ def run_step(row):
     input_ids = torch.randint(0, v, (b, s))
     labels = input_ids.clone()
     num_items = modules.num_items_in_batch(labels)
+    if model.prompt_encoder is not None:  # PeftModelForCausalLM.forward: -100 labels for the virtual tokens
+        prefix_labels = torch.full((b, model.prompt_tokens.numel()), -100)
+        labels = torch.cat((prefix_labels, labels), dim=1)
     params = [p for p in model.parameters() if p.requires_grad]
     opt = make_optimizer(row, params)
     forward_loss(model, row, input_ids, labels, num_items).backward()  # warm-up: creates the optimizer state
