@@ -24,6 +24,7 @@ struct run_options {
   std::string targets = "all-linear";
   std::string ia3_feedforward = "down_proj";
   std::string virtual_tokens;
+  std::string init_lora_weights;
   std::string optimizer = "adamw_torch";
   std::string precision = "bf16-mixed";
   std::string block = "256";
@@ -102,6 +103,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--ia3-feedforward", o.ia3_feedforward, "IA3 feedforward_modules (scaled on their input)")
       ->capture_default_str();
   app.add_option("--virtual-tokens", o.virtual_tokens, "prompt tuning num_virtual_tokens");
+  app.add_option(
+      "--init-lora-weights", o.init_lora_weights,
+      "PEFT init_lora_weights: gaussian | pissa | pissa_niter_N | olora (PiSSA / OLoRA: a load-phase "
+      "transient)");
   app.add_option("--optimizer", o.optimizer, "transformers optim string, e.g. adamw_torch, adamw_8bit")
       ->capture_default_str();
   app.add_option("--precision", o.precision, "bf16-mixed | fp32-autocast | bf16-pure | fp32 | fp16-autocast")
@@ -226,6 +231,11 @@ inline training_setup setup_from(const run_options& o) {
   s.lora.feedforward = parse_lora_targets(o.ia3_feedforward);
   if (!o.virtual_tokens.empty())
     s.lora.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
+  if (!o.init_lora_weights.empty()) {
+    s.lora.init = parse_lora_init(o.init_lora_weights, "--init-lora-weights");
+    if (s.method == training_method::full)
+      throw input_error("--init-lora-weights", "initialises LoRA adapters: it needs --method lora or qlora");
+  }
   if (type == peft_type::prompt_tuning && o.virtual_tokens.empty())
     throw input_error("--virtual-tokens", "is required with --peft-type prompt-tuning (PEFT has no default)");
   s.nf4.double_quant = !o.no_double_quant;

@@ -186,6 +186,21 @@ TEST_CASE("Accuracy: the load phase (an fp32 checkpoint cast to bf16) is byte-ex
   CHECK(checked >= 6);
 }
 
+TEST_CASE("Accuracy: PiSSA and OLoRA initialisation transients are byte-exact", "[accuracy][load]") {
+  int checked = 0;
+  for (const measured_row& r : rows()) {
+    if (r.kind() != "init") continue;
+    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("init_lora_weights"));
+    const model_shape m = shape_of(r);
+    const training_setup s = setup_of(r);
+    const init_transient init = lora_init_transient(m, s);
+    CHECK(signed_bytes(init.amount) == delta(r, "load_peak"));
+    CHECK(parameter_count(m).count() + adapter_count(m, s.lora).count() == r.count("params"));
+    ++checked;
+  }
+  CHECK(checked >= 11);
+}
+
 TEST_CASE("Accuracy: the grid is the one the issue asks for", "[accuracy]") {
   std::map<std::string, int> kinds;
   for (const measured_row& r : rows()) ++kinds[r.kind()];

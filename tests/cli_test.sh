@@ -91,6 +91,10 @@ expect "ia3 dropout" 2 'lora_dropout: applies to LoRA and VeRA only' -- --method
 expect "vera explain" 0 'shared vera_A, vera_B' -- --method lora --peft-type vera --rank 256 --explain
 expect "ln tuning" 0 '"peft_type": "ln-tuning"' -- --method lora --peft-type ln-tuning --json
 expect "prompt tokens" 0 'blocks and loss see seq-len \+ 16' -- --method lora --peft-type prompt-tuning --virtual-tokens 16
+expect "pissa init" 0 '"init_transient_bytes": 1007828992' -- --method lora --init-lora-weights pissa --json
+expect "pissa explain" 0 'init     init_lora_weights pissa' -- --method lora --init-lora-weights pissa --explain
+expect "pissa qlora" 2 'init_lora_weights: PiSSA needs a 16- or 32-bit base' -- --method qlora --init-lora-weights pissa
+expect "init unknown" 2 "--init-lora-weights: unknown 'svd'; valid: gaussian" -- --method lora --init-lora-weights svd
 expect "prompt no tokens" 2 '--virtual-tokens: is required with --peft-type prompt-tuning' -- --method lora --peft-type prompt-tuning
 expect "lora-fa json" 0 '"peft_type": "lora-fa"' -- --method lora --peft-type lora-fa --json
 expect "dora full" 2 '--peft-type: dora adapts a frozen base' -- --peft-type dora

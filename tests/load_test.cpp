@@ -106,3 +106,46 @@ TEST_CASE("Load phase: left out, with a note, when the model is sharded", "[load
     return n.rfind("load phase: not modelled under sharding", 0) == 0;
   }));
 }
+
+TEST_CASE("PiSSA and OLoRA: the initialisation transient of the worst adapted module", "[load]") {
+  training_setup s;
+  s.method = training_method::lora;
+  s.precision = precision_route::bf16_pure;
+  // Llama-3.1-8B down_proj (4,096 x 14,336) is the worst: with k = 4,096 and r 16, a bf16 base,
+  // PiSSA keeps the fp32 copy M, U (4,096 x k), S, Vh (k x 14,336), B@A and the residual (2M), new A and B.
+  const std::uint64_t out = 4096, in = 14336, k = 4096, r = 16, M = out * in * 4;
+  s.lora.init = lora_init::pissa;
+  init_transient t = lora_init_transient(llama_3_1_8b, s);
+  CHECK(t.weight_values.count() == out * in);
+  CHECK(t.amount.count() == M + 4 * (out * k + k + k * in) + 2 * M + 4 * r * (in + out));
+  s.lora.init = lora_init::pissa_niter;
+  CHECK(lora_init_transient(llama_3_1_8b, s).amount.count() == M + 2 * M + 8 * r * (in + out) + 4 * r);
+  // OLoRA: Q (out x k), R (k x in), s*B (out x r), s*B@A; a fp32 base needs no copy. gate_proj and up_proj
+  // (14,336 x 4,096) are the worst: their s*B is the widest.
+  s.lora.init = lora_init::olora;
+  s.precision = precision_route::fp32;
+  CHECK(lora_init_transient(llama_3_1_8b, s).amount.count() ==
+        4 * (in * k + k * out) + M + 4 * r * (in + out) + 4 * in * r);
+  // The load phase exists with an initialisation alone, and is the larger of its two moments.
+  run_config run;
+  run.setup = s;
+  const training_estimate e = estimate_training({llama_3_1_8b, 0}, run);
+  CHECK(e.has_phase(step_phase::load));
+  const memory_buckets& load = e.phases[static_cast<std::size_t>(step_phase::load)];
+  CHECK(load.temporaries == lora_init_transient(llama_3_1_8b, s).amount);
+  CHECK(load.adapter_weights == e.statics.buckets.adapter_weights);
+  run.setup.lora.init = lora_init::standard;
+  CHECK_FALSE(estimate_training({llama_3_1_8b, 0}, run).has_phase(step_phase::load));
+  // PiSSA needs a 16- or 32-bit base, as PEFT says; OLoRA dequantises a 4-bit one first.
+  s.method = training_method::qlora;
+  s.lora.init = lora_init::pissa;
+  test::require_input_error([&] { (void)lora_init_transient(llama_3_1_8b, s); }, "init_lora_weights",
+                            "16- or 32-bit base");
+  s.lora.init = lora_init::olora;
+  CHECK(lora_init_transient(llama_3_1_8b, s).amount.count() ==
+        out * in * 2 + M + 4 * (in * k + k * out) + M + 4 * r * (in + out) + 4 * in * r);
+  CHECK(parse_lora_init("pissa_niter_16") == lora_init::pissa_niter);
+  CHECK(parse_lora_init("gaussian") == lora_init::standard);
+  test::require_input_error([] { (void)parse_lora_init("pissa_niter_"); }, "init_lora_weights",
+                            "valid: gaussian");
+}

@@ -128,6 +128,7 @@ inline training_setup setup_of(const measured_row& r) {
         s.lora.targets = lora_targets::all_linear();  // not read by these methods
       if (r.has("virtual_tokens")) s.lora.virtual_tokens = r.count("virtual_tokens");
     }
+    if (r.has("init_lora_weights")) s.lora.init = parse_lora_init(r.text("init_lora_weights"));
   }
   const std::string& optimizer = r.text("optimizer");
   if (optimizer == "adamw" || optimizer == "adam") {

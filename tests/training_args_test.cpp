@@ -240,9 +240,19 @@ TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are 
   j["peft_config"]["init_lora_weights"] = "pissa_niter_4";
   const training_args b = training_args_from_json(j, m, "inline");
   CHECK(std::count_if(b.notes.begin(), b.notes.end(), [](const std::string& n) {
-          return n.find("use_rslora: scaling alpha/sqrt(r) only") == 0 ||
-                 n.find("init_lora_weights \"pissa_niter_4\"") == 0;
-        }) == 2);
+          return n.find("use_rslora: scaling alpha/sqrt(r) only") == 0;
+        }) == 1);
+  CHECK(b.run.setup.lora.init == lora_init::pissa_niter);  // priced: a load-phase transient
+  j["peft_config"]["init_lora_weights"] = "corda";
+  const training_args c = training_args_from_json(j, m, "inline");
+  CHECK(c.run.setup.lora.init == lora_init::standard);
+  CHECK(std::count_if(c.notes.begin(), c.notes.end(), [](const std::string& n) {
+          return n.find("init_lora_weights \"corda\": its one-off initialisation") == 0;
+        }) == 1);
+  j["peft_config"]["init_lora_weights"] = "pissa_niter_x";
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/init_lora_weights",
+                            "unknown 'pissa_niter_x'");
+  j["peft_config"]["init_lora_weights"] = "olora";
   j["peft_config"]["peft_type"] = "PREFIX_TUNING";
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/peft_type",
                             "'PREFIX_TUNING' is not modelled yet", "IA3, VERA, LN_TUNING, PROMPT_TUNING");

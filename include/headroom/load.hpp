@@ -42,7 +42,13 @@ struct load_estimate {
   bytes transient{0};  ///< the largest tensor's copies and quantisation temporaries
   params largest{
       0};  ///< values in the tensor that sets the transient (the one in flight at the worst moment)
+  bytes init_transient{0};  ///< PiSSA / OLoRA initialisation of the worst adapted module (0: none)
+  params init_largest{0};   ///< values of the base weight that sets it
   [[nodiscard]] constexpr bytes total() const { return weights + transient; }
+  /// Whether the estimate has a load phase at all (a load path, or an adapter initialisation).
+  [[nodiscard]] constexpr bool modelled() const {
+    return path != load_path::none || init_transient.count() != 0;
+  }
 };
 
 namespace detail {
@@ -70,6 +76,79 @@ constexpr std::uint64_t torchao_nf4_transient(std::uint64_t n, std::uint64_t b, 
   return base + (chunked > packing ? chunked : packing);
 }
 }  // namespace detail
+
+namespace detail {
+/// PEFT's init of one adapted weight of `out` × `in` values in `b`-byte base storage at rank r, as the new
+/// bytes alive at its worst moment (peft/tuners/lora/layer.py; byte-exact on the CPU rows init-253…init-263):
+///   cast  = out·in·4 when the base is not fp32 (weight.to(float32))
+///   pissa       cast + 4·(out·k + k + k·in) + 2·out·in·4 + 4·r·(in + out)   (U, S, Vh of the SVD; B@A and
+///   the
+///               residual at the subtraction; the new fp32 lora_A, lora_B)
+///   pissa_niter cast + 2·out·in·4 + 8·r·(in + out) + 4·r                  (svd_lowrank's r-wide factors)
+///   olora       cast + 4·(out·k + k·in) + out·in·4 + 4·r·(in + out) + 4·out·r + scalar  (Q, R; scale·B, its
+///               product with A)
+/// with k = min(out, in). LAPACK's and cuSOLVER's own workspaces are not counted (on the CPU they never
+/// exceed the later moment; on a GPU cuSOLVER's gesvdj workspace is extra).
+constexpr std::uint64_t lora_init_transient(lora_init init, std::uint64_t out, std::uint64_t in,
+                                            std::uint64_t r, std::uint64_t b, std::uint64_t scalar) {
+  const std::uint64_t f = fp32_bytes, k = out < in ? out : in;
+  const std::uint64_t matrix = checked_mul(checked_mul(out, in, "init transient"), f, "init transient");
+  const std::uint64_t cast = b == f ? 0 : matrix;
+  const std::uint64_t adapters = f * r * (in + out);
+  switch (init) {
+    case lora_init::standard:
+      return 0;
+    case lora_init::pissa:
+      return cast + f * (out * k + k + k * in) + 2 * matrix + adapters;
+    case lora_init::pissa_niter:
+      return cast + 2 * matrix + 2 * adapters + f * r;
+    case lora_init::olora:
+      return cast + f * (out * k + k * in) + matrix + adapters + f * out * r + scalar;
+  }
+  return 0;
+}
+}  // namespace detail
+
+/// The worst adapted module's initialisation transient (see detail::lora_init_transient), and its size.
+struct init_transient {
+  bytes amount{0};
+  params weight_values{0};
+};
+[[nodiscard]] constexpr init_transient lora_init_transient(const model_shape& m, const training_setup& s) {
+  init_transient worst;
+  if (s.method == training_method::full || s.lora.init == lora_init::standard) return worst;
+  if (s.method == training_method::qlora && s.lora.init != lora_init::olora)
+    detail::fail("init_lora_weights",
+                 "PiSSA needs a 16- or 32-bit base (PEFT raises the same); initialise it, then quantise the "
+                 "residual");
+  // OLoRA over a 4-bit base dequantises first (dequantize_module_weight): the weight arrives in the compute
+  // dtype before its fp32 copy.
+  const std::uint64_t b = s.method == training_method::qlora ? 0 : detail::weight_bytes(s.precision);
+  visit_parameters(m, [&](const param_tensor& t) {
+    if (!adapts(s.lora, t) || t.role != tensor_role::linear_weight) return;
+    std::uint64_t v = detail::lora_init_transient(s.lora.init, t.rows, t.cols, s.lora.rank, b,
+                                                  detail::saved_scalar_bytes(s.runtime));
+    if (b == 0) v += t.numel() * detail::bf16_bytes;  // the dequantised 16-bit weight
+    if (v > worst.amount.count()) worst = {bytes(v), params(t.numel())};
+  });
+  return worst;
+}
+
+/// What an initialisation keeps alive at its worst moment (for --explain).
+[[nodiscard]] constexpr std::string_view init_mechanism(lora_init i) {
+  switch (i) {
+    case lora_init::pissa:
+      return "the fp32 weight, its full SVD (U, S, Vh) and, at the residual W - s*B@A, the product and the "
+             "result";
+    case lora_init::pissa_niter:
+      return "the fp32 weight, svd_lowrank's r-wide factors and, at the residual, the product and the result";
+    case lora_init::olora:
+      return "the fp32 weight, its QR (Q, R) and s*B@A";
+    case lora_init::standard:
+      break;
+  }
+  return "";
+}
 
 /// Where each path's transient comes from (for --explain and docs/peak.md).
 [[nodiscard]] constexpr std::string_view load_mechanism(load_path p) {
@@ -100,7 +179,13 @@ constexpr std::uint64_t torchao_nf4_transient(std::uint64_t n, std::uint64_t b, 
                                                     const static_estimate& st, load_path path) {
   load_estimate e;
   e.path = path;
-  if (path == load_path::none) return e;
+  const init_transient init = lora_init_transient(m, s);
+  e.init_transient = init.amount;
+  e.init_largest = init.weight_values;
+  if (path == load_path::none) {
+    if (init.amount.count() != 0) e.weights = st.buckets.weights;  // the initialisation moment alone
+    return e;
+  }
   const bool quantised = s.method == training_method::qlora;
   const std::uint64_t b = detail::weight_bytes(s.precision);  // the dtype the checkpoint is loaded in
   e.weights = st.buckets.weights;

@@ -10,6 +10,7 @@
 #include <string_view>
 
 #include "choices.hpp"
+#include "error.hpp"
 #include "model.hpp"
 #include "units.hpp"
 
@@ -142,6 +143,34 @@ inline constexpr std::string_view unmodelled_peft_types =
   return false;
 }
 
+/// LoraConfig.init_lora_weights, where it changes memory: PiSSA and OLoRA initialise each adapter from an
+/// fp32 SVD or QR of its base weight at get_peft_model (peft/tuners/lora/layer.py pissa_init, olora_init).
+enum class lora_init : std::uint8_t {
+  standard,     ///< True / "gaussian": random A, zero B, nothing transient
+  pissa,        ///< "pissa": torch.linalg.svd of the whole weight
+  pissa_niter,  ///< "pissa_niter_[n]": torch.svd_lowrank with n subspace iterations
+  olora,        ///< "olora": torch.linalg.qr of the weight
+};
+inline constexpr std::array<named<lora_init>, 4> lora_init_names{{{"default", lora_init::standard},
+                                                                  {"pissa", lora_init::pissa},
+                                                                  {"pissa-niter", lora_init::pissa_niter},
+                                                                  {"olora", lora_init::olora}}};
+
+/// Reads init_lora_weights as PEFT spells it: "gaussian" (or "default", "true"), "pissa", "pissa_niter_[n]",
+/// "olora".
+[[nodiscard]] inline lora_init parse_lora_init(std::string_view text,
+                                               const std::string& field = "init_lora_weights") {
+  if (text == "default" || text == "true" || text == "gaussian") return lora_init::standard;
+  if (text == "pissa") return lora_init::pissa;
+  if (text == "olora") return lora_init::olora;
+  constexpr std::string_view niter = "pissa_niter_";
+  if (text.substr(0, niter.size()) == niter && text.size() > niter.size() &&
+      text.find_first_not_of("0123456789", niter.size()) == std::string_view::npos)
+    return lora_init::pissa_niter;
+  throw input_error(field, "unknown '" + std::string(text) +
+                               "'; valid: gaussian (the default), pissa, pissa_niter_[n], olora");
+}
+
 /// PEFT LoraConfig essentials for memory (alpha does not change memory).
 struct lora_config {
   std::uint64_t rank = 16;  ///< r
@@ -154,7 +183,8 @@ struct lora_config {
   peft_method method = peft_method::lora;  ///< the PEFT method; rank and targets serve LoRA, IA3 and VeRA
   /// IA3's feedforward_modules: scaled on their input (1 × in) rather than their output (out × 1).
   lora_targets feedforward = lora_targets{}.add(module_name::down_proj);
-  std::uint64_t virtual_tokens = 0;  ///< prompt tuning's num_virtual_tokens (PEFT has no default)
+  std::uint64_t virtual_tokens = 0;      ///< prompt tuning's num_virtual_tokens (PEFT has no default)
+  lora_init init = lora_init::standard;  ///< init_lora_weights: PiSSA / OLoRA add a transient at load
 };
 
 /// Sets the method and LoRA's variant flags from a --peft-type name.
@@ -230,6 +260,8 @@ constexpr void validate_lora(const lora_config& c) {
   if (c.dropout > 0 && c.method != peft_method::lora && c.method != peft_method::vera)
     fail("lora_dropout", "applies to LoRA and VeRA only (IA3, LN tuning and prompt tuning have no dropout)");
   if (c.virtual_tokens > max_virtual_tokens) fail("num_virtual_tokens", "is absurdly large");
+  if (c.init != lora_init::standard && c.method != peft_method::lora)
+    fail("init_lora_weights", "PiSSA and OLoRA initialise LoRA adapters: they need peft_type LORA");
 }
 [[noreturn]] HEADROOM_COLD inline void fail_no_target_matched() {
   fail("target_modules", "matches no module of this model");

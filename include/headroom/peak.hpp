@@ -54,9 +54,9 @@ struct training_estimate {
   step_phase peak_phase = step_phase::forward_end;
   bool paged_state = false;  ///< the optimizer state is in CUDA unified memory (paged_*)
 
-  /// Whether `p` is a phase of this estimate (the load phase only when a load path was given).
+  /// Whether `p` is a phase of this estimate (the load phase only with a load path or a PiSSA / OLoRA init).
   [[nodiscard]] constexpr bool has_phase(step_phase p) const {
-    return p != step_phase::load || load.path != load_path::none;
+    return p != step_phase::load || load.modelled();
   }
   [[nodiscard]] constexpr const memory_buckets& at_peak() const {
     return phases[static_cast<std::size_t>(peak_phase)];
@@ -258,14 +258,21 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   // The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists.
   // It is modelled for one GPU's whole model; a sharded or model-parallel layout leaves it out (sharded
   // loading is not modelled: load_not_modelled says so).
-  const load_path loading = load_not_modelled(r) ? load_path::none : r.load;
-  const load_estimate load = estimate_load(spec.shape, r.setup, statics, loading);
-  const memory_buckets load_phase =
-      loading == load_path::none ? memory_buckets{}
-                                 : memory_buckets{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
-                                                  bytes(0),     bytes(0), load.transient, overhead};
+  const bool one_whole_model = r.parallel.shard == sharding::none && r.parallel.gpus() == 1;
+  const load_path loading = one_whole_model ? r.load : load_path::none;
+  load_estimate load = estimate_load(spec.shape, r.setup, statics, loading);
+  if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
+  // Its worst moment: the last tensor arriving (above), or PEFT's PiSSA / OLoRA initialisation of the worst
+  // adapted module with every weight and adapter in place.
+  const memory_buckets arrival{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
+                               bytes(0),     bytes(0), load.transient, overhead};
+  const memory_buckets init{st.weights, st.adapter_weights,  bytes(0), bytes(0), bytes(0), bytes(0),
+                            bytes(0),   load.init_transient, overhead};
+  const memory_buckets load_phase = !load.modelled()                             ? memory_buckets{}
+                                    : init.total_bytes() > arrival.total_bytes() ? init
+                                                                                 : arrival;
   const std::array<varying, 4> step{{forward_end, backward_start, backward_end, optimizer_step}};
-  if (loading != load_path::none && load_phase.total_bytes() > phase(step[peak]).total_bytes())
+  if (load.modelled() && load_phase.total_bytes() > phase(step[peak]).total_bytes())
     peak = static_cast<std::size_t>(step_phase::load);
   // sizes: each bucket's largest value over the phases.
   auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
@@ -490,6 +497,11 @@ inline std::string impl_reason(const training_setup& s) {
     notes.emplace_back(
         "overhead: the measured --overhead-gb value replaces the context, workspace and "
         "fragmentation model");
+  if (r.setup.method != training_method::full && r.setup.lora.init != lora_init::standard &&
+      (r.parallel.shard != sharding::none || r.parallel.gpus() != 1))
+    notes.emplace_back(
+        "init_lora_weights: the PiSSA / OLoRA initialisation transient is priced for one GPU's whole model "
+        "only; it is left out of this layout");
   if (load_not_modelled(r))
     notes.emplace_back(
         "load phase: not modelled under sharding or model parallelism (each rank loads its shard); "

@@ -103,12 +103,18 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                                    {"total_bytes", b.total_bytes().count()}};
   }
   j["phases"] = phases;
-  if (e.load.path != load_path::none)
+  if (e.load.modelled()) {
     j["load"] = {{"path", choice_name(load_path_names, e.load.path)},
                  {"weights_bytes", e.load.weights.count()},
                  {"transient_bytes", e.load.transient.count()},
                  {"largest_tensor_params", e.load.largest.count()},
                  {"total_bytes", e.phases[static_cast<std::size_t>(step_phase::load)].total_bytes().count()}};
+    if (e.load.init_transient.count() != 0) {
+      j["load"]["init_lora_weights"] = choice_name(lora_init_names, r.setup.lora.init);
+      j["load"]["init_transient_bytes"] = e.load.init_transient.count();
+      j["load"]["init_weight_params"] = e.load.init_largest.count();
+    }
+  }
   j["peak_phase"] = choice_name(phase_names, e.peak_phase);
   j["total_bytes"] = e.total_bytes().count();
   j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();

@@ -316,6 +316,12 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                     choice_name(load_path_names, e.load.path), gb(e.load.weights), gb(e.load.transient),
                     with_commas(e.load.largest.count()), gb(at(step_phase::load).total_bytes()),
                     load_mechanism(e.load.path)));
+  if (e.load.init_transient.count() != 0)
+    line(fmt::format(
+        "  init     init_lora_weights {}: weights + adapters + the worst module's transient {} (its base "
+        "weight has {} values): {} (peft lora/layer.py pissa_init / olora_init; docs/peak.md)",
+        choice_name(lora_init_names, s.lora.init), gb(e.load.init_transient),
+        with_commas(e.load.init_largest.count()), init_mechanism(s.lora.init)));
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
                    gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
                    gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),

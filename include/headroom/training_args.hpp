@@ -342,18 +342,19 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
     r.setup.lora.dropout =
         detail::args_number(*peft, *method == peft_method::vera ? "vera_dropout" : "lora_dropout", po, 0.0);
     if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
-    // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an SVD / QR of each
-    // base weight in fp32 (peft/tuners/lora/layer.py pissa_init, olora_init): a one-off transient at
-    // get_peft_model that is not priced yet.
+    // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an fp32 SVD / QR of
+    // each base weight (peft/tuners/lora/layer.py pissa_init, olora_init): a load-phase transient.
     if (detail::read_bool_or(*peft, "use_rslora", po, false))
       a.notes.emplace_back("use_rslora: scaling alpha/sqrt(r) only, no memory effect");
     if (const auto init_weights = peft->find("init_lora_weights");
         init_weights != peft->end() && init_weights->is_string()) {
       const std::string how = init_weights->get<std::string>();
-      if (how.rfind("pissa", 0) == 0 || how == "olora" || how == "corda" || how == "eva" || how == "loftq")
-        a.notes.push_back("init_lora_weights \"" + how +
-                          "\": the one-off initialisation (an fp32 SVD / QR of each adapted weight at "
-                          "get_peft_model) is not priced; the training step is");
+      if (how == "corda" || how == "eva" || how == "loftq" || how == "orthogonal")
+        a.notes.push_back(
+            "init_lora_weights \"" + how +
+            "\": its one-off initialisation at get_peft_model is not priced; the training step is");
+      else
+        r.setup.lora.init = parse_lora_init(how, po + "/init_lora_weights");
     }
     if (r.setup.lora.use_dora)
       a.notes.emplace_back(

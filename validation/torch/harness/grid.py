@@ -28,7 +28,7 @@ CONFIG_COLUMNS = [
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
     "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora", "lora_fa",
-    "peft_type", "virtual_tokens",
+    "peft_type", "virtual_tokens", "init_lora_weights",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -248,6 +248,14 @@ def later_rows():
     rows.append(_row("step", "qwen3", dtype="fp32", **step_kw, **peft("prompt_tuning", virtual_tokens=12)))
     rows.append(_row("step", "gemma2", dtype="bf16", checkpointing="non_reentrant", **step_kw,
                      **peft("prompt_tuning", virtual_tokens=4)))
+    # LoRA initialised from the base weights (init_lora_weights): an fp32 SVD or QR per adapted module.
+    for init in ("pissa", "pissa_niter_4", "olora"):
+        for family, dtype in (("llama", "bf16"), ("qwen3", "fp32"), ("mixtral", "bf16")):
+            # (not Mixtral's router: its 4 outputs are fewer than r, which svd_lowrank refuses)
+            targets = "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj" if family == "mixtral" else "all-linear"
+            rows.append(_row("init", family, dtype=dtype, init_lora_weights=init, **lora(targets)))
+    rows.append(_row("init", "phi3", dtype="bf16", init_lora_weights="pissa", **lora(rank=16)))
+    rows.append(_row("init", "llama", dtype="bf16", init_lora_weights="olora", **lora("q_proj,v_proj", rank=4)))
     return rows
 
 
@@ -262,4 +270,5 @@ def rows():
 CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "loss-087", "loss-099", "loss-107",
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
-           "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252"]
+           "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
+           "init-259"]

@@ -652,6 +652,48 @@ def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="dow
     return model
 
 
+def pissa_init(layer, mode):
+    """PEFT lora/layer.py LoraLayer.pissa_init ("pissa" and "pissa_niter_[n]"), line for line."""
+    weight = layer.base_layer.weight
+    dtype = weight.dtype
+    weight = weight.to(torch.float32)
+    r = layer.lora_A.weight.shape[0]
+    if mode == "pissa":
+        V, S, Uh = torch.linalg.svd(weight.data, full_matrices=False)
+        Vr = V[:, :r]
+        Sr = S[:r]
+        Sr /= layer.scaling
+        Uhr = Uh[:r]
+    else:
+        Vr, Sr, Ur = torch.svd_lowrank(weight.data, r, niter=int(mode.split("_niter_")[-1]))
+        Sr /= layer.scaling
+        Uhr = Ur.t()
+    lora_A = torch.diag(torch.sqrt(Sr)) @ Uhr
+    lora_B = Vr @ torch.diag(torch.sqrt(Sr))
+    layer.lora_A.weight.data = lora_A
+    layer.lora_B.weight.data = lora_B
+    weight = weight.data - layer.scaling * lora_B @ lora_A
+    weight = weight.to(dtype)
+    layer.base_layer.weight.data = weight
+
+
+def olora_init(layer):
+    """PEFT lora/layer.py LoraLayer.olora_init (a 16- or 32-bit base), line for line."""
+    orig_weight = layer.base_layer.weight
+    dtype = orig_weight.dtype
+    weight_tensor = orig_weight
+    scale_factor = layer.scaling
+    r = layer.lora_A.weight.shape[0]
+    weight_tensor = weight_tensor.to(torch.float32)
+    Q, R = torch.linalg.qr(weight_tensor.data)
+    Qr, Rr = Q[:, :r], R[:r]
+    layer.lora_A.weight.data = Rr.contiguous()
+    layer.lora_B.weight.data = Qr.contiguous()
+    weight_tensor.data -= scale_factor * layer.lora_B.weight @ layer.lora_A.weight
+    weight_tensor = weight_tensor.to(dtype)
+    layer.base_layer.weight.data = weight_tensor
+
+
 def build(cfg, seed=0):
     torch.manual_seed(seed)
     model = CausalLM(cfg)
