@@ -56,6 +56,7 @@ struct run_options {
   std::string nccl_channels;
   bool ddp_bucket_view = false;
   bool non_reentrant = false;
+  bool compile = false;
   bool sgd_momentum = false;
   bool optimizer_in_backward = false;
   std::string zero;
@@ -138,6 +139,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       "direct | bnb-4bit | torchao-nf4 | fp32-cast: price loading the checkpoint as a phase of the "
       "peak");
   app.add_flag("--non-reentrant", o.non_reentrant, "torch.utils.checkpoint(use_reentrant=False)");
+  app.add_flag(
+      "--compile", o.compile,
+      "torch.compile (TrainingArguments torch_compile, torchtune compile): Inductor's fused, recomputed "
+      "elementwise chains");
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
       ->capture_default_str();
   app.add_option("--torch", o.torch, "2 | 1.13: the PyTorch generation (autograd and optimizer details)")
@@ -182,17 +187,18 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
-  for (const char* flag : {"--method",        "--rank",
-                           "--targets",       "--optimizer",
-                           "--precision",     "--batch",
-                           "--seq-len",       "--grad-accum",
-                           "--attention",     "--eager-attention",
-                           "--checkpointing", "--no-checkpointing",
-                           "--loss",          "--ce-chunk",
-                           "--fused-ce",      "--lora-dropout",
-                           "--non-reentrant", "--offload-scope",
-                           "--peft-type",     "--ia3-feedforward",
-                           "--virtual-tokens"})
+  for (const char* flag : {"--method",         "--rank",
+                           "--targets",        "--optimizer",
+                           "--precision",      "--batch",
+                           "--seq-len",        "--grad-accum",
+                           "--attention",      "--eager-attention",
+                           "--checkpointing",  "--no-checkpointing",
+                           "--loss",           "--ce-chunk",
+                           "--fused-ce",       "--lora-dropout",
+                           "--non-reentrant",  "--offload-scope",
+                           "--peft-type",      "--ia3-feedforward",
+                           "--virtual-tokens", "--init-lora-weights",
+                           "--compile"})
     args->excludes(app.get_option(flag));
 }
 
@@ -269,6 +275,7 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
                            : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
   r.activations.attention_dropout = o.attention_dropout;
   r.activations.reentrant = !o.non_reentrant;
+  r.activations.compiled = o.compile;
   if (!o.offload_scope.empty()) {
     if (!offloads_activations(r.activations.ckpt))
       throw input_error("--offload-scope",

@@ -445,3 +445,49 @@ TEST_CASE("The longest inventory fits: every switch that adds terms, on every li
   CHECK(longest == 142);
   CHECK(longest < activation_terms::capacity);
 }
+
+namespace {
+constexpr activation_config compiled_llama_batch() {
+  activation_config c;
+  c.batch = 2;
+  c.seq_len = 1024;
+  c.ckpt = checkpointing::none;
+  c.compiled = true;
+  return c;
+}
+constexpr std::uint64_t compiled_block_by_hand() {
+  const std::uint64_t t = 2048, d = 4096, q = 4096, kv = 1024, f = 14336, a = 32;
+  // Two norms keep their bf16 input (2td) and rstd (4t); flash keeps q/k/v 2t(q + 2kv), its output 2tq and
+  // lse 4ta; the SwiGLU keeps gate_proj's and up_proj's outputs (2·2tf). Everything else is recomputed.
+  return 2 * (2 * t * d + 4 * t) + 2 * t * (q + 2 * kv) + 2 * t * q + 4 * t * a + 2 * 2 * t * f;
+}
+}  // namespace
+
+static_assert(layer_inventory(llama_3_1_8b, full_ft, compiled_llama_batch()).total() ==
+              bytes(compiled_block_by_hand()));
+
+TEST_CASE("torch.compile: a Llama-3.1-8B block keeps matmul and kernel outputs, norm inputs and rstd",
+          "[activations]") {
+  const activation_config c = compiled_llama_batch();
+  const bytes compiled = layer_inventory(llama_3_1_8b, full_ft, c).total();
+  CHECK(compiled == bytes(compiled_block_by_hand()));
+  activation_config eager = c;
+  eager.compiled = false;
+  const bytes before = layer_inventory(llama_3_1_8b, full_ft, eager).total();
+  CHECK(compiled < before);
+  // LoRA on all seven linears adds lora_A's r-wide output per module (bf16 adapters): 7 · 2·t·16.
+  CHECK(layer_inventory(llama_3_1_8b, lora16, c).total() - compiled == bytes(7 * 2 * 2048 * 16));
+  // Not modelled, and said so: MoE blocks, eager attention, DoRA.
+  activation_config eager_attention = c;
+  eager_attention.attention = attention_impl::eager;
+  require_input_error([&] { (void)layer_inventory(llama_3_1_8b, full_ft, eager_attention); }, "compile",
+                      "eager / sdpa-math attention");
+  model_shape moe = llama_3_1_8b;
+  moe.num_experts = 8;
+  moe.num_experts_per_tok = 2;
+  moe.moe_intermediate_size = 1024;
+  require_input_error([&] { (void)layer_inventory(moe, full_ft, c); }, "compile", "MoE");
+  training_setup dora = lora16;
+  dora.lora.use_dora = true;
+  require_input_error([&] { (void)layer_inventory(llama_3_1_8b, dora, c); }, "compile", "DoRA");
+}

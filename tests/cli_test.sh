@@ -95,6 +95,10 @@ expect "pissa init" 0 '"init_transient_bytes": 1007828992' -- --method lora --in
 expect "pissa explain" 0 'init     init_lora_weights pissa' -- --method lora --init-lora-weights pissa --explain
 expect "pissa qlora" 2 'init_lora_weights: PiSSA needs a 16- or 32-bit base' -- --method qlora --init-lora-weights pissa
 expect "init unknown" 2 "--init-lora-weights: unknown 'svd'; valid: gaussian" -- --method lora --init-lora-weights svd
+expect "compile json" 0 '"compile": true' -- --compile --json
+expect "compile explain" 0 'compiled torch.compile: AOTAutograd' -- --compile --explain
+expect "compile moe" 2 'compile: MoE blocks' -- --preset qwen3-30b-a3b --compile
+expect "compile eager" 2 'compile: eager / sdpa-math attention' -- --compile --eager-attention
 expect "prompt no tokens" 2 '--virtual-tokens: is required with --peft-type prompt-tuning' -- --method lora --peft-type prompt-tuning
 expect "lora-fa json" 0 '"peft_type": "lora-fa"' -- --method lora --peft-type lora-fa --json
 expect "dora full" 2 '--peft-type: dora adapts a frozen base' -- --peft-type dora

@@ -120,6 +120,25 @@ TEST_CASE("Property: every phase is the sum of its buckets, and the peak is the 
   }
 }
 
+TEST_CASE("Property: torch.compile never keeps more than eager, where it is modelled", "[property]") {
+  generator g;
+  INFO("seed " << seed());
+  int compared = 0;
+  for (int i = 0; i < cases; ++i) {
+    const model_spec spec = g.model();
+    run_config r = g.run();
+    r.activations.compiled = true;
+    if (compile_not_modelled(spec.shape, r.setup, r.activations) != nullptr) continue;
+    const activation_estimate compiled = estimate_activations(spec.shape, r.setup, r.activations);
+    r.activations.compiled = false;
+    const activation_estimate eager = estimate_activations(spec.shape, r.setup, r.activations);
+    REQUIRE(compiled.layer <= eager.layer);
+    REQUIRE(compiled.gpu <= eager.gpu);
+    ++compared;
+  }
+  CHECK(compared > 50);
+}
+
 TEST_CASE("Property: the totals equal the sums of the terms and tensors they summarise", "[property]") {
   generator g;
   INFO("seed " << seed());

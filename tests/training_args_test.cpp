@@ -332,3 +332,20 @@ TEST_CASE("Invalid training args are errors naming the field", "[training_args][
   test::require_input_error(with({{"gradient_checkpointing", "yes"}}), "/gradient_checkpointing",
                             "true or false");
 }
+
+TEST_CASE("torch_compile (and torchtune's compile) switch Inductor's fusions on where they are modelled",
+          "[training_args]") {
+  const loaded_model dense = preset("qwen3-1.7b");
+  nlohmann::json j = {{"torch_compile", true}};
+  CHECK(training_args_from_json(j, dense, "inline").run.activations.compiled);
+  j = {{"compile", true}};  // torchtune's recipe key
+  CHECK(training_args_from_json(j, dense, "inline").run.activations.compiled);
+  // An MoE model is priced eager, with a note (the CLI's --compile is an error there instead).
+  const loaded_model moe = preset("qwen3-30b-a3b");
+  j = {{"torch_compile", true}};
+  const training_args a = training_args_from_json(j, moe, "inline");
+  CHECK_FALSE(a.run.activations.compiled);
+  CHECK(std::count_if(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+          return n.find("torch_compile: not modelled for MoE blocks") == 0;
+        }) == 1);
+}

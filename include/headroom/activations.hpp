@@ -104,7 +104,26 @@ struct activation_config {
   bool attention_dropout = false;  ///< attention_dropout > 0: the kernel keeps a mask and the dropped scores
   bool reentrant = true;  ///< torch.utils.checkpoint(use_reentrant=...): transformers' default is True
   offload_scope offload_wraps = offload_scope::model;  ///< what the offloading context wraps (offload modes)
+  /// torch.compile (Inductor with AOTAutograd's min-cut partitioner): elementwise chains are fused and
+  /// recomputed in backward, so only matmul outputs, kernel outputs, norm inputs and their rstd are saved.
+  bool compiled = false;
 };
+
+/// Why torch.compile is not modelled for this block, or nullptr when it is (docs/activations.md,
+/// "torch.compile").
+[[nodiscard]] constexpr const char* compile_not_modelled(const model_shape& m, const training_setup& s,
+                                                         const activation_config& c) {
+  if (!c.compiled) return nullptr;
+  if (m.num_experts != 0)
+    return "MoE blocks: the data-dependent expert loop breaks the graph; the routed part is not modelled";
+  if (c.attention == attention_impl::eager || c.attention == attention_impl::sdpa_math)
+    return "eager / sdpa-math attention: Inductor decomposes the score chain, which is not modelled; use "
+           "flash or "
+           "sdpa";
+  if (s.method != training_method::full && s.lora.use_dora)
+    return "DoRA: its weight-norm graph under Inductor is not modelled";
+  return nullptr;
+}
 
 /// The largest micro-batch and sequence length an estimate accepts (anything larger is a typo); the
 /// --fit solvers search up to the same bounds.
@@ -257,6 +276,13 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
   const bool weight_grad = k.norm_weights_train();
   if (!input_grad && !weight_grad) return;  // nothing in it requires grad: autograd records nothing
   const std::uint64_t values = checked_mul(rows, width, "activation size");
+  if (k.c.compiled) {  // Inductor keeps the input and the reduction, and recomputes the normalised output
+    out.add(name, bytes(checked_mul(values, in_bytes, "activation size")),
+            "compiled: the norm's input, from which backward recomputes its output");
+    out.add(name, act(rows, 1, fp32_bytes),
+            "compiled: rsqrt(variance + eps), a reduction it does not recompute");
+    return;
+  }
   const bytes fp32_copy = bytes(checked_mul(values, fp32_bytes, "activation size"));
   if (input_grad) {
     out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
@@ -311,14 +337,16 @@ HEADROOM_INLINE constexpr void add_ia3(Out& out, const block_context& k, const l
   const std::uint64_t a = k.dt.adapter;
   const bool feedforward = k.s.lora.feedforward.contains(site.module);
   const std::uint64_t width = feedforward ? in : site.out;
-  if (feedforward)
-    out.add(mod, act(rows, in, a), "IA3: the input in the adapter dtype, saved for the vector's gradient");
-  else
+  if (feedforward) {
+    if (!k.c.compiled)  // compiled: recomputed from the SwiGLU's saved gate and up outputs
+      out.add(mod, act(rows, in, a), "IA3: the input in the adapter dtype, saved for the vector's gradient");
+  } else {
     out.add(mod, act(rows, site.out, k.dt.compute), "IA3: the base output, saved for the vector's gradient");
+  }
   if (k.input_grad)
     out.add(mod, act(width, site.copies, a),
             "IA3: ia3_scaling (1 · the vector), saved for the other operand");
-  if (k.scalar != 0)
+  if (k.scalar != 0 && !k.c.compiled)
     out.add(mod, bytes(k.scalar * site.copies), "IA3: the Python int 1 that starts ia3_scaling, saved by it");
 }
 
@@ -333,13 +361,27 @@ HEADROOM_INLINE constexpr void add_vera(Out& out, const block_context& k, const 
   const std::uint64_t r = k.s.lora.rank;
   const std::uint64_t product = k.dt.autocast ? bf16_bytes : k.dt.adapter;
   if (k.s.lora.dropout > 0 && k.input_grad)
-    out.add(mod, act(rows, in, mask_bytes(k, k.dt.adapter)), "VeRA: vera_dropout's mask");
-  if (k.dt.autocast) {
+    out.add(mod, act(rows, in, k.c.compiled ? 1 : mask_bytes(k, k.dt.adapter)), "VeRA: vera_dropout's mask");
+  if (k.dt.autocast && !k.c.compiled) {  // compiled: casts of frozen tensors are recomputed
     if (k.input_grad) out.add(mod, act(r, in, bf16_bytes), "VeRA: vera_A's slice cast to bf16");
     out.add(mod, act(site.out, r, bf16_bytes), "VeRA: vera_B's slice cast to bf16");
   }
   out.add(mod, act(rows, r, product), "VeRA: x·vera_Aᵀ, saved for lambda_d's gradient");
   out.add(mod, act(rows, site.out, product), "VeRA: (lambda_d·…)·vera_Bᵀ, saved for lambda_b's gradient");
+}
+
+/// An adapted linear under torch.compile: the adapter's matmul outputs stay, its input casts and dropout
+/// products are recomputed, and a dropout mask (a random op, never recomputed) is kept as bool.
+template <class Out>
+HEADROOM_INLINE constexpr void add_compiled_adapter(Out& out, const block_context& k, const linear_site& site,
+                                                    std::uint64_t rows, std::uint64_t in) {
+  const std::string_view mod = module_label(site.module);
+  if (k.s.lora.method == peft_method::ia3) return add_ia3(out, k, site, rows, in);
+  if (k.s.lora.method == peft_method::vera) return add_vera(out, k, site, rows, in);
+  if (k.s.lora.dropout > 0 && k.input_grad)
+    out.add(mod, act(rows, in, 1), "compiled: lora_dropout's bool mask (random ops are not recomputed)");
+  out.add(mod, act(rows, k.s.lora.rank, k.dt.autocast ? bf16_bytes : k.dt.adapter),
+          "compiled: lora_A's output, a matmul output kept for lora_B");
 }
 
 template <class Out>
@@ -348,6 +390,10 @@ HEADROOM_INLINE constexpr void add_linear(Out& out, const block_context& k, cons
                                           bool& saves_shared) {
   const std::string_view mod = module_label(site.module);
   const bool adapted = k.adapted(site.module);
+  if (k.c.compiled) {  // inputs and weight casts are recomputed from what the norms and matmuls saved
+    if (adapted) add_compiled_adapter(out, k, site, rows, in);
+    return;
+  }
   if (k.dt.autocast) {
     const std::uint64_t weight = checked_mul(checked_mul(in, site.out), site.copies, "weight copies");
     // autocast casts the fp32 weight for every call (cached when it is a trainable leaf) and an fp32
@@ -502,6 +548,13 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   };
   const std::uint64_t gate = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
   const std::uint64_t up = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  if (k.c.compiled) {  // act(gate)·up is recomputed in backward from the two matmul outputs
+    out.add("gate_proj output", act(rows, ff, gate), "compiled: a matmul output kept for the fused SwiGLU");
+    out.add("up_proj output", act(rows, ff, up), "compiled: a matmul output kept for the fused SwiGLU");
+    add_linear_group(out, k, "down_proj input", rows, ff, gate > up ? gate : up,
+                     std::array<linear_site, 1>{{{mn::down_proj, d, copies}}});
+    return;
+  }
   out.add("gate_proj output", act(rows, ff, gate), "saved by the activation function (SiLU / GELU)");
   out.add("act(gate)", act(rows, ff, gate), "saved by the product with up_proj's output");
   out.add("up_proj output", act(rows, ff, up), "saved by the product with act(gate)");
@@ -514,6 +567,7 @@ template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
                            Out& out, bool input_grad = true) {
   using mn = module_name;
+  if (const char* why = compile_not_modelled(m, s, c)) fail("compile", why);
   const block_context k0 = context_of(m, s, c, input_grad);
   const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");

@@ -312,60 +312,43 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
   if (c.use_dora) visit(param_tensor{t.module, tr::norm_weight, t.rows, 0, t.copies});  // magnitude
 }
 
-/// The same count without the tensors, per copy; 0 when not adapted. LoRA: r·(in + out) (+ out for DoRA).
-[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,
-                                                                              const lora_config& c) {
-  if (!adapts(c, t)) return 0;
+/// What one adapted base tensor adds, per copy, in one pass: values stored and trainable, trainable tensors
+/// and the largest of them (zeros when `t` is not adapted). LoRA: r·(in + out) (+ out for DoRA), lora_A's
+/// r·in frozen under LoRA-FA; IA3: in (feedforward) or out; VeRA: r + out; LN tuning: the norm's width.
+struct adapter_counts {
+  std::uint64_t stored = 0, trainable = 0, tensors = 0, largest = 0;
+};
+[[nodiscard]] HEADROOM_INLINE constexpr adapter_counts adapter_counts_per_copy(const param_tensor& t,
+                                                                               const lora_config& c) {
+  if (!adapts(c, t)) return {};
   switch (c.method) {  // validated sizes: no overflow
-    case peft_method::ia3:
-      return c.feedforward.contains(t.module) ? t.cols : t.rows;
+    case peft_method::ia3: {
+      const std::uint64_t v = c.feedforward.contains(t.module) ? t.cols : t.rows;
+      return {v, v, 1, v};
+    }
     case peft_method::vera:
-      return c.rank + t.rows;
+      return {c.rank + t.rows, c.rank + t.rows, 2, t.rows > c.rank ? t.rows : c.rank};
     case peft_method::ln_tuning:
-      return t.numel();
+      return {t.rows, t.rows, 1, t.rows};
     case peft_method::prompt_tuning:
-      return 0;
+      return {};
     case peft_method::lora:
       break;
   }
-  return c.rank * (t.cols + t.rows) + (c.use_dora ? t.rows : 0);
+  const std::uint64_t a = c.rank * t.cols, b = t.rows * c.rank, magnitude = c.use_dora ? t.rows : 0;
+  return {a + b + magnitude, (c.freeze_a ? 0 : a) + b + magnitude,
+          (c.use_dora ? 3u : 2u) - (c.freeze_a ? 1u : 0u),
+          c.rank * (c.freeze_a || t.rows > t.cols ? t.rows : t.cols)};  // B (out × r) or A (r × in)
+}
+/// The values stored per copy (adapter_counts_per_copy's `stored`): W09's r·(in + out) for LoRA.
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,
+                                                                              const lora_config& c) {
+  return adapter_counts_per_copy(t, c).stored;
 }
 /// The values of those that train: lora_A's r·in drop out under LoRA-FA.
 [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t trainable_adapter_values_per_copy(
     const param_tensor& t, const lora_config& c) {
-  const std::uint64_t all = adapter_values_per_copy(t, c);
-  return all != 0 && c.freeze_a ? all - c.rank * t.cols : all;
-}
-/// Trainable adapter tensors per adapted copy, and the largest of them (for the optimizer's bookkeeping).
-[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_tensors_per_copy(const lora_config& c) {
-  switch (c.method) {
-    case peft_method::ia3:
-    case peft_method::ln_tuning:
-      return 1;
-    case peft_method::vera:
-      return 2;
-    case peft_method::prompt_tuning:
-      return 0;
-    case peft_method::lora:
-      break;
-  }
-  return (c.use_dora ? 3u : 2u) - (c.freeze_a ? 1u : 0u);
-}
-[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t largest_adapter_tensor(const param_tensor& t,
-                                                                             const lora_config& c) {
-  switch (c.method) {
-    case peft_method::ia3:
-      return adapter_values_per_copy(t, c);
-    case peft_method::vera:
-      return t.rows > c.rank ? t.rows : c.rank;
-    case peft_method::ln_tuning:
-      return t.numel();
-    case peft_method::prompt_tuning:
-      return 0;
-    case peft_method::lora:
-      break;
-  }
-  return c.rank * (c.freeze_a || t.rows > t.cols ? t.rows : t.cols);  // B (out × r) or A (r × in)
+  return adapter_counts_per_copy(t, c).trainable;
 }
 
 /// Adapter tensors of the model rather than of one base tensor: VeRA's shared frozen projections vera_A

@@ -248,11 +248,10 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
       const std::uint64_t n = t.total().count();
       model = checked_add(model, n, "parameter count");
-      if (const std::uint64_t per_copy = adapter_values_per_copy(t, s.lora); per_copy != 0) {
-        stored = checked_add(stored, checked_mul(per_copy, t.copies), "adapters");
-        adapters = checked_add(adapters, checked_mul(trainable_adapter_values_per_copy(t, s.lora), t.copies),
-                               "adapters");
-        note_tensor(adapter_tensors_per_copy(s.lora) * t.copies, largest_adapter_tensor(t, s.lora));
+      if (const adapter_counts a = adapter_counts_per_copy(t, s.lora); a.stored != 0) {
+        stored = checked_add(stored, checked_mul(a.stored, t.copies), "adapters");
+        adapters = checked_add(adapters, checked_mul(a.trainable, t.copies), "adapters");
+        note_tensor(a.tensors * t.copies, a.largest);
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");

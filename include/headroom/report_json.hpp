@@ -94,6 +94,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
     j["workload"]["offload_scope"] = choice_name(offload_scope_names, a.offload_wraps);
     j["activation_host_bytes"] = e.activations.host.count();
   }
+  if (a.compiled) j["workload"]["compile"] = true;  // only when compiled
   j["buckets"] = detail::buckets_json(e.sizes);
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : phase_names) {

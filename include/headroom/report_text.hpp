@@ -140,10 +140,10 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   const activation_config& a = r.activations;
   line(fmt::format(
       "workload   micro-batch {} x seq-len {} (accumulation {}) | attention {} | checkpointing {} | "
-      "activations {} | loss {}",
+      "activations {}{} | loss {}",
       a.batch, a.seq_len, r.grad_accum_steps, choice_name(attention_names, a.attention),
       choice_name(checkpointing_names, a.ckpt), choice_name(activation_formula_names, a.formula),
-      choice_name(loss_names, r.loss.impl)));
+      a.compiled ? " (torch.compile)" : "", choice_name(loss_names, r.loss.impl)));
   line("");
   line(detail::header_row({"size", "at peak"}, with_gib));
   const memory_buckets& peak = e.at_peak();
@@ -277,6 +277,13 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         "eye)), the cast base weight, s*lora_weight and the sum), freed when the module returns; "
         "at forward_end and in the recompute (docs/activations.md)",
         with_commas(e.activations.module_transient.count())));
+  if (a.compiled)
+    line(
+        "      compiled torch.compile: AOTAutograd's min-cut partitioner keeps matmul and attention-kernel "
+        "outputs, "
+        "each norm's input and rstd, and recomputes the fused elementwise chains (norms, SwiGLU, RoPE, "
+        "casts, "
+        "dropout products) in backward; the loss head is priced as --loss says (docs/activations.md)");
   if (offloads_activations(a.ckpt))
     line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
                      gb(e.activations.host),

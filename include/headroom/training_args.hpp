@@ -240,7 +240,9 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
   if (a.padding_free && r.activations.attention != attention_impl::flash)
     a.notes.emplace_back(
         "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
-  a.torch_compile = detail::read_bool_or(j, "torch_compile", origin, false);
+  // TrainingArguments torch_compile; torchtune's recipe key `compile` (applied once the PEFT setup is known).
+  a.torch_compile = detail::read_bool_or(j, "torch_compile", origin, false) ||
+                    detail::read_bool_or(j, "compile", origin, false);
 
   // FSDP through TrainingArguments: `fsdp` ("full_shard auto_wrap", ...) and fsdp_config (transformers
   // training_args.py; the world size comes from the launcher: --gpus).
@@ -418,6 +420,14 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
     r.loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
   }
 
+  if (a.torch_compile) {  // Inductor's fusions, where headroom models them; otherwise priced eager, said so
+    r.activations.compiled = true;
+    if (const char* why = compile_not_modelled(model.spec.shape, r.setup, r.activations)) {
+      r.activations.compiled = false;
+      a.notes.push_back(std::string("torch_compile: not modelled for ") + why +
+                        "; priced eager (an upper bound)");
+    }
+  }
   static const std::set<std::string> used{"config_class",
                                           "per_device_train_batch_size",
                                           "gradient_accumulation_steps",
@@ -447,6 +457,7 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
                                           "fsdp",
                                           "fsdp_config",
                                           "torch_compile",
+                                          "compile",
                                           "peft_config",
                                           "quantization_config"};
   for (const auto& item : j.items())
