@@ -409,13 +409,7 @@ TEST_CASE("The longest inventory fits: every switch that adds terms, on every li
           "[activations]") {
   // MoE with a shared expert, q/k norms, four norms, eager attention with dropout and soft-capping, CPU
   // scalars, fp32 adapters with dropout under autocast: DoRA lists the most (142 terms).
-  model_shape m{};
-  m.hidden_size = 256;
-  m.num_hidden_layers = 2;
-  m.num_attention_heads = 4;
-  m.num_key_value_heads = 2;
-  m.head_dim = 64;
-  m.vocab_size = 1000;
+  model_shape m = dense(256, 0, 2, 4, 2, 64, 1000, false);
   m.qk_norm = true;
   m.attention_bias = true;
   m.norms_per_layer = 4;

@@ -187,42 +187,33 @@ struct lora_config {
   lora_init init = lora_init::standard;  ///< init_lora_weights: PiSSA / OLoRA add a transient at load
 };
 
+/// Each --peft-type name's method (DoRA and LoRA-FA are LoRA with a flag).
+struct peft_type_method {
+  peft_type type;
+  peft_method method;
+};
+inline constexpr std::array<peft_type_method, 7> peft_type_methods{
+    {{peft_type::lora, peft_method::lora},
+     {peft_type::dora, peft_method::lora},
+     {peft_type::lora_fa, peft_method::lora},
+     {peft_type::ia3, peft_method::ia3},
+     {peft_type::vera, peft_method::vera},
+     {peft_type::ln_tuning, peft_method::ln_tuning},
+     {peft_type::prompt_tuning, peft_method::prompt_tuning}}};
 /// Sets the method and LoRA's variant flags from a --peft-type name.
 constexpr void set_peft_type(lora_config& c, peft_type t) {
   c.use_dora = t == peft_type::dora;
   c.freeze_a = t == peft_type::lora_fa;
-  switch (t) {
-    case peft_type::ia3:
-      c.method = peft_method::ia3;
-      break;
-    case peft_type::vera:
-      c.method = peft_method::vera;
-      break;
-    case peft_type::ln_tuning:
-      c.method = peft_method::ln_tuning;
-      break;
-    case peft_type::prompt_tuning:
-      c.method = peft_method::prompt_tuning;
-      break;
-    default:
-      c.method = peft_method::lora;
-  }
+  for (const peft_type_method& e : peft_type_methods)
+    if (e.type == t) c.method = e.method;
 }
 /// The --peft-type name of a configuration (the inverse of set_peft_type).
 [[nodiscard]] constexpr peft_type peft_type_of(const lora_config& c) {
-  switch (c.method) {
-    case peft_method::ia3:
-      return peft_type::ia3;
-    case peft_method::vera:
-      return peft_type::vera;
-    case peft_method::ln_tuning:
-      return peft_type::ln_tuning;
-    case peft_method::prompt_tuning:
-      return peft_type::prompt_tuning;
-    case peft_method::lora:
-      break;
-  }
-  return c.use_dora ? peft_type::dora : c.freeze_a ? peft_type::lora_fa : peft_type::lora;
+  if (c.method == peft_method::lora)
+    return c.use_dora ? peft_type::dora : c.freeze_a ? peft_type::lora_fa : peft_type::lora;
+  for (const peft_type_method& e : peft_type_methods)
+    if (e.method == c.method) return e.type;
+  return peft_type::lora;
 }
 /// Methods that wrap targeted linears (LoRA, IA3, VeRA); LN tuning trains the norms, prompt tuning an
 /// embedding of its own.
