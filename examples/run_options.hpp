@@ -24,6 +24,8 @@ struct run_options {
   std::string targets = "all-linear";
   std::string ia3_feedforward = "down_proj";
   std::string virtual_tokens;
+  std::string encoder_hidden_size;
+  bool prefix_projection = false;
   std::string init_lora_weights;
   std::string optimizer = "adamw_torch";
   std::string precision = "bf16-mixed";
@@ -34,6 +36,7 @@ struct run_options {
   std::string formula = "detailed";
   std::string attention = "flash";
   std::string checkpointing = "full";
+  bool checkpointing_given = false;  ///< --checkpointing or --no-checkpointing was on the command line
   std::string loss = "naive";
   std::string ce_chunk;
   std::string fused_ce;
@@ -96,14 +99,19 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--rank", o.rank, "LoRA rank r")->capture_default_str();
   app.add_option(
          "--peft-type", o.peft_type,
-         "lora | dora | lora-fa | ia3 | vera | ln-tuning | prompt-tuning (with --method lora or qlora)")
+         "lora | dora | lora-fa | ia3 | vera | ln-tuning | prompt-tuning | p-tuning | prefix-tuning (with "
+         "--method lora or qlora)")
       ->capture_default_str();
   app.add_option("--targets", o.targets,
                  "target_modules (LoRA, IA3, VeRA): all-linear or e.g. k_proj,v_proj,down_proj")
       ->capture_default_str();
   app.add_option("--ia3-feedforward", o.ia3_feedforward, "IA3 feedforward_modules (scaled on their input)")
       ->capture_default_str();
-  app.add_option("--virtual-tokens", o.virtual_tokens, "prompt tuning num_virtual_tokens");
+  app.add_option("--virtual-tokens", o.virtual_tokens, "prompt, P- and prefix tuning num_virtual_tokens");
+  app.add_option("--encoder-hidden-size", o.encoder_hidden_size,
+                 "P-tuning / prefix tuning encoder_hidden_size (default: the encoder's token_dim)");
+  app.add_flag("--prefix-projection", o.prefix_projection,
+               "prefix tuning prefix_projection: the prefix from an embedding through a 2-layer MLP");
   app.add_option(
       "--init-lora-weights", o.init_lora_weights,
       "PEFT init_lora_weights: gaussian | pissa | pissa_niter_N | olora (PiSSA / OLoRA: a load-phase "
@@ -122,8 +130,9 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--attention", o.attention, "eager | sdpa | flash")->capture_default_str();
   app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)");
   app.add_option("--checkpointing", o.checkpointing,
-                 "none | full | selective | offload | checkpoint-offload | unsloth")
-      ->capture_default_str();
+                 "none | full | selective | offload | checkpoint-offload | unsloth (prefix tuning: none)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.checkpointing_given = true; });
   app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
   app.add_option("--loss", o.loss, "naive | chunked | liger | cce | chunked-output | linear-ce")
@@ -187,17 +196,30 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
-  for (const char* flag : {"--method",         "--rank",
-                           "--targets",        "--optimizer",
-                           "--precision",      "--batch",
-                           "--seq-len",        "--grad-accum",
-                           "--attention",      "--eager-attention",
-                           "--checkpointing",  "--no-checkpointing",
-                           "--loss",           "--ce-chunk",
-                           "--fused-ce",       "--lora-dropout",
-                           "--non-reentrant",  "--offload-scope",
-                           "--peft-type",      "--ia3-feedforward",
-                           "--virtual-tokens", "--init-lora-weights",
+  for (const char* flag : {"--method",
+                           "--rank",
+                           "--targets",
+                           "--optimizer",
+                           "--precision",
+                           "--batch",
+                           "--seq-len",
+                           "--grad-accum",
+                           "--attention",
+                           "--eager-attention",
+                           "--checkpointing",
+                           "--no-checkpointing",
+                           "--loss",
+                           "--ce-chunk",
+                           "--fused-ce",
+                           "--lora-dropout",
+                           "--non-reentrant",
+                           "--offload-scope",
+                           "--peft-type",
+                           "--ia3-feedforward",
+                           "--virtual-tokens",
+                           "--init-lora-weights",
+                           "--encoder-hidden-size",
+                           "--prefix-projection",
                            "--compile"})
     args->excludes(app.get_option(flag));
 }
@@ -242,8 +264,18 @@ inline training_setup setup_from(const run_options& o) {
     if (s.method == training_method::full)
       throw input_error("--init-lora-weights", "initialises LoRA adapters: it needs --method lora or qlora");
   }
-  if (type == peft_type::prompt_tuning && o.virtual_tokens.empty())
-    throw input_error("--virtual-tokens", "is required with --peft-type prompt-tuning (PEFT has no default)");
+  if (prompt_learning(s.lora) && o.virtual_tokens.empty())
+    throw input_error("--virtual-tokens",
+                      "is required with --peft-type " + o.peft_type + " (PEFT has no default)");
+  if (!o.encoder_hidden_size.empty()) {
+    if (type != peft_type::p_tuning && type != peft_type::prefix_tuning)
+      throw input_error("--encoder-hidden-size", "needs --peft-type p-tuning or prefix-tuning");
+    s.lora.encoder_hidden_size =
+        parse_count("--encoder-hidden-size", o.encoder_hidden_size, max_encoder_hidden_size);
+  }
+  if (o.prefix_projection && type != peft_type::prefix_tuning)
+    throw input_error("--prefix-projection", "needs --peft-type prefix-tuning");
+  s.lora.prefix_projection = o.prefix_projection;
   s.nf4.double_quant = !o.no_double_quant;
   s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
   s.optim.momentum = o.sgd_momentum;
@@ -273,6 +305,10 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
   r.activations.ckpt = o.no_checkpointing
                            ? checkpointing::none
                            : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
+  // PEFT refuses prefix tuning with gradient checkpointing: without a checkpointing flag it trains without.
+  if (!o.checkpointing_given && !o.no_checkpointing && prefix_positions(r.setup.lora) != 0 &&
+      r.setup.method != training_method::full)
+    r.activations.ckpt = checkpointing::none;
   r.activations.attention_dropout = o.attention_dropout;
   r.activations.reentrant = !o.non_reentrant;
   r.activations.compiled = o.compile;

@@ -433,6 +433,7 @@ TEST_CASE("The longest inventory fits: every switch that adds terms, on every li
     c.seq_len = 16;
     c.attention = attention_impl::eager;
     c.attention_dropout = true;
+    c.ckpt = checkpointing::none;  // prefix tuning refuses checkpointing
     const activation_terms terms = layer_inventory(m, s, c);
     longest = std::max(longest, terms.size);
   }
@@ -484,4 +485,81 @@ TEST_CASE("torch.compile: a Llama-3.1-8B block keeps matmul and kernel outputs, 
   training_setup dora = lora16;
   dora.lora.use_dora = true;
   require_input_error([&] { (void)layer_inventory(llama_3_1_8b, dora, c); }, "compile", "DoRA");
+}
+
+namespace {
+constexpr training_setup prefix20 = [] {
+  training_setup s = with_method(training_method::lora);
+  set_peft_type(s.lora, peft_type::prefix_tuning);
+  s.lora.virtual_tokens = 20;
+  return s;
+}();
+constexpr activation_config llama_prefix_batch(attention_impl a) {
+  activation_config c;  // docs/activations.md, prefix tuning: b 1, s 2,048
+  c.batch = 1;
+  c.seq_len = 2048;
+  c.ckpt = checkpointing::none;
+  c.attention = a;
+  return c;
+}
+bytes term(const activation_terms& terms, std::string_view name) {
+  bytes sum{0};
+  for (const activation_term& t : terms)
+    if (t.name == name) sum += t.amount;
+  return sum;
+}
+}  // namespace
+
+// Prefix tuning: each layer's kernel reads s + P keys; the cache of concatenated keys and values lives until
+// the loss is computed where the kernel saved copies instead.
+static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa)) ==
+              bytes(32ull * 8'470'528));
+static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::flash)) ==
+              bytes(0));
+
+TEST_CASE(
+    "Prefix tuning: the kernels read s + P keys, SDPA keeps the mask as a bias, the cache outlives them",
+    "[activations]") {
+  const activation_terms flash =
+      layer_inventory(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::flash));
+  CHECK(term(flash, "flash-attn k, v") == bytes(2068ull * 2 * 1024 * 2));  // 8,470,528
+  CHECK(term(flash, "flash-attn k, v") == bytes(8'470'528));
+  CHECK(term(flash, "flash-attn q") == bytes(2048ull * 4096 * 2));  // queries stay at s
+  const activation_terms sdpa =
+      layer_inventory(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa));
+  CHECK(term(sdpa, "sdpa attention bias") == bytes(2048ull * 2080 * 2));  // 2,068 keys padded to 2,080
+  CHECK(term(sdpa, "sdpa attention bias") == bytes(8'519'680));
+  CHECK(term(sdpa, "sdpa k, v") == bytes(2068ull * 2 * 4096 * 2));  // repeat_kv: all 32 heads
+  activation_config eager = llama_prefix_batch(attention_impl::eager);
+  const bytes scores = term(layer_inventory(llama_3_1_8b, prefix20, eager), "eager softmax output");
+  CHECK(scores == bytes(32ull * 2048 * 2068 * 4));  // b·a·s·(s + P) in fp32
+  // The step: the cache is forward-only, and the loss sees s positions (no virtual tokens).
+  const activation_estimate e =
+      estimate_activations(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa));
+  CHECK(e.forward_cached == bytes(271'056'896));
+  CHECK(positions_seen(eager, prefix20).seq_len == 2048);
+  // PEFT refuses it with gradient checkpointing; compile is not modelled.
+  eager.ckpt = checkpointing::full;
+  require_input_error([&] { (void)estimate_activations(llama_3_1_8b, prefix20, eager); },
+                      "gradient_checkpointing", "PREFIX_TUNING does not work with gradient checkpointing");
+  activation_config compiled = llama_prefix_batch(attention_impl::flash);
+  compiled.compiled = true;
+  require_input_error([&] { (void)layer_inventory(llama_3_1_8b, prefix20, compiled); }, "compile",
+                      "prefix tuning");
+}
+
+TEST_CASE(
+    "P-tuning: the MLP encoder keeps its embedding output and two ReLU outputs for one copy of the prompts",
+    "[activations]") {
+  training_setup s = with_method(training_method::lora);
+  set_peft_type(s.lora, peft_type::p_tuning);
+  s.lora.virtual_tokens = 20;
+  s.lora.encoder_hidden_size = 1024;
+  s.precision = precision_route::bf16_pure;
+  activation_config c = llama_prefix_batch(attention_impl::flash);
+  const bytes encoder = term(model_level_inventory(llama_3_1_8b, s, c), "prompt encoder");
+  CHECK(encoder == bytes(20ull * 4096 * 4 + 2 * 20ull * 1024 * 4));  // fp32, P rows whatever the batch
+  c.batch = 8;
+  CHECK(term(model_level_inventory(llama_3_1_8b, s, c), "prompt encoder") == encoder);
+  CHECK(positions_seen(c, s).seq_len == 2048 + 20);
 }

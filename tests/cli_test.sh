@@ -82,7 +82,20 @@ expect "overlap needs zero" 2 '--overlap-comm: needs --zero' -- --gpus 2 --overl
 expect "fsdp version unknown" 2 "--fsdp-version: unknown '3'" -- --gpus 2 --fsdp full_shard --fsdp-version 3
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
-expect "peft type unknown" 2 "--peft-type: 'prefix-tuning' is not modelled yet; valid: lora, dora" -- --method lora --peft-type prefix-tuning
+expect "peft type unknown" 2 "--peft-type: 'loha' is not modelled yet; valid: lora, dora" -- --method lora --peft-type loha
+expect "p-tuning" 0 'P-tuning: 20 virtual tokens from an MLP encoder.*50,425,856 adapter parameters' -- --method lora --peft-type p-tuning --virtual-tokens 20
+expect "p-tuning encoder" 0 'once      prompt encoder +327,680 B' -- --method lora --peft-type p-tuning --virtual-tokens 20 --explain
+expect "p-tuning width" 0 '"encoder_hidden_size": 512' -- --method lora --peft-type p-tuning --virtual-tokens 20 --encoder-hidden-size 512 --json
+expect "prefix tuning" 0 '1,310,720 adapter parameters' -- --method lora --peft-type prefix-tuning --virtual-tokens 20
+expect "prefix no checkpointing" 0 'checkpointing none \| activations' -- --method lora --peft-type prefix-tuning --virtual-tokens 20
+expect "prefix keys" 0 'attention reads 2048 \+ 20 prefix keys' -- --method lora --peft-type prefix-tuning --virtual-tokens 20 --explain
+expect "prefix cache" 0 'forward-only 271,056,896 B' -- --method lora --peft-type prefix-tuning --virtual-tokens 20 --attention sdpa --explain
+expect "prefix projection" 0 '68,244,480 adapter parameters' -- --method lora --peft-type prefix-tuning --virtual-tokens 20 --prefix-projection
+expect "prefix checkpointing" 2 'PREFIX_TUNING does not work with gradient checkpointing' -- --method lora --peft-type prefix-tuning --virtual-tokens 20 --checkpointing full
+expect "prefix compile" 2 'compile: prefix tuning' -- --method lora --peft-type prefix-tuning --virtual-tokens 20 --compile
+expect "projection without prefix" 2 '--prefix-projection: needs --peft-type prefix-tuning' -- --method lora --peft-type p-tuning --virtual-tokens 4 --prefix-projection
+expect "encoder width without encoder" 2 '--encoder-hidden-size: needs --peft-type p-tuning or prefix-tuning' -- --method lora --peft-type prompt-tuning --virtual-tokens 4 --encoder-hidden-size 64
+expect "prefix no tokens" 2 '--virtual-tokens: is required with --peft-type prefix-tuning' -- --method lora --peft-type prefix-tuning
 expect "peft type typo" 2 "--peft-type: unknown 'ia4'; valid: lora, dora, lora-fa, ia3" -- --method lora --peft-type ia4
 expect "ia3 json" 0 '"feedforward_modules": "down_proj"' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --json
 expect "ia3 explain" 0 'IA3: the base output, saved for the vector' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --explain

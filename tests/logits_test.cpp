@@ -181,6 +181,23 @@ TEST_CASE("Validation: Cut Cross-Entropy's README benchmark (Gemma-2 2B head, M 
   CHECK(std::fabs(mib_of(cce.forward_peak()) - 1.1) < 1.5);  // about a MiB either way
 }
 
+TEST_CASE("Validation: Cut Cross-Entropy's torch_compile rows are the compiled loss head",
+          "[logits][validation]") {
+  // The same benchmark, F.cross_entropy((e @ c.T).float(), targets) under torch.compile: 4,000.1 MiB in
+  // forward, 12,000.0 more in backward, 16,000.1 over both (shared/validation/logits-kernels.md).
+  activation_config c = tokens(1, 8192);
+  c.compiled = true;
+  const logits_estimate compiled = estimate_logits(gemma_2_2b, full_ft, c, loss_config{});
+  const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / mib; };
+  CHECK(std::fabs(mib_of(compiled.forward_peak()) - 4000.1) < 0.1);
+  CHECK(std::fabs(mib_of(compiled.backward_peak() - compiled.kept) - 12000.0) < 0.1);
+  CHECK(std::fabs(mib_of(compiled.peak()) - 16000.1) < 0.1);
+  CHECK(compiled.kept ==
+        bytes(8192ull * 256'000 * 2 + 8192 * (8 + 8) + 4));  // logits, labels, statistics, loss
+  c.compiled = false;
+  CHECK(estimate_logits(gemma_2_2b, full_ft, c, loss_config{}).peak() > compiled.peak());
+}
+
 TEST_CASE("Validation: Liger's fused linear cross-entropy benchmark (H 4096, V 128256, A100)",
           "[logits][validation]") {
   // Total peak allocated MiB including inputs: two bf16 heads (the script allocates an HF and a

@@ -108,6 +108,19 @@ constexpr lora_config ia3_default = [] {
 // IA3 on PEFT's Llama targets: k_proj and v_proj scale their 1,024 outputs, down_proj its 14,336 inputs.
 static_assert(adapter_count(llama_3_1_8b, ia3_default) == params(32 * (1024 + 1024 + 14336)));
 
+// Prefix tuning at P = 20: 20 x 2·32·1,024 keys and values (token_dim is head_dim x kv_heads under GQA);
+// P-tuning at P = 20: the embedding and three 4,096-wide linears with biases.
+static_assert(adapter_count(llama_3_1_8b, [] {
+                lora_config c = with_peft(peft_type::prefix_tuning);
+                c.virtual_tokens = 20;
+                return c;
+              }()) == params(1'310'720));
+static_assert(adapter_count(llama_3_1_8b, [] {
+                lora_config c = with_peft(peft_type::p_tuning);
+                c.virtual_tokens = 20;
+                return c;
+              }()) == params(50'425'856));
+
 TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values from shapes", "[lora]") {
   constexpr model_spec llama8{llama_3_1_8b, 0};
   const std::uint64_t L = 32, d = 4096, kv = 1024, ff = 14336;
@@ -140,6 +153,33 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
     CHECK(e.trainable_params.count() == (2 * L + 1) * d);
     CHECK(e.trainable_tensors == 2 * L + 1);
   }
+  SECTION("P-tuning: the embedding and the MLP head h -> E -> E -> h, all fp32 and trainable") {
+    s.lora = with_peft(peft_type::p_tuning);
+    s.lora.virtual_tokens = 20;
+    s.precision = precision_route::bf16_pure;
+    const std::uint64_t values = 20 * d + 3 * (d * d + d);  // E = token_dim = hidden_size by default
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(values == 50'425'856);
+    CHECK(e.trainable_params.count() == values);
+    CHECK(e.buckets.adapter_weights == bytes(4 * values));
+    CHECK(e.trainable_tensors == 7);  // embedding, three weights, three biases
+    CHECK(e.largest_trainable.count() == d * d);
+    s.lora.encoder_hidden_size = 512;
+    CHECK(adapter_count(llama_3_1_8b, s.lora).count() ==
+          20 * d + (d * 512 + 512) + (512 * 512 + 512) + (512 * d + d));
+  }
+  SECTION("Prefix tuning: P x 2L·kv keys and values, or an embedding through kv -> E -> 2L·kv") {
+    s.lora = with_peft(peft_type::prefix_tuning);
+    s.lora.virtual_tokens = 20;
+    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    CHECK(e.trainable_params.count() == 20 * 2 * L * kv);  // token_dim = head_dim x kv_heads (GQA)
+    CHECK(e.trainable_params.count() == 1'310'720);
+    CHECK(e.trainable_tensors == 1);
+    s.lora.prefix_projection = true;  // E = token_dim = 1,024 by default
+    CHECK(adapter_count(llama_3_1_8b, s.lora).count() ==
+          20 * kv + (kv * kv + kv) + (kv * 2 * L * kv + 2 * L * kv));
+    CHECK(adapter_count(llama_3_1_8b, s.lora).count() == 68'244'480);
+  }
   SECTION("Prompt tuning: num_virtual_tokens x hidden_size, fp32 whatever the base dtype") {
     s.lora = with_peft(peft_type::prompt_tuning);
     s.lora.virtual_tokens = 20;
@@ -165,7 +205,20 @@ TEST_CASE("PEFT methods: bad combinations are errors naming the field", "[lora]"
   c = with_peft(peft_type::vera);
   c.use_dora = true;
   require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "use_dora", "LoRA variants");
-  CHECK(is_unmodelled_peft_type("prefix-tuning"));
+  c = with_peft(peft_type::prefix_tuning);
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "num_virtual_tokens", "no default");
+  c.virtual_tokens = 8;
+  c.encoder_hidden_size = max_encoder_hidden_size + 1;
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "encoder_hidden_size", "absurdly");
+  c = with_peft(peft_type::prompt_tuning);
+  c.virtual_tokens = 8;
+  c.encoder_hidden_size = 64;
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "encoder_hidden_size", "P-tuning");
+  c.encoder_hidden_size = 0;
+  c.prefix_projection = true;
+  require_input_error([&] { (void)adapter_count(llama_3_1_8b, c); }, "prefix_projection", "prefix tuning");
+  CHECK(is_unmodelled_peft_type("loha"));
+  CHECK_FALSE(is_unmodelled_peft_type("prefix-tuning"));
   CHECK_FALSE(is_unmodelled_peft_type("lora"));  // "adalora" contains it; the list is matched entry by entry
   for (const auto& n : peft_type_names) CHECK(peft_type_of(with_peft(n.value)) == n.value);
 }

@@ -124,9 +124,11 @@ inline training_setup setup_of(const measured_row& r) {
       std::string type = r.text("peft_type");
       std::replace(type.begin(), type.end(), '_', '-');
       set_peft_type(s.lora, parse_choice(peft_type_names, type, "peft_type"));
-      if (s.lora.method == peft_method::ln_tuning || s.lora.method == peft_method::prompt_tuning)
+      if (s.lora.method == peft_method::ln_tuning || prompt_learning(s.lora))
         s.lora.targets = lora_targets::all_linear();  // not read by these methods
       if (r.has("virtual_tokens")) s.lora.virtual_tokens = r.count("virtual_tokens");
+      if (r.has("encoder_hidden_size")) s.lora.encoder_hidden_size = r.count("encoder_hidden_size");
+      s.lora.prefix_projection = r.text("prefix_projection") == "1";
     }
     if (r.has("init_lora_weights")) s.lora.init = parse_lora_init(r.text("init_lora_weights"));
   }

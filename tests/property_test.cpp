@@ -74,6 +74,10 @@ struct generator {
     if (pick(0, 2) == 0) {  // one of the other PEFT methods, with what each needs
       set_peft_type(r.setup.lora, peft_type_names[pick(3, peft_type_names.size() - 1)].value);
       r.setup.lora.virtual_tokens = pick(1, 64);
+      const bool encoder =
+          r.setup.lora.method == peft_method::p_tuning || r.setup.lora.method == peft_method::prefix_tuning;
+      if (encoder && coin()) r.setup.lora.encoder_hidden_size = 64 * pick(1, 64);
+      r.setup.lora.prefix_projection = r.setup.lora.method == peft_method::prefix_tuning && coin();
       r.setup.lora.feedforward = lora_targets{};
       if (r.setup.lora.method != peft_method::vera) r.setup.lora.dropout = 0.0;
     }
@@ -85,6 +89,8 @@ struct generator {
       r.setup.optim.impl = optimizer_impl::automatic;
     r.setup.optim.momentum = coin();
     r.activations.ckpt = static_cast<checkpointing>(pick(0, 4));
+    if (r.setup.method != training_method::full && prefix_positions(r.setup.lora) != 0)
+      r.activations.ckpt = checkpointing::none;  // PEFT refuses prefix tuning with checkpointing
     r.activations.formula = static_cast<activation_formula>(pick(0, 1));
     r.loss.impl = static_cast<loss_impl>(pick(0, loss_names.size() - 1));
     r.loss.chunk_tokens = pick(1, 1024);
@@ -228,6 +234,8 @@ TEST_CASE(
     const model_spec spec = g.model();
     run_config r = g.run();
     if (spec.shape.num_hidden_layers < 2) continue;  // with one layer a checkpoint is pure overhead
+    if (r.setup.method != training_method::full && prefix_positions(r.setup.lora) != 0)
+      r.setup.lora = lora_config{};  // prefix tuning refuses checkpointing (PEFT): compare plain LoRA
     r.activations.ckpt = checkpointing::none;
     const bytes none = estimate_activations(spec.shape, r.setup, r.activations).gpu;
     for (checkpointing k : {checkpointing::full, checkpointing::offload, checkpointing::offload_checkpointed,

@@ -253,9 +253,9 @@ TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are 
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/init_lora_weights",
                             "unknown 'pissa_niter_x'");
   j["peft_config"]["init_lora_weights"] = "olora";
-  j["peft_config"]["peft_type"] = "PREFIX_TUNING";
+  j["peft_config"]["peft_type"] = "LOHA";
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/peft_type",
-                            "'PREFIX_TUNING' is not modelled yet", "IA3, VERA, LN_TUNING, PROMPT_TUNING");
+                            "'LOHA' is not modelled yet", "PROMPT_TUNING, P_TUNING, PREFIX_TUNING");
 }
 
 TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defaults", "[training_args]") {
@@ -287,6 +287,41 @@ TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defau
   j["peft_config"].erase("num_virtual_tokens");
   test::require_input_error([&] { (void)training_args_from_json(j, qwen, "inline"); }, "/num_virtual_tokens",
                             "required");
+}
+
+TEST_CASE("peft_config: P-tuning and prefix tuning, their encoders and PEFT's checks", "[training_args]") {
+  const loaded_model qwen = preset("qwen3-1.7b");
+  nlohmann::json j = {{"peft_config", {{"peft_type", "P_TUNING"}, {"num_virtual_tokens", 20}}}};
+  training_args a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.setup.lora.method == peft_method::p_tuning);
+  CHECK(a.run.setup.lora.encoder_hidden_size == 0);  // PEFT's default: token_dim
+  j["peft_config"]["encoder_hidden_size"] = 256;
+  CHECK(training_args_from_json(j, qwen, "inline").run.setup.lora.encoder_hidden_size == 256);
+  j["peft_config"]["encoder_reparameterization_type"] = "LSTM";
+  test::require_input_error([&] { (void)training_args_from_json(j, qwen, "inline"); },
+                            "/encoder_reparameterization_type", "'LSTM' is not modelled");
+  j["peft_config"]["encoder_reparameterization_type"] = "GRU";
+  test::require_input_error([&] { (void)training_args_from_json(j, qwen, "inline"); },
+                            "/encoder_reparameterization_type", "valid: MLP, LSTM");
+  // SFTConfig turns checkpointing on by default; PEFT refuses it with prefix tuning, so the default yields.
+  j = {{"peft_config",
+        {{"peft_type", "PREFIX_TUNING"}, {"num_virtual_tokens", 30}, {"prefix_projection", true}}}};
+  a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.setup.lora.method == peft_method::prefix_tuning);
+  CHECK(a.run.setup.lora.prefix_projection);
+  CHECK(a.run.activations.ckpt == checkpointing::none);
+  CHECK(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("PREFIX_TUNING does not work") != std::string::npos;
+  }));
+  j["gradient_checkpointing"] = true;  // said explicitly: the estimate refuses it as PEFT does
+  a = training_args_from_json(j, qwen, "inline");
+  CHECK(a.run.activations.ckpt == checkpointing::full);
+  test::require_input_error([&] { (void)estimate_training(qwen.spec, a.run); }, "gradient_checkpointing",
+                            "PREFIX_TUNING does not work with gradient checkpointing");
+  j.erase("gradient_checkpointing");
+  j["peft_config"]["token_dim"] = 512;
+  test::require_input_error([&] { (void)training_args_from_json(j, qwen, "inline"); }, "/token_dim",
+                            "derives it from the model");
 }
 
 TEST_CASE("Packing settings choose how variable-length batches are shaped", "[training_args]") {

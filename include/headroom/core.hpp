@@ -2,13 +2,16 @@
 // The dependency-free core: include this when you only need the numbers (standard library only).
 #pragma once
 
+#include "activation_config.hpp"
 #include "activations.hpp"
 #include "advisor.hpp"
+#include "attention_activations.hpp"
 #include "batching.hpp"
 #include "choices.hpp"
 #include "error.hpp"
 #include "flops.hpp"
 #include "gpu.hpp"
+#include "linear_activations.hpp"
 #include "load.hpp"
 #include "logits.hpp"
 #include "lora.hpp"

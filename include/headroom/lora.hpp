@@ -118,20 +118,33 @@ enum class peft_method : std::uint8_t {
   vera,           ///< VeRA: frozen shared projections, two trainable vectors per linear (tuners/vera)
   ln_tuning,      ///< LayerNorm tuning: a trainable copy of every norm (tuners/ln_tuning)
   prompt_tuning,  ///< prompt tuning: num_virtual_tokens trainable embeddings prepended (tuners/prompt_tuning)
+  p_tuning,       ///< P-tuning: virtual tokens from an embedding through an MLP, prepended (tuners/p_tuning)
+  prefix_tuning,  ///< prefix tuning: keys and values before each layer's own (tuners/prefix_tuning)
 };
 /// The PEFT methods a run can name (--peft-type): LoRA's variants and the other methods.
-enum class peft_type : std::uint8_t { lora, dora, lora_fa, ia3, vera, ln_tuning, prompt_tuning };
-inline constexpr std::array<named<peft_type>, 7> peft_type_names{
+enum class peft_type : std::uint8_t {
+  lora,
+  dora,
+  lora_fa,
+  ia3,
+  vera,
+  ln_tuning,
+  prompt_tuning,
+  p_tuning,
+  prefix_tuning
+};
+inline constexpr std::array<named<peft_type>, 9> peft_type_names{
     {{"lora", peft_type::lora},
      {"dora", peft_type::dora},
      {"lora-fa", peft_type::lora_fa},
      {"ia3", peft_type::ia3},
      {"vera", peft_type::vera},
      {"ln-tuning", peft_type::ln_tuning},
-     {"prompt-tuning", peft_type::prompt_tuning}}};
+     {"prompt-tuning", peft_type::prompt_tuning},
+     {"p-tuning", peft_type::p_tuning},
+     {"prefix-tuning", peft_type::prefix_tuning}}};
 /// PEFT methods not modelled yet (refused by name rather than priced as LoRA).
-inline constexpr std::string_view unmodelled_peft_types =
-    "prefix-tuning, p-tuning, boft, oft, loha, lokr, adalora";
+inline constexpr std::string_view unmodelled_peft_types = "boft, oft, loha, lokr, adalora";
 /// Whether `name` is one of those (a whole entry of the list).
 [[nodiscard]] constexpr bool is_unmodelled_peft_type(std::string_view name) {
   std::string_view rest = unmodelled_peft_types;
@@ -183,7 +196,11 @@ struct lora_config {
   peft_method method = peft_method::lora;  ///< the PEFT method; rank and targets serve LoRA, IA3 and VeRA
   /// IA3's feedforward_modules: scaled on their input (1 × in) rather than their output (out × 1).
   lora_targets feedforward = lora_targets{}.add(module_name::down_proj);
-  std::uint64_t virtual_tokens = 0;      ///< prompt tuning's num_virtual_tokens (PEFT has no default)
+  std::uint64_t virtual_tokens = 0;  ///< prompt, P- and prefix tuning's num_virtual_tokens (no default)
+  /// P-tuning's and prefix tuning's encoder_hidden_size; 0 is PEFT's default, the encoder's token_dim.
+  std::uint64_t encoder_hidden_size = 0;
+  /// Prefix tuning's prefix_projection: the prefix comes from an embedding through a 2-layer MLP.
+  bool prefix_projection = false;
   lora_init init = lora_init::standard;  ///< init_lora_weights: PiSSA / OLoRA add a transient at load
 };
 
@@ -192,14 +209,16 @@ struct peft_type_method {
   peft_type type;
   peft_method method;
 };
-inline constexpr std::array<peft_type_method, 7> peft_type_methods{
+inline constexpr std::array<peft_type_method, 9> peft_type_methods{
     {{peft_type::lora, peft_method::lora},
      {peft_type::dora, peft_method::lora},
      {peft_type::lora_fa, peft_method::lora},
      {peft_type::ia3, peft_method::ia3},
      {peft_type::vera, peft_method::vera},
      {peft_type::ln_tuning, peft_method::ln_tuning},
-     {peft_type::prompt_tuning, peft_method::prompt_tuning}}};
+     {peft_type::prompt_tuning, peft_method::prompt_tuning},
+     {peft_type::p_tuning, peft_method::p_tuning},
+     {peft_type::prefix_tuning, peft_method::prefix_tuning}}};
 /// Sets the method and LoRA's variant flags from a --peft-type name.
 constexpr void set_peft_type(lora_config& c, peft_type t) {
   c.use_dora = t == peft_type::dora;
@@ -222,19 +241,32 @@ constexpr void set_peft_type(lora_config& c, peft_type t) {
 }
 /// Whether the norms' weights train (LN tuning's copies).
 [[nodiscard]] constexpr bool norms_train(const lora_config& c) { return c.method == peft_method::ln_tuning; }
-/// Adapters kept in fp32: PEFT's autocast_adapter_dtype, or prompt tuning's embedding, which PromptEmbedding
-/// creates as an fp32 nn.Embedding whatever the base dtype (tuners/prompt_tuning/model.py).
-[[nodiscard]] constexpr bool fp32_adapters(const lora_config& c) {
-  return c.dtype == adapter_precision::fp32 || c.method == peft_method::prompt_tuning;
+/// PEFT's prompt-learning methods (PeftConfig.is_prompt_learning): prompt, P- and prefix tuning.
+[[nodiscard]] constexpr bool prompt_learning(const lora_config& c) {
+  return c.method == peft_method::prompt_tuning || c.method == peft_method::p_tuning ||
+         c.method == peft_method::prefix_tuning;
 }
-/// The positions every block and the loss see: prompt tuning prepends num_virtual_tokens to each sequence
-/// (PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1), labels padded with -100).
+/// Adapters kept in fp32: PEFT's autocast_adapter_dtype, or a prompt-learning encoder, which PEFT builds
+/// in the default dtype, fp32, whatever the base dtype (peft_model.py _setup_prompt_encoder moves it to
+/// the device only).
+[[nodiscard]] constexpr bool fp32_adapters(const lora_config& c) {
+  return c.dtype == adapter_precision::fp32 || prompt_learning(c);
+}
+/// The positions every block and the loss see: prompt and P-tuning prepend num_virtual_tokens to each
+/// sequence (PeftModelForCausalLM.forward: torch.cat((prompts, inputs_embeds), dim=1), labels padded with
+/// -100).
 [[nodiscard]] constexpr std::uint64_t prompt_positions(const lora_config& c) {
-  return c.method == peft_method::prompt_tuning ? c.virtual_tokens : 0;
+  return c.method == peft_method::prompt_tuning || c.method == peft_method::p_tuning ? c.virtual_tokens : 0;
+}
+/// The key/value positions prefix tuning puts before every layer's own (get_prompt's past_key_values):
+/// attention reads s + P keys for s queries; the loss sees s positions.
+[[nodiscard]] constexpr std::uint64_t prefix_positions(const lora_config& c) {
+  return c.method == peft_method::prefix_tuning ? c.virtual_tokens : 0;
 }
 
 inline constexpr std::uint64_t max_lora_rank = 1u << 16;
 inline constexpr std::uint64_t max_virtual_tokens = 1u << 16;
+inline constexpr std::uint64_t max_encoder_hidden_size = 1u << 20;
 
 namespace detail {
 constexpr void validate_lora(const lora_config& c) {
@@ -246,11 +278,18 @@ constexpr void validate_lora(const lora_config& c) {
     fail("use_dora", "DoRA and LoRA-FA are LoRA variants: they need peft_type LORA");
   if (c.method == peft_method::ia3 && (c.feedforward.mask & ~c.targets.mask) != 0)
     fail("feedforward_modules", "must be a subset of target_modules (PEFT's IA3Config checks the same)");
-  if (c.method == peft_method::prompt_tuning && c.virtual_tokens == 0)
-    fail("num_virtual_tokens", "must be a positive integer (prompt tuning has no default)");
+  if (prompt_learning(c) && c.virtual_tokens == 0)
+    fail("num_virtual_tokens", "must be a positive integer (PEFT's prompt-learning configs have no default)");
   if (c.dropout > 0 && c.method != peft_method::lora && c.method != peft_method::vera)
-    fail("lora_dropout", "applies to LoRA and VeRA only (IA3, LN tuning and prompt tuning have no dropout)");
+    fail("lora_dropout",
+         "applies to LoRA and VeRA only (IA3, LN tuning and prompt, P- and prefix tuning have no dropout)");
   if (c.virtual_tokens > max_virtual_tokens) fail("num_virtual_tokens", "is absurdly large");
+  if (c.encoder_hidden_size != 0 && c.method != peft_method::p_tuning &&
+      c.method != peft_method::prefix_tuning)
+    fail("encoder_hidden_size", "belongs to P-tuning and prefix tuning (their encoders' width)");
+  if (c.encoder_hidden_size > max_encoder_hidden_size) fail("encoder_hidden_size", "is absurdly large");
+  if (c.prefix_projection && c.method != peft_method::prefix_tuning)
+    fail("prefix_projection", "belongs to prefix tuning");
   if (c.init != lora_init::standard && c.method != peft_method::lora)
     fail("init_lora_weights", "PiSSA and OLoRA initialise LoRA adapters: they need peft_type LORA");
 }
@@ -293,6 +332,8 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
       visit(t);
       return;
     case peft_method::prompt_tuning:
+    case peft_method::p_tuning:
+    case peft_method::prefix_tuning:
       return;
     case peft_method::lora:
       break;
@@ -322,6 +363,8 @@ struct adapter_counts {
     case peft_method::ln_tuning:
       return {t.rows, t.rows, 1, t.rows};
     case peft_method::prompt_tuning:
+    case peft_method::p_tuning:
+    case peft_method::prefix_tuning:
       return {};
     case peft_method::lora:
       break;
@@ -342,18 +385,65 @@ struct adapter_counts {
   return adapter_counts_per_copy(t, c).trainable;
 }
 
-/// Adapter tensors of the model rather than of one base tensor: VeRA's shared frozen projections vera_A
-/// (r × the widest targeted input) and vera_B (the widest output × r), registered once
-/// (vera/model.py VeraModel._find_dim, _init_vera_A_vera_B; buffers, so PEFT's parameter count leaves
-/// them out), and prompt tuning's trainable embedding (num_virtual_tokens × hidden_size,
-/// PromptEmbedding). `trainable_only` leaves out VeRA's frozen projections.
+/// The width of a prompt-learning encoder's output per position (PEFT's token_dim): the hidden size, or for
+/// prefix tuning one layer's keys (or values), head_dim · num_key_value_heads (utils/other.py
+/// _prepare_prompt_learning_config, "For grouped-query attention").
+[[nodiscard]] constexpr std::uint64_t prompt_token_dim(const model_shape& m, const lora_config& c) {
+  return c.method == peft_method::prefix_tuning ? kv_width(m) : m.hidden_size;
+}
+/// The encoder's hidden width: encoder_hidden_size, by default token_dim (the same function).
+[[nodiscard]] constexpr std::uint64_t prompt_encoder_width(const model_shape& m, const lora_config& c) {
+  return c.encoder_hidden_size != 0 ? c.encoder_hidden_size : prompt_token_dim(m, c);
+}
+
+/// Adapter tensors of the model rather than of one base tensor, all trainable but VeRA's:
+/// - VeRA's shared frozen projections vera_A (r × the widest targeted input) and vera_B (the widest output
+///   × r), registered once (vera/model.py VeraModel._find_dim, _init_vera_A_vera_B; buffers, so PEFT's
+///   parameter count leaves them out; `trainable_only` leaves them out too);
+/// - prompt tuning's embedding, num_virtual_tokens × hidden_size (prompt_tuning/model.py PromptEmbedding);
+/// - P-tuning's embedding P × h and MLP head h → E → E → h with biases (p_tuning/model.py PromptEncoder;
+///   the LSTM head is not modelled);
+/// - prefix tuning's embedding P × 2·L·kv, or with prefix_projection an embedding P × kv and the MLP
+///   kv → E → 2·L·kv with biases (prefix_tuning/model.py PrefixEncoder).
 template <class Visit>
 constexpr void visit_model_adapters(const model_shape& m, const lora_config& c, Visit&& visit,
                                     bool trainable_only = false) {
   using tr = tensor_role;
-  if (c.method == peft_method::prompt_tuning)
-    visit(param_tensor{module_name::embed_tokens, tr::embedding, c.virtual_tokens, m.hidden_size, 1});
-  if (c.method != peft_method::vera || trainable_only) return;
+  const module_name at = module_name::embed_tokens;  // the encoders stand where the embeddings are
+  auto linear = [&](std::uint64_t in, std::uint64_t out) {
+    visit(param_tensor{at, tr::linear_weight, out, in, 1});
+    visit(param_tensor{at, tr::bias, out, 0, 1});
+  };
+  const std::uint64_t P = c.virtual_tokens, token = prompt_token_dim(m, c), E = prompt_encoder_width(m, c);
+  switch (c.method) {
+    case peft_method::prompt_tuning:
+      visit(param_tensor{at, tr::embedding, P, token, 1});
+      return;
+    case peft_method::p_tuning:
+      visit(param_tensor{at, tr::embedding, P, token, 1});
+      linear(token, E);
+      linear(E, E);
+      linear(E, token);
+      return;
+    case peft_method::prefix_tuning: {
+      const std::uint64_t prefix = detail::checked_mul(2 * m.num_hidden_layers, token, "prefix width");
+      if (!c.prefix_projection) {
+        visit(param_tensor{at, tr::embedding, P, prefix, 1});
+        return;
+      }
+      visit(param_tensor{at, tr::embedding, P, token, 1});
+      linear(token, E);
+      linear(E, prefix);
+      return;
+    }
+    case peft_method::vera:
+      break;
+    case peft_method::lora:
+    case peft_method::ia3:
+    case peft_method::ln_tuning:
+      return;
+  }
+  if (trainable_only) return;
   std::uint64_t in = 0, out = 0;
   visit_parameters(m, [&](const param_tensor& t) {
     if (!adapts(c, t)) return;
@@ -370,7 +460,7 @@ constexpr void visit_model_adapters(const model_shape& m, const lora_config& c, 
   detail::validate_lora(c);
   param_inventory out;
   for (const param_tensor& t : base) visit_adapters(t, c, [&out](const param_tensor& a) { out.add(a); });
-  if (out.size == 0 && c.method != peft_method::prompt_tuning) detail::fail_no_target_matched();
+  if (out.size == 0 && !prompt_learning(c)) detail::fail_no_target_matched();
   return out;
 }
 /// Every adapter tensor of the model: those of each adapted tensor, then the model-level ones.

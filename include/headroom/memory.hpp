@@ -197,8 +197,7 @@ HEADROOM_NOINLINE constexpr std::uint64_t for_loop_step_values(const model_shape
     visit_adapters(
         t, s.lora, [&](const param_tensor& a) { step(a.numel()); }, true);  // A, B, magnitude
   });
-  // PEFT registers the prompt embedding before the base model's parameters (its prompt_encoder is built
-  // later, but a step over one fp32 table is the same wherever it falls).
+  // PEFT registers the prompt encoder after the base model's parameters (_setup_prompt_encoder).
   if (!full)
     visit_model_adapters(
         m, s.lora, [&](const param_tensor& a) { step(a.numel()); }, true);
@@ -258,14 +257,17 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
         note_tensor(t.copies, t.numel());
       }
     });
-    // VeRA's shared projections (stored, frozen) and prompt tuning's embedding (trainable).
+    // VeRA's shared projections (stored, frozen) and the prompt-learning encoders (trainable).
     visit_model_adapters(spec.shape, s.lora, [&](const param_tensor& a) {
       stored = checked_add(stored, a.total().count(), "adapters");
-      if (a.role == tensor_role::embedding) {
-        adapters = checked_add(adapters, a.total().count(), "adapters");
-        note_tensor(1, a.numel());
-      }
     });
+    visit_model_adapters(
+        spec.shape, s.lora,
+        [&](const param_tensor& a) {
+          adapters = checked_add(adapters, a.total().count(), "adapters");
+          note_tensor(1, a.numel());
+        },
+        true);
     if (stored == 0) detail::fail_no_target_matched();
   }
   if (state_per_tensor) state = detail::trainable_state_per_tensor(spec.shape, s);

@@ -44,6 +44,21 @@ inline std::string adapter_formula(const lora_config& c) {
       return fmt::format(
           "num_virtual_tokens {} x hidden_size, fp32 (peft prompt_tuning/model.py PromptEmbedding)",
           c.virtual_tokens);
+    case peft_method::p_tuning:
+      return fmt::format(
+          "P·h + (h·E + E) + (E·E + E) + (E·h + h) at P {} and E = encoder_hidden_size (default h), fp32 "
+          "(peft p_tuning/model.py PromptEncoder, MLP head)",
+          c.virtual_tokens);
+    case peft_method::prefix_tuning:
+      return c.prefix_projection
+                 ? fmt::format(
+                       "P·kv + (kv·E + E) + (E·2L·kv + 2L·kv) at P {}, kv = head_dim·kv_heads, E = "
+                       "encoder_hidden_size (default kv), fp32 (peft prefix_tuning/model.py PrefixEncoder)",
+                       c.virtual_tokens)
+                 : fmt::format(
+                       "P·2L·kv at P {}, kv = head_dim·kv_heads, fp32 (peft prefix_tuning/model.py "
+                       "PrefixEncoder)",
+                       c.virtual_tokens);
     case peft_method::lora:
       break;
   }
@@ -64,6 +79,14 @@ inline std::string peft_summary(const lora_config& c) {
     case peft_method::prompt_tuning:
       return fmt::format("prompt tuning: {} virtual tokens prepended (blocks and loss see seq-len + {})",
                          c.virtual_tokens, c.virtual_tokens);
+    case peft_method::p_tuning:
+      return fmt::format(
+          "P-tuning: {} virtual tokens from an MLP encoder, prepended (blocks and loss see "
+          "seq-len + {})",
+          c.virtual_tokens, c.virtual_tokens);
+    case peft_method::prefix_tuning:
+      return fmt::format("prefix tuning: {} trainable key/value positions before every layer's own{}",
+                         c.virtual_tokens, c.prefix_projection ? " (prefix_projection: an MLP encoder)" : "");
     case peft_method::lora:
       break;
   }
@@ -212,7 +235,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   const model_shape& m = model.spec.shape;
   const training_setup& s = r.setup;
   const static_estimate& st = e.statics;
-  const std::uint64_t wb = detail::weight_bytes(s.precision), mb = detail::master_bytes(s.precision);
+  const std::uint64_t wb = detail::weight_bytes(s.precision);
   const std::uint64_t pb = detail::optimizer_param_bytes(s.precision);
   auto gb = [](bytes b) { return gb_text(b); };
   line("explain    shapes: d " + std::to_string(m.hidden_size) + ", layers " +
@@ -245,11 +268,21 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
     line(fmt::format("  adapters A = {} = {} values; x {} B = {}", detail::adapter_formula(s.lora),
                      with_commas(st.adapter_params.count()), detail::adapter_bytes(s),
                      gb(st.buckets.adapter_weights)));
-  line(fmt::format("  grads    {} trainable x {} B{} = {}", with_commas(st.trainable_params.count()), wb,
+  // Bytes per trainable value as the buckets hold them (fp32 adapters differ from the base dtype).
+  const std::uint64_t trainable = st.trainable_params.count();
+  auto per_value = [&](bytes bucket) -> std::string {
+    if (trainable == 0) return "x 0 B";
+    if (bucket.count() % trainable != 0) return "in their dtypes";
+    return fmt::format("x {} B", bucket.count() / trainable);
+  };
+  const bytes buffer = s.grad_accum_buffer ? bytes(detail::checked_mul(trainable, 2)) : bytes(0);
+  line(fmt::format("  grads    {} trainable {}{} = {}", with_commas(trainable),
+                   per_value(st.buckets.grads - buffer),
                    s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb(st.buckets.grads)));
-  line(fmt::format("  master   {} trainable x {} B ({}) = {}", with_commas(st.trainable_params.count()), mb,
-                   mb != 0 ? "fp32 master copy, route A" : "no master copy on this route",
-                   gb(st.buckets.master)));
+  line(fmt::format(
+      "  master   {} trainable {} ({}) = {}", with_commas(trainable), per_value(st.buckets.master),
+      st.buckets.master.count() != 0 ? "fp32 master copy, route A" : "no master copy on this route",
+      gb(st.buckets.master)));
   line(fmt::format("  optimizer {}: {} state(s) per value, {} (params seen at {} B) = {} — {}",
                    s.optimizer.name, static_cast<int>(s.optimizer.states),
                    s.optimizer.storage == state_storage::blockwise_8bit
@@ -265,8 +298,12 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
       "model-level + {} "
       "recomputing = {}",
       a.batch, a.seq_len,
-      prompt_positions(s.lora) != 0 && s.method != training_method::full
-          ? fmt::format(" + {} virtual tokens per sequence (prompt tuning)", prompt_positions(s.lora))
+      s.method == training_method::full ? std::string()
+      : prompt_positions(s.lora) != 0
+          ? fmt::format(" + {} virtual tokens per sequence ({})", prompt_positions(s.lora),
+                        choice_name(peft_type_names, peft_type_of(s.lora)))
+      : prefix_positions(s.lora) != 0
+          ? fmt::format(" (attention reads {} + {} prefix keys)", a.seq_len, prefix_positions(s.lora))
           : std::string(),
       choice_name(activation_formula_names, a.formula), choice_name(checkpointing_names, a.ckpt),
       gb(e.activations.per_layer_kept), gb(e.activations.model_level), gb(e.activations.recompute),
@@ -277,13 +314,20 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         "eye)), the cast base weight, s*lora_weight and the sum), freed when the module returns; "
         "at forward_end and in the recompute (docs/activations.md)",
         with_commas(e.activations.module_transient.count())));
+  if (e.activations.forward_cached.count() != 0 && prompt_learning(s.lora) &&
+      s.method != training_method::full)
+    line(fmt::format(
+        "      forward-only {} B: alive until the loss is computed, not saved for backward (prefix tuning's "
+        "key/value cache where the kernel saved copies, the encoder's cached bias casts); at forward_end",
+        with_commas(e.activations.forward_cached.count())));
   if (a.compiled)
     line(
         "      compiled torch.compile: AOTAutograd's min-cut partitioner keeps matmul and attention-kernel "
         "outputs, "
         "each norm's input and rstd, and recomputes the fused elementwise chains (norms, SwiGLU, RoPE, "
         "casts, "
-        "dropout products) in backward; the loss head is priced as --loss says (docs/activations.md)");
+        "dropout products) in backward; transformers' loss (--loss naive) keeps the bf16 logits and row "
+        "statistics, the other losses are priced eager (docs/activations.md, docs/logits.md)");
   if (offloads_activations(a.ckpt))
     line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
                      gb(e.activations.host),

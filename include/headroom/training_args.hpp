@@ -84,7 +84,33 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
   if (type == "VERA") return peft_method::vera;
   if (type == "LN_TUNING") return peft_method::ln_tuning;
   if (type == "PROMPT_TUNING") return peft_method::prompt_tuning;
+  if (type == "P_TUNING") return peft_method::p_tuning;
+  if (type == "PREFIX_TUNING") return peft_method::prefix_tuning;
   return std::nullopt;
+}
+/// P-tuning's PromptEncoderConfig and prefix tuning's PrefixTuningConfig fields that change memory.
+/// PEFT derives token_dim, num_layers and num_attention_heads from the model; set by hand they are not
+/// modelled, and the LSTM head of P-tuning is not either.
+inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& po, lora_config& l) {
+  for (const char* key : {"token_dim", "num_layers", "num_attention_heads", "num_transformer_submodules"})
+    if (const auto v = peft.find(key); v != peft.end() && !v->is_null())
+      throw input_error(po + "/" + key, "set by hand is not modelled: PEFT derives it from the model config");
+  const bool encoder = l.method == peft_method::p_tuning || l.method == peft_method::prefix_tuning;
+  if (const auto v = peft.find("encoder_hidden_size"); v != peft.end() && !v->is_null()) {
+    if (!encoder) throw input_error(po + "/encoder_hidden_size", "belongs to P_TUNING and PREFIX_TUNING");
+    l.encoder_hidden_size = args_count(peft, "encoder_hidden_size", po, 0, max_encoder_hidden_size);
+  }
+  if (l.method == peft_method::prefix_tuning)
+    l.prefix_projection = read_bool_or(peft, "prefix_projection", po, false);
+  if (l.method == peft_method::p_tuning) {
+    const std::string head = read_string_or(peft, "encoder_reparameterization_type", po, "MLP");
+    if (head == "LSTM")
+      throw input_error(
+          po + "/encoder_reparameterization_type",
+          "'LSTM' is not modelled (its bidirectional LSTM's saved gates); use MLP, PEFT's default");
+    if (head != "MLP")
+      throw input_error(po + "/encoder_reparameterization_type", "unknown '" + head + "'; valid: MLP, LSTM");
+  }
 }
 }  // namespace detail
 
@@ -292,15 +318,15 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
     if (!peft->is_object())
       throw input_error(origin + ": /peft_config", "must be an object (LoraConfig fields)");
     const std::string po = origin + ": /peft_config";
-    // PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning and prompt tuning are modelled; the other
-    // methods are refused by name.
+    // PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning and prompt, P- and prefix tuning are
+    // modelled; the other methods are refused by name.
     const std::string type = detail::read_string_or(*peft, "peft_type", po, "LORA");
     const auto method = detail::peft_method_named(type);
     if (!method)
       throw input_error(po + "/peft_type",
                         "'" + type +
                             "' is not modelled yet; valid: LORA (use_dora: true for DoRA), "
-                            "IA3, VERA, LN_TUNING, PROMPT_TUNING. Not yet: " +
+                            "IA3, VERA, LN_TUNING, PROMPT_TUNING, P_TUNING, PREFIX_TUNING. Not yet: " +
                             std::string(unmodelled_peft_types));
     r.setup.method = training_method::lora;
     r.setup.lora.method = *method;
@@ -318,10 +344,10 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
       return parse_lora_targets(list);
     };
     const auto tm = peft->find("target_modules");
-    if (*method == peft_method::ln_tuning || *method == peft_method::prompt_tuning) {
+    if (*method == peft_method::ln_tuning || prompt_learning(r.setup.lora)) {
       if (tm != peft->end() && !tm->is_null())
         a.notes.emplace_back("target_modules: " + type +
-                             " is priced over every norm (LN tuning) or the prompt embedding; the list is "
+                             " is priced over every norm (LN tuning) or the prompt encoder; the list is "
                              "not read");
     } else if (tm == peft->end() || tm->is_null()) {
       r.setup.lora.targets = *method == peft_method::ia3 ? detail::peft_ia3_default_targets(model.model_type)
@@ -334,10 +360,11 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
     if (*method == peft_method::ia3)
       if (const auto ff = peft->find("feedforward_modules"); ff != peft->end() && !ff->is_null())
         r.setup.lora.feedforward = modules(*ff, "feedforward_modules");
-    if (*method == peft_method::prompt_tuning) {
+    if (prompt_learning(r.setup.lora)) {
       r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
       if (r.setup.lora.virtual_tokens == 0)
-        throw input_error(po + "/num_virtual_tokens", "is required for PROMPT_TUNING (PEFT has no default)");
+        throw input_error(po + "/num_virtual_tokens", "is required for " + type + " (PEFT has no default)");
+      detail::read_prompt_encoder(*peft, po, r.setup.lora);
     }
     r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
     // LoraConfig lora_dropout 0.0; VeraConfig vera_dropout 0.0.
@@ -366,6 +393,15 @@ inline std::optional<peft_method> peft_method_named(const std::string& type) {
       if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
       if (!mts->empty()) r.setup.lora.modules_to_save = modules(*mts, "modules_to_save");
     }
+  }
+  // PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it, an
+  // explicit true is an error (validate_prefix).
+  if (r.setup.method == training_method::lora && prefix_positions(r.setup.lora) != 0 &&
+      !j.contains("gradient_checkpointing") && r.activations.ckpt == checkpointing::full) {
+    r.activations.ckpt = checkpointing::none;
+    a.notes.emplace_back(
+        "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
+        "(peft_model.py _setup_prompt_encoder), so SFTConfig's default True cannot apply");
   }
   if (const auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
     if (!q->is_object())

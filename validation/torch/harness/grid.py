@@ -28,7 +28,7 @@ CONFIG_COLUMNS = [
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
     "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora", "lora_fa",
-    "peft_type", "virtual_tokens", "init_lora_weights",
+    "peft_type", "virtual_tokens", "init_lora_weights", "encoder_hidden_size", "prefix_projection",
 ]
 MEASURED_COLUMNS = [
     "params", "trainable_params", "param_bytes", "saved_activation_bytes", "saved_param_bytes",
@@ -48,10 +48,12 @@ def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=F
                 adapter_dtype=adapter_dtype, use_dora="1" if dora else "", lora_fa="1" if fa else "")
 
 
-def peft(peft_type, targets="all-linear", rank="", dropout=0.0, adapter_dtype="same", virtual_tokens=""):
+def peft(peft_type, targets="all-linear", rank="", dropout=0.0, adapter_dtype="same", virtual_tokens="",
+         encoder_hidden="", projection=False):
     """A PEFT method other than LoRA over the frozen base (method stays "lora": a frozen base with adapters)."""
     return dict(method="lora", peft_type=peft_type, lora_rank=rank, lora_targets=targets, lora_dropout=dropout,
-                adapter_dtype=adapter_dtype, virtual_tokens=virtual_tokens)
+                adapter_dtype=adapter_dtype, virtual_tokens=virtual_tokens, encoder_hidden_size=encoder_hidden,
+                prefix_projection="1" if projection else "")
 
 
 def _row(kind, family, **overrides):
@@ -256,6 +258,23 @@ def later_rows():
             rows.append(_row("init", family, dtype=dtype, init_lora_weights=init, **lora(targets)))
     rows.append(_row("init", "phi3", dtype="bf16", init_lora_weights="pissa", **lora(rank=16)))
     rows.append(_row("init", "llama", dtype="bf16", init_lora_weights="olora", **lora("q_proj,v_proj", rank=4)))
+    # P-tuning: the MLP encoder's saved tensors (one copy of the prompts), then s + P positions as prompt tuning.
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("p_tuning", virtual_tokens=8)))
+    rows.append(_row("step", "qwen3", dtype="fp32", **step_kw, **peft("p_tuning", virtual_tokens=6, encoder_hidden=48)))
+    rows.append(_row("step", "llama", dtype="autocast", attention="eager", **step_kw,
+                     **peft("p_tuning", virtual_tokens=4, encoder_hidden=32)))
+    # Prefix tuning: s queries over P + s keys in every layer, the prefix's keys and values requiring grad.
+    for family, attention in (("llama", "sdpa"), ("qwen3", "sdpa"), ("mistral", "eager"), ("phi3", "eager")):
+        rows.append(_row("block", family, dtype="bf16", attention=attention, **peft("prefix_tuning", virtual_tokens=8)))
+    rows.append(_row("block", "qwen3", dtype="fp32", **peft("prefix_tuning", virtual_tokens=5)))
+    rows.append(_row("block", "llama", dtype="autocast", attention="eager", **peft("prefix_tuning", virtual_tokens=4)))
+    rows.append(_row("step", "llama", dtype="bf16", **step_kw, **peft("prefix_tuning", virtual_tokens=8)))
+    rows.append(_row("step", "qwen3", dtype="fp32", **step_kw,
+                     **peft("prefix_tuning", virtual_tokens=6, encoder_hidden=48, projection=True)))
+    rows.append(_row("step", "mistral", dtype="bf16", attention="eager", **step_kw,
+                     **peft("prefix_tuning", virtual_tokens=4, projection=True)))
+    rows.append(_row("step", "llama", dtype="autocast", attention="eager", **step_kw,
+                     **peft("prefix_tuning", virtual_tokens=4, encoder_hidden=40, projection=True)))
     return rows
 
 
@@ -271,4 +290,4 @@ CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "los
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
            "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
-           "init-259"]
+           "init-259", "step-266", "block-267", "block-270", "step-276"]

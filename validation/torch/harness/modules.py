@@ -32,6 +32,11 @@ change the measurement.  The sources (read for this harness; none of their code 
 * PEFT ``src/peft/tuners/lora/layer.py`` ``Linear.forward`` (commit 5d602fdb): base output, input cast to
   the adapter dtype (``_cast_input_dtype``), ``lora_B(lora_A(dropout(x))) * scaling`` added, cast back;
   ``autocast_adapter_dtype=True`` (``peft_model.py``) keeps adapters in fp32 under a bf16 base.
+* PEFT ``peft_model.py`` ``PeftModelForCausalLM.forward`` and ``get_prompt`` (prompt learning: one encoded copy
+  of the prompts repeated over the batch, or prefix tuning's past key/values cast to the base dtype, viewed as
+  (2L, b, g, P, head_dim) and put in a ``DynamicCache``); ``tuners/p_tuning/model.py`` ``PromptEncoder`` (MLP
+  head), ``tuners/prefix_tuning/model.py`` ``PrefixEncoder``; ``utils/other.py``
+  ``_prepare_prompt_learning_config`` (prefix tuning's token_dim is head_dim · num_key_value_heads).
 * TRL ``trl/trainer/sft_trainer.py`` ``_chunked_cross_entropy_loss`` and ``_chunk`` (commit f2cd5771).
 * torchtune ``torchtune/modules/transformer.py`` ``TransformerDecoder.chunked_output`` and
   ``torchtune/modules/loss/ce_chunked_output_loss.py`` ``CEWithChunkedOutputLoss``;
@@ -305,7 +310,7 @@ class Attention(nn.Module):
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
         self.kernel = ATTENTION[cfg["attention"]]
 
-    def forward(self, hidden_states, position_embeddings, attention_mask):
+    def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
         if self.fused:
@@ -326,6 +331,12 @@ class Attention(nn.Module):
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        if past is not None:  # DynamicLayer.update: the prefix's keys and values, then this layer's
+            prefix_key, prefix_value, cache = past
+            key_states = torch.cat([prefix_key, key_states], dim=-2)
+            value_states = torch.cat([prefix_value, value_states], dim=-2)
+            if cache is not None:  # the DynamicCache keeps them until the model's forward returns
+                cache.append((key_states, value_states))
         dropout = self.attention_dropout if self.training else 0.0
         attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout,
                                   self.scaling, self.softcap)
@@ -403,10 +414,10 @@ class DecoderLayer(nn.Module):
             self.pre_feedforward_layernorm = norm(d)
             self.post_feedforward_layernorm = norm(d)
 
-    def forward(self, hidden_states, attention_mask=None, position_embeddings=None):
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
         residual = hidden_states
         hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
         if self.gemma:
             hidden_states = self.post_attention_layernorm(hidden_states)
             hidden_states = residual + hidden_states
@@ -422,11 +433,43 @@ class DecoderLayer(nn.Module):
         return residual + hidden_states
 
 
-def causal_mask(batch, seq_len, dtype):
-    """The (b, 1, s, s) additive mask transformers builds for eager attention (masking_utils)."""
-    allowed = torch.ones(seq_len, seq_len, dtype=torch.bool).tril()
+def causal_mask(batch, seq_len, dtype, past=0):
+    """The (b, 1, s, past + s) additive mask transformers builds for eager attention (masking_utils); with
+    cached positions before the queries (prefix tuning) every query also sees them, and SDPA gets it too."""
+    allowed = torch.ones(seq_len, past + seq_len, dtype=torch.bool).tril(diagonal=past)
     mask = torch.where(allowed, torch.tensor(0.0, dtype=dtype), torch.tensor(torch.finfo(dtype).min, dtype=dtype))
-    return mask[None, None, :, :].expand(batch, 1, seq_len, seq_len).contiguous()
+    return mask[None, None, :, :].expand(batch, 1, seq_len, past + seq_len).contiguous()
+
+
+class PromptEncoderMLP(nn.Module):
+    """P-tuning's PromptEncoder with its default MLP head: embedding, then h → E → E → h with ReLUs."""
+
+    def __init__(self, num_virtual_tokens, token_dim, hidden):
+        super().__init__()
+        self.embedding = nn.Embedding(num_virtual_tokens, token_dim)
+        self.mlp_head = nn.Sequential(nn.Linear(token_dim, hidden), nn.ReLU(), nn.Linear(hidden, hidden), nn.ReLU(),
+                                      nn.Linear(hidden, token_dim))
+
+    def forward(self, indices):
+        return self.mlp_head(self.embedding(indices))
+
+
+class PrefixEncoder(nn.Module):
+    """Prefix tuning's PrefixEncoder: an embedding of P × 2·L·kv, or with prefix_projection an embedding of
+    P × kv through kv → E (tanh) → 2·L·kv."""
+
+    def __init__(self, num_virtual_tokens, token_dim, layers, hidden, projection):
+        super().__init__()
+        self.projection = projection
+        if projection:
+            self.embedding = nn.Embedding(num_virtual_tokens, token_dim)
+            self.transform = nn.Sequential(nn.Linear(token_dim, hidden), nn.Tanh(),
+                                           nn.Linear(hidden, layers * 2 * token_dim))
+        else:
+            self.embedding = nn.Embedding(num_virtual_tokens, layers * 2 * token_dim)
+
+    def forward(self, prefix):
+        return self.transform(self.embedding(prefix)) if self.projection else self.embedding(prefix)
 
 
 class CausalLM(nn.Module):
@@ -447,33 +490,59 @@ class CausalLM(nn.Module):
             self.lm_head.weight = self.embed_tokens.weight
         self.checkpointing = None  # None | "reentrant" | "non_reentrant"
         self.input_requires_grad = False  # PreTrainedModel.enable_input_require_grads
-        self.prompt_encoder = None  # prompt tuning: PromptEmbedding and its prompt_tokens
+        self.prompt_encoder = None  # prompt learning: the encoder and its prompt_tokens
+        self.prefix = False  # prefix tuning: the encoder makes every layer's past keys and values
+        self.prefix_cache = None  # the DynamicCache's concatenated keys and values, until the loss is computed
 
-    def add_prompt(self, num_virtual_tokens):
-        """PEFT prompt tuning (peft_model.py _setup_prompt_encoder, tuners/prompt_tuning/model.py
-        PromptEmbedding): an fp32 nn.Embedding of num_virtual_tokens × hidden and the arange of its ids."""
-        self.prompt_encoder = nn.Embedding(num_virtual_tokens, self.cfg["hidden"])
+    def add_prompt(self, num_virtual_tokens, kind="prompt_tuning", encoder_hidden=0, projection=False):
+        """PEFT prompt learning (peft_model.py _setup_prompt_encoder): an fp32 encoder and the arange of its
+        ids. Prompt tuning: PromptEmbedding, an nn.Embedding of P × hidden; P-tuning: PromptEncoder's MLP head;
+        prefix tuning: PrefixEncoder with token_dim = head_dim · kv_heads."""
+        d = self.cfg["hidden"]
+        if kind == "prompt_tuning":
+            self.prompt_encoder = nn.Embedding(num_virtual_tokens, d)
+        elif kind == "p_tuning":
+            self.prompt_encoder = PromptEncoderMLP(num_virtual_tokens, d, encoder_hidden or d)
+        else:
+            kv = self.cfg["kv_heads"] * self.cfg["head_dim"]
+            self.prompt_encoder = PrefixEncoder(num_virtual_tokens, kv, self.cfg["layers"], encoder_hidden or kv,
+                                                projection)
+            self.prefix = True
         self.register_buffer("prompt_tokens", torch.arange(num_virtual_tokens).long(), persistent=False)
+
+    def past_key_values(self, b, dtype):
+        """get_prompt for prefix tuning: every sequence's prefix encoded, cast to the base model's dtype and
+        split per layer into (b, kv_heads, P, head_dim) keys and values."""
+        prompt_tokens = self.prompt_tokens.unsqueeze(0).expand(b, -1)
+        past = self.prompt_encoder(prompt_tokens).to(dtype)
+        p, g, hd = self.prompt_tokens.numel(), self.cfg["kv_heads"], self.cfg["head_dim"]
+        past = past.view(b, p, self.cfg["layers"] * 2, g, hd).permute([2, 0, 3, 1, 4]).split(2)
+        return [(layer[0], layer[1]) for layer in past]
 
     def hidden(self, input_ids):
         b, s = input_ids.shape
         hidden_states = self.embed_tokens(input_ids)
         if self.input_requires_grad:
             hidden_states.requires_grad_(True)
-        if self.prompt_encoder is not None:  # PeftModelForCausalLM.forward, get_prompt
-            prompt_tokens = self.prompt_tokens.unsqueeze(0).expand(b, -1)
-            prompts = self.prompt_encoder(prompt_tokens).to(hidden_states.dtype)
-            hidden_states = torch.cat((prompts, hidden_states), dim=1)
+        pasts, start = [None] * len(self.layers), 0
+        if self.prefix:  # PeftModelForCausalLM.forward: past_key_values = get_prompt(batch_size)
+            self.prefix_cache = []
+            pasts = [(k, v, self.prefix_cache) for k, v in self.past_key_values(b, self.embed_tokens.weight.dtype)]
+            start = self.prompt_tokens.numel()  # cache_position and position_ids start after the prefix
+        elif self.prompt_encoder is not None:  # get_prompt: one copy of the prompts, repeated
+            prompts = self.prompt_encoder(self.prompt_tokens.unsqueeze(0)[:1]).repeat(b, 1, 1)
+            hidden_states = torch.cat((prompts.to(hidden_states.dtype), hidden_states), dim=1)
             s = hidden_states.shape[1]
         if self.gemma:
             normalizer = torch.tensor(self.cfg["hidden"] ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
-        position_ids = torch.arange(s).unsqueeze(0)
-        mask = causal_mask(b, s, hidden_states.dtype) if self.cfg["attention"] == "eager" else None
+        position_ids = torch.arange(start, start + s).unsqueeze(0)
+        # transformers skips the mask for SDPA only when the key length equals the query length
+        mask = causal_mask(b, s, hidden_states.dtype, start) if self.cfg["attention"] == "eager" or start else None
         position_embeddings = self.rotary_emb(hidden_states, position_ids)
-        for layer in self.layers:
+        for layer, past in zip(self.layers, pasts):
             if self.checkpointing is None:
-                hidden_states = layer(hidden_states, mask, position_embeddings)
+                hidden_states = layer(hidden_states, mask, position_embeddings, past)
             else:
                 call = functools.partial(layer.__call__, attention_mask=mask, position_embeddings=position_embeddings)
                 hidden_states = torch_checkpoint.checkpoint(call, hidden_states,
@@ -619,12 +688,14 @@ def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
     return model
 
 
-def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="down_proj", virtual_tokens=0):
-    """get_peft_model for IA3, VeRA, LN tuning and prompt tuning: freeze everything, then add the method."""
+def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="down_proj", virtual_tokens=0,
+               encoder_hidden=0, projection=False):
+    """get_peft_model for IA3, VeRA, LN tuning and prompt, P- and prefix tuning: freeze everything, then add
+    the method."""
     for p in model.parameters():
         p.requires_grad_(False)
-    if peft_type == "prompt_tuning":
-        model.add_prompt(virtual_tokens)  # PromptEmbedding stays fp32 whatever the model's dtype
+    if peft_type in ("prompt_tuning", "p_tuning", "prefix_tuning"):  # the encoder stays fp32
+        model.add_prompt(virtual_tokens, peft_type, encoder_hidden, projection)
         return model
     if peft_type == "ln_tuning":  # the Llama mapping: every RMSNorm of the blocks and the final norm
         for parent in list(model.modules()):

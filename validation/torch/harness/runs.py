@@ -40,7 +40,9 @@ def build_model(row, layers=None):
         adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else DTYPES[row["dtype"]]
         modules.apply_peft(model, peft_type, row["lora_targets"], int(row["lora_rank"] or 0),
                            float(row["lora_dropout"] or 0), adapter_dtype,
-                           virtual_tokens=int(row.get("virtual_tokens") or 0))
+                           virtual_tokens=int(row.get("virtual_tokens") or 0),
+                           encoder_hidden=int(row.get("encoder_hidden_size") or 0),
+                           projection=row.get("prefix_projection") == "1")
     elif row["method"] == "lora":
         adapter_dtype = torch.float32 if row["adapter_dtype"] == "fp32" else None
         modules.apply_lora(model, row["lora_targets"], int(row["lora_rank"]), 2 * int(row["lora_rank"]),
@@ -75,14 +77,21 @@ def run_block(row):
     b, s, d = int(row["batch"]), int(row["seq_len"]), int(row["hidden"])
     torch.manual_seed(1)
     x = torch.randn(b, s, d, dtype=DTYPES[row["dtype"]], requires_grad=True)
+    past, start, prefix = None, 0, ()
+    if model.prefix:  # a middle layer's past keys and values, as get_prompt makes them (they require grad)
+        start = model.prompt_tokens.numel()
+        with torch.no_grad():
+            key, value = model.past_key_values(b, x.dtype)[0]
+        prefix = (key.clone().requires_grad_(True), value.clone().requires_grad_(True))
+        past = (*prefix, None)  # the cache itself is the model's (forward_cached), not the layer's
     with torch.no_grad():
-        cos, sin = model.rotary_emb(x, torch.arange(s).unsqueeze(0))
-    mask = modules.causal_mask(b, s, x.dtype) if row["attention"] == "eager" else None
+        cos, sin = model.rotary_emb(x, torch.arange(start, start + s).unsqueeze(0))
+    mask = modules.causal_mask(b, s, x.dtype, start) if row["attention"] == "eager" or start else None
     live = LiveBytes()
-    with live, SavedTensors(params=model.parameters(), shared=(cos, sin, mask)) as saved:
+    with live, SavedTensors(params=model.parameters(), shared=(cos, sin, mask, *prefix)) as saved:
         live.mark("forward")
         with autocast(row):
-            y = layer(x, mask, (cos, sin))
+            y = layer(x, mask, (cos, sin), past)
         live.mark("end")
     seg = live.timeline()
     out = counts(layer)
@@ -104,7 +113,7 @@ def run_block(row):
         with live:
             live.mark("forward")
             with autocast(row):
-                y = layer(x, mask, (cos, sin))
+                y = layer(x, mask, (cos, sin), past)
             live.mark("end")
         seg = live.timeline()
         out["live_after_forward_delta"] = seg["forward"][1] - seg["start"][1] - distinct_bytes([y]) + input_saved
@@ -210,8 +219,9 @@ def forward_loss(model, row, input_ids, labels, num_items):
     """Trainer.compute_loss: the model's forward and loss under autocast; only the loss survives."""
     with autocast(row):
         hidden = model.hidden(input_ids)
-        return modules.loss_from_hidden(model, hidden, labels, row["loss"], int(row["loss_chunk"] or 0),
-                                        num_items)
+        loss = modules.loss_from_hidden(model, hidden, labels, row["loss"], int(row["loss_chunk"] or 0), num_items)
+    model.prefix_cache = None  # the model output (and prefix tuning's cache in it) goes when compute_loss returns
+    return loss
 
 
 def run_step(row):
@@ -225,7 +235,7 @@ def run_step(row):
     input_ids = torch.randint(0, v, (b, s))
     labels = input_ids.clone()
     num_items = modules.num_items_in_batch(labels)
-    if model.prompt_encoder is not None:  # PeftModelForCausalLM.forward: -100 labels for the virtual tokens
+    if model.prompt_encoder is not None and not model.prefix:  # -100 labels for the virtual tokens
         prefix_labels = torch.full((b, model.prompt_tokens.numel()), -100)
         labels = torch.cat((prefix_labels, labels), dim=1)
     params = [p for p in model.parameters() if p.requires_grad]
