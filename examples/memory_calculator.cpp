@@ -2,6 +2,7 @@
 // memory_calculator: the course lab's calculator (L3.1) in C++. Training memory per bucket (static
 // state, activations, logits, overhead) and its peak for full fine-tuning, LoRA and QLoRA, from a
 // preset or a Hugging Face config.json; with a budget, whether it fits and what to change.
+#include <algorithm>
 #include <cmath>
 #include <cstdio>
 #include <optional>
@@ -257,6 +258,15 @@ int main(int argc, char** argv) {
     const loaded_model model = o.run.load_model(dirs);
     const std::optional<training_args> args = o.run.load_args(model);
     run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    // A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
+    std::vector<std::string> ds_notes, ds_warnings, ds_ignored;
+    if (!o.run.deepspeed.empty()) {
+      if (args && args->deepspeed)
+        throw input_error("--deepspeed",
+                          "the training-args file names a DeepSpeed config already (\"deepspeed\")");
+      add_deepspeed(load_deepspeed(o.run.deepspeed, cli::deepspeed_inputs_of(r, o.run, model.spec.shape)), r,
+                    ds_notes, ds_warnings, ds_ignored);
+    }
     // A dataset's lengths: the micro-batch that sets the peak replaces --batch x --seq-len.
     std::optional<peak_micro_batch> by_lengths;
     batching_config batching = args ? args->batching : batching_config{};
@@ -310,14 +320,29 @@ int main(int argc, char** argv) {
     if (args) {  // what the config said, what was assumed, what was ignored
       j["training_args"] = {{"config_class", args->config_class},
                             {"notes", args->notes},
+                            {"warnings", args->warnings},
                             {"ignored_fields", args->ignored},
                             {"lr_scheduler_type", args->lr_scheduler_type},
                             {"learning_rate", args->learning_rate}};
       for (const std::string& n : args->notes) text += "args: " + n + "\n";
+      for (const std::string& w : args->warnings) text += "args: warning: " + w + "\n";
       if (!args->ignored.empty()) {
         std::string list;
         for (const std::string& f : args->ignored) detail::append_listed(list, f);
         text += "args: ignored fields (not used by the estimate): " + list + "\n";
+      }
+    }
+    if (!o.run.deepspeed.empty()) {
+      j["deepspeed"] = {{"file", o.run.deepspeed},
+                        {"notes", ds_notes},
+                        {"warnings", ds_warnings},
+                        {"ignored_keys", ds_ignored}};
+      for (const std::string& n : ds_notes) text += n + "\n";
+      for (const std::string& w : ds_warnings) text += "warning: " + w + "\n";
+      if (!ds_ignored.empty()) {
+        std::string list;
+        for (const std::string& k : ds_ignored) detail::append_listed(list, k);
+        text += "deepspeed: ignored keys (not used by the estimate): " + list + "\n";
       }
     }
     int code = cli::exit_ok;

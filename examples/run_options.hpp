@@ -42,7 +42,9 @@ struct run_options {
   std::string fused_ce;
   std::string overhead_gb;
   std::string args_file;
+  std::string deepspeed;  ///< a ds_config.json (--deepspeed)
   std::string gpus = "1";
+  bool gpus_given = false;  ///< --gpus was on the command line
   std::string device = "cuda";
   std::string torch = "2";
   std::string adapter_dtype = "base";
@@ -176,7 +178,8 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
   app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
   app.add_option("--gpus", o.gpus, "data-parallel GPUs (per-GPU numbers; x --tp x --pp in all)")
-      ->capture_default_str();
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.gpus_given = true; });
   auto* zero = app.add_option("--zero", o.zero, "DeepSpeed ZeRO stage: 1 | 2 | 3");
   app.add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard | shard_grad_op | hybrid_shard")
       ->excludes(zero);
@@ -190,6 +193,13 @@ inline void add_run_options(CLI::App& app, run_options& o) {
                  "DeepSpeed overlap_comm: on | off (default: on for ZeRO-3)");
   app.add_option("--nccl-channels", o.nccl_channels, "NCCL channels per communicator (default 32)");
   app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP gradient_as_bucket_view=True (no bucket copy)");
+  auto* ds =
+      app.add_option("--deepspeed", o.deepspeed,
+                     "a DeepSpeed ds_config.json: ZeRO stage, offloading, buckets, precision (\"auto\" "
+                     "values from the training arguments or the flags)");
+  for (const char* flag : {"--zero", "--fsdp", "--offload-optimizer", "--offload-params",
+                           "--reduce-bucket-size", "--overlap-comm", "--precision"})
+    ds->excludes(app.get_option(flag));
   app.add_option("--tp", o.tp, "tensor-parallel degree")->capture_default_str();
   app.add_flag("--sp", o.sp, "sequence parallelism (with --tp)");
   app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
@@ -222,6 +232,19 @@ inline void add_run_options(CLI::App& app, run_options& o) {
                            "--prefix-projection",
                            "--compile"})
     args->excludes(app.get_option(flag));
+}
+
+/// What a --deepspeed file's "auto" values resolve from: the run's micro-batch, accumulation and precision,
+/// the GPUs when --gpus was given, the model's hidden size.
+inline deepspeed_inputs deepspeed_inputs_of(const run_config& r, const run_options& o, const model_shape& m) {
+  const precision_route p = r.setup.precision;
+  return {r.activations.batch,
+          r.grad_accum_steps,
+          o.gpus_given ? r.parallel.data_parallel : 0,
+          p == precision_route::bf16_mixed || p == precision_route::bf16_pure ||
+              p == precision_route::fp32_autocast,
+          p == precision_route::fp16_autocast,
+          m.hidden_size};
 }
 
 /// Bytes from a decimal GB flag value.
@@ -339,7 +362,9 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   r.setup.runtime = runtime_from(o);
   if (r.setup.runtime.device == device_kind::cpu && gpu)
     throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
-  r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
+  // Without --gpus the run keeps its own count (1, or what a DeepSpeed train_batch_size implies).
+  if (o.gpus_given || r.parallel.data_parallel == 0)
+    r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
   r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
   r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);
   r.parallel.sequence_parallel = o.sp;

@@ -8,7 +8,7 @@ out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude
        "-DHEADROOM_PRESET_SOURCE_DIR=\"$PWD/presets\"")
-for target in config args cli; do
+for target in config args cli deepspeed; do
   clang++ "${flags[@]}" "fuzz/${target}_fuzz.cpp" -lfmt -o "$out/${target}_fuzz"
   rm -rf "$out/corpus-$target" && cp -r "fuzz/corpus/$target" "$out/corpus-$target"
   echo "== fuzzing $target for ${seconds}s"

@@ -82,7 +82,7 @@ TEST_CASE("A raw Hugging Face config.json goes through the same loader, with the
 
 TEST_CASE("Loader errors name the file, the key and what was wrong", "[config_io][errors]") {
   auto load = [](const char* file) { return [file] { (void)load_model_config(data_dir / file); }; };
-  require_input_error(load("malformed.json"), "malformed.json", "malformed JSON at byte");
+  require_input_error(load("malformed.json"), "malformed.json", "malformed JSON at line");
   require_input_error(load("negative_heads.json"), "negative_heads.json: /num_attention_heads",
                       "positive integer, got -32");
   require_input_error(load("fractional_layers.json"), "/num_hidden_layers", "got 32.5");

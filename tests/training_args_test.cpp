@@ -384,3 +384,94 @@ TEST_CASE("torch_compile (and torchtune's compile) switch Inductor's fusions on 
           return n.find("torch_compile: not modelled for MoE blocks") == 0;
         }) == 1);
 }
+
+namespace {
+deepspeed_config recipe_ds(const char* file, const deepspeed_inputs& in) {
+  return load_deepspeed(data_dir / "recipes" / file, in);
+}
+}  // namespace
+
+TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as the Trainer resolves them",
+          "[training_args][deepspeed]") {
+  const deepspeed_inputs args{2, 4, 0, true, false, 2048};  // per-device 2, accumulation 4, bf16, hidden 2048
+  SECTION("LLaMA-Factory's ZeRO-0 and ZeRO-2 files: every size \"auto\", explicit 5e8 buckets") {
+    const deepspeed_config z0 = recipe_ds("ds_z0_llamafactory.json", args);
+    CHECK(z0.stage == 0);
+    CHECK(z0.micro_batch == 2);
+    CHECK(z0.grad_accum == 4);
+    CHECK(z0.precision == deepspeed_precision::bf16);
+    const deepspeed_config z2 = recipe_ds("ds_z2_llamafactory.json", args);
+    CHECK(z2.stage == 2);
+    CHECK(z2.reduce_bucket_elements == 500'000'000);
+    CHECK(z2.overlap_comm == comm_switch::off);
+    CHECK_FALSE(z2.offload_optimizer);
+    CHECK(std::find(z2.ignored.begin(), z2.ignored.end(), "gradient_clipping") != z2.ignored.end());
+    CHECK(std::any_of(z2.warnings.begin(), z2.warnings.end(), [](const std::string& w) {
+      return w.find("allgather_bucket_size") != std::string::npos;
+    }));
+  }
+  SECTION("ZeRO-3 with both offloads: the bucket \"auto\" is hidden_size squared") {
+    const deepspeed_config z3 = recipe_ds("ds_z3_offload_llamafactory.json", args);
+    CHECK(z3.stage == 3);
+    CHECK(z3.offload_optimizer);
+    CHECK(z3.offload_params);
+    CHECK(z3.reduce_bucket_elements == 2048u * 2048u);
+    run_config r;
+    std::vector<std::string> notes, warnings, ignored;
+    add_deepspeed(z3, r, notes, warnings, ignored);
+    CHECK(r.parallel.shard == sharding::zero3);
+    CHECK(r.parallel.offload_params);
+    CHECK(r.setup.precision == precision_route::bf16_mixed);
+    CHECK(r.activations.batch == 2);
+    CHECK(r.grad_accum_steps == 4);
+  }
+  SECTION("Explicit values must match the training arguments; train_batch_size says how many GPUs") {
+    const deepspeed_config ds = recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, true, false, 4096});
+    CHECK(ds.world_size == 2);  // 64 / (4 x 8)
+    CHECK(ds.offload_optimizer);
+    CHECK(ds.reduce_bucket_elements == 200'000'000);
+    CHECK(ds.overlap_comm == comm_switch::on);
+    test::require_input_error(
+        [&] {
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{8, 8, 0, true, false, 4096});
+        },
+        "/train_micro_batch_size_per_gpu", "mismatches", "per_device_train_batch_size = 8");
+    test::require_input_error(
+        [&] {
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 4, true, false, 4096});
+        },
+        "/train_batch_size", "implies 2 GPUs");
+    test::require_input_error(
+        [&] {
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, false, false, 4096});
+        },
+        "/bf16/enabled", "mismatches");
+  }
+  SECTION("Broken files name the file, the line or the key") {
+    test::require_input_error([&] { (void)recipe_ds("ds_broken_syntax.json", args); },
+                              "ds_broken_syntax.json", "malformed JSON at line 3");
+    test::require_input_error([&] { (void)recipe_ds("ds_broken_stage.json", args); },
+                              "/zero_optimization/stage", "0 to 3");
+    test::require_input_error([&] { (void)recipe_ds("ds_broken_offload.json", args); },
+                              "/zero_optimization/offload_param", "needs stage 3");
+    test::require_input_error([&] { (void)recipe_ds("ds_broken_device.json", args); },
+                              "/zero_optimization/offload_optimizer/device", "valid: none, cpu, nvme");
+  }
+}
+
+TEST_CASE("A training-args file's deepspeed field: the file beside it, \"auto\" from its own fields",
+          "[training_args][deepspeed]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  const training_args a = load_training_args(data_dir / "recipes" / "sft_with_deepspeed.json", m);
+  CHECK(a.deepspeed);
+  CHECK(a.run.parallel.shard == sharding::zero3);
+  CHECK(a.run.parallel.offload_optimizer);
+  CHECK(a.run.activations.batch == 2);
+  CHECK(a.run.grad_accum_steps == 4);
+  CHECK(a.run.setup.precision == precision_route::bf16_mixed);
+  CHECK(std::any_of(a.warnings.begin(), a.warnings.end(), [](const std::string& w) {
+    return w.find("stage3_prefetch_bucket_size") != std::string::npos;
+  }));
+  CHECK(std::find(a.ignored.begin(), a.ignored.end(), "deepspeed.zero_allow_untested_optimizer") !=
+        a.ignored.end());
+}

@@ -122,14 +122,26 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
 namespace detail {
 /// Reads and parses a JSON file; errors name the file and the byte offset.
 inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw input_error(file.string(), "is a directory, not a file");
+  if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
+    throw input_error(file.string(), "is not a regular file");
+  // Config files are kilobytes; anything this large is the wrong file.
+  if (std::filesystem::is_regular_file(file, ec) &&
+      std::filesystem::file_size(file, ec) > (std::uintmax_t{64} << 20))
+    throw input_error(file.string(), "is larger than 64 MiB: not a config file");
   std::ifstream in(file);
   if (!in) throw input_error(file.string(), "cannot open file");
   std::stringstream text;
   text << in.rdbuf();
+  const std::string body = text.str();
   try {
-    return nlohmann::json::parse(text.str());
+    return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
-    throw input_error(file.string(), "malformed JSON at byte " + std::to_string(e.byte) + ": " + e.what());
+    const std::size_t end = e.byte < body.size() ? e.byte : body.size();
+    const auto line = 1 + std::count(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+    throw input_error(file.string(), "malformed JSON at line " + std::to_string(line) + " (byte " +
+                                         std::to_string(e.byte) + "): " + e.what());
   }
 }
 }  // namespace detail

@@ -18,6 +18,7 @@
 #include <nlohmann/json.hpp>
 
 #include "config_io.hpp"
+#include "deepspeed_config.hpp"
 #include "packing.hpp"
 #include "peak.hpp"
 #include "schedules.hpp"
@@ -34,9 +35,11 @@ struct training_args {
   bool packing = false;       ///< rows packed to max_length (throughput: no padding)
   bool padding_free = false;  ///< TRL: forced on by packing with the bfd strategies
   bool torch_compile = false;
-  batching_config batching{};        ///< how the collator shapes variable-length batches (--lengths)
-  std::vector<std::string> notes;    ///< defaults applied and consequences worth knowing
-  std::vector<std::string> ignored;  ///< fields read but not used by the estimate
+  bool deepspeed = false;             ///< the file's `deepspeed` field named a DeepSpeed config
+  batching_config batching{};         ///< how the collator shapes variable-length batches (--lengths)
+  std::vector<std::string> notes;     ///< defaults applied and consequences worth knowing
+  std::vector<std::string> warnings;  ///< fields that change memory but are not modelled
+  std::vector<std::string> ignored;   ///< fields read but not used by the estimate
 };
 
 namespace detail {
@@ -456,6 +459,26 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
     r.loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
   }
 
+  // transformers' `deepspeed` argument: a ds_config path (relative to this file) or the object itself;
+  // "auto" values come from the fields above (integrations/deepspeed.py HfTrainerDeepSpeedConfig).
+  if (const auto d = j.find("deepspeed"); d != j.end() && !d->is_null()) {
+    const deepspeed_inputs in{r.activations.batch,         r.grad_accum_steps, 0, bf16, fp16,
+                              model.spec.shape.hidden_size};
+    deepspeed_config ds;
+    if (d->is_object()) {
+      ds = deepspeed_from_json(*d, in, origin + ": /deepspeed");
+    } else if (d->is_string()) {
+      std::filesystem::path file = d->get<std::string>();
+      if (file.is_relative() && std::filesystem::is_regular_file(origin))
+        file = std::filesystem::path(origin).parent_path() / file;
+      ds = load_deepspeed(file, in);
+    } else {
+      throw input_error(origin + ": /deepspeed",
+                        "must be a path to a ds_config.json or a DeepSpeed config object");
+    }
+    add_deepspeed(ds, r, a.notes, a.warnings, a.ignored);
+    a.deepspeed = true;
+  }
   if (a.torch_compile) {  // Inductor's fusions, where headroom models them; otherwise priced eager, said so
     r.activations.compiled = true;
     if (const char* why = compile_not_modelled(model.spec.shape, r.setup, r.activations)) {
@@ -492,6 +515,7 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                                           "pad_to_multiple_of",
                                           "fsdp",
                                           "fsdp_config",
+                                          "deepspeed",
                                           "torch_compile",
                                           "compile",
                                           "peft_config",
