@@ -144,6 +144,18 @@ TEST_CASE("PiSSA and OLoRA: the initialisation transient of the worst adapted mo
   s.lora.init = lora_init::olora;
   CHECK(lora_init_transient(llama_3_1_8b, s).amount.count() ==
         out * in * 2 + M + 4 * (in * k + k * out) + M + 4 * r * (in + out) + 4 * in * r);
+  // torch.svd_lowrank refuses r above a target's narrower side: an 8-expert router at r 16.
+  model_shape moe = qwen3_30b_a3b;
+  moe.num_experts = 8;
+  moe.num_experts_per_tok = 2;
+  s.method = training_method::lora;
+  s.precision = precision_route::bf16_pure;
+  s.lora.init = lora_init::pissa_niter;
+  s.lora.targets = lora_targets::all_linear();
+  test::require_input_error([&] { (void)lora_init_transient(moe, s); }, "init_lora_weights",
+                            "svd_lowrank needs r <= min(out, in)");
+  s.lora.targets = parse_lora_targets("q_proj,v_proj");
+  CHECK(lora_init_transient(moe, s).amount.count() > 0);
   CHECK(parse_lora_init("pissa_niter_16") == lora_init::pissa_niter);
   CHECK(parse_lora_init("gaussian") == lora_init::standard);
   test::require_input_error([] { (void)parse_lora_init("pissa_niter_"); }, "init_lora_weights",

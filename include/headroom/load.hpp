@@ -126,6 +126,12 @@ struct init_transient {
   const std::uint64_t b = s.method == training_method::qlora ? 0 : detail::weight_bytes(s.precision);
   visit_parameters(m, [&](const param_tensor& t) {
     if (!adapts(s.lora, t) || t.role != tensor_role::linear_weight) return;
+    // torch.svd_lowrank(W, q=r) asks for q <= min(out, in): PEFT's pissa_niter raises on a narrower target.
+    if (s.lora.init == lora_init::pissa_niter && (t.rows < s.lora.rank || t.cols < s.lora.rank))
+      detail::fail("init_lora_weights",
+                   "pissa_niter_[n]: torch.svd_lowrank needs r <= min(out, in), and a targeted linear is "
+                   "narrower than r (an MoE router, say; PEFT raises the same): leave it out of "
+                   "target_modules or lower r");
     std::uint64_t v = detail::lora_init_transient(s.lora.init, t.rows, t.cols, s.lora.rank, b,
                                                   detail::saved_scalar_bytes(s.runtime));
     if (b == 0) v += t.numel() * detail::bf16_bytes;  // the dequantised 16-bit weight
