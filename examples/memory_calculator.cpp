@@ -222,6 +222,41 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
 
 }  // namespace
 
+// Which framework's defaults the estimate stands on; without one, every profile that moves the peak by more
+// than 5% is named with its peak (docs/frameworks.md).
+std::string profile_summary(const loaded_model& model, const run_config& r, const cli::loaded_run& in,
+                            const cli::run_options& o, const CLI::App& app, nlohmann::json& j) {
+  if (in.source) {
+    const std::string name(choice_name(framework_names, *in.source));
+    j["profile"] = {{"framework", name}, {"from", "recipe"}};
+    return "profile    " + name + " (the recipe's framework and its defaults)\n";
+  }
+  if (!o.framework.empty()) {
+    j["profile"] = {{"framework", o.framework}, {"from", "--framework"}};
+    return "";  // apply_launch's note names it
+  }
+  if (in.args) {
+    const bool sft = in.args->config_class == "SFTConfig";
+    j["profile"] = {{"framework", sft ? "trl" : "hf-trainer"}, {"from", "training-args"}};
+    return std::string("profile    ") +
+           (sft ? "trl (SFTConfig's defaults" : "hf-trainer (TrainingArguments' defaults") +
+           (in.args->run.setup.method != training_method::full ? "; PEFT's for the adapters)\n" : ")\n");
+  }
+  std::string text = std::string("profile    ") + cli::assumed_profile + "\n";
+  nlohmann::json moves = nlohmann::json::array();
+  for (const cli::profile_move& m : cli::profile_moves(r, app, [&model](const run_config& run) {
+         return static_cast<double>(estimate_training(model.spec, run).total_bytes().count());
+       })) {
+    moves.push_back({{"framework", m.framework},
+                     {"total_bytes", static_cast<std::uint64_t>(m.value)},
+                     {"change", m.change}});
+    text += fmt::format("           under --framework {:<13} {:>9.3f} GB ({:+.0f}%)\n", m.framework,
+                        m.value / 1e9, m.change * 100);
+  }
+  j["profile"] = {{"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
+  return text;
+}
+
 int main(int argc, char** argv) {
   CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};
   options o;
@@ -255,9 +290,12 @@ int main(int argc, char** argv) {
     if (o.smoke) return smoke(dirs);
     std::optional<gpu_info> gpu;
     if (!o.run.gpu.empty()) gpu = load_gpu(o.run.gpu, dirs);
-    const loaded_model model = o.run.load_model(dirs);
-    const std::optional<training_args> args = o.run.load_args(model);
+    const cli::loaded_run in = cli::load_run(o.run, dirs);
+    const loaded_model& model = in.model;
+    const std::optional<training_args>& args = in.args;
     run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    std::vector<std::string> launch_notes;  // --framework, --accelerate-config
+    cli::apply_launch(r, o.run, app, model.spec.shape, args && args->deepspeed, launch_notes);
     // A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
     std::vector<std::string> ds_notes, ds_warnings, ds_ignored;
     if (!o.run.deepspeed.empty()) {
@@ -324,27 +362,22 @@ int main(int argc, char** argv) {
                             {"ignored_fields", args->ignored},
                             {"lr_scheduler_type", args->lr_scheduler_type},
                             {"learning_rate", args->learning_rate}};
-      for (const std::string& n : args->notes) text += "args: " + n + "\n";
-      for (const std::string& w : args->warnings) text += "args: warning: " + w + "\n";
-      if (!args->ignored.empty()) {
-        std::string list;
-        for (const std::string& f : args->ignored) detail::append_listed(list, f);
-        text += "args: ignored fields (not used by the estimate): " + list + "\n";
-      }
+      for (const std::string& line :
+           cli::file_report("args: ", args->notes, args->warnings, "args: ignored fields", args->ignored))
+        text += line + "\n";
     }
     if (!o.run.deepspeed.empty()) {
       j["deepspeed"] = {{"file", o.run.deepspeed},
                         {"notes", ds_notes},
                         {"warnings", ds_warnings},
                         {"ignored_keys", ds_ignored}};
-      for (const std::string& n : ds_notes) text += n + "\n";
-      for (const std::string& w : ds_warnings) text += "warning: " + w + "\n";
-      if (!ds_ignored.empty()) {
-        std::string list;
-        for (const std::string& k : ds_ignored) detail::append_listed(list, k);
-        text += "deepspeed: ignored keys (not used by the estimate): " + list + "\n";
-      }
+      for (const std::string& line :
+           cli::file_report("", ds_notes, ds_warnings, "deepspeed: ignored keys", ds_ignored))
+        text += line + "\n";
     }
+    if (!launch_notes.empty()) j["launch_notes"] = launch_notes;
+    for (const std::string& n : launch_notes) text += n + "\n";
+    text += profile_summary(model, r, in, o.run, app, j);
     int code = cli::exit_ok;
     if (app.count("--solve-gpus") > 0) {  // the fewest GPUs for each data-parallel layout
       if (!budget) throw input_error("--solve-gpus", "needs a budget: --gpu NAME or --budget-gb G");

@@ -7,7 +7,9 @@
 #include <optional>
 #include <string>
 
+#include <headroom/accelerate_config.hpp>
 #include <headroom/headroom.hpp>
+#include <headroom/recipe.hpp>
 #include <headroom/training_args.hpp>
 
 #include "cli_common.hpp"
@@ -42,7 +44,13 @@ struct run_options {
   std::string fused_ce;
   std::string overhead_gb;
   std::string args_file;
-  std::string deepspeed;  ///< a ds_config.json (--deepspeed)
+  std::string deepspeed;               ///< a ds_config.json (--deepspeed)
+  std::string recipe;                  ///< a torchtune / axolotl / LLaMA-Factory / Unsloth YAML (--recipe)
+  std::string accelerate;              ///< an accelerate config YAML (--accelerate-config)
+  std::vector<std::string> overrides;  ///< --set key.path=value for the recipe
+  std::string framework;               ///< --framework: a framework's defaults for what the flags leave unset
+  bool model_given = false;            ///< --preset or --config was on the command line
+  bool seq_len_given = false;          ///< --seq-len was on the command line
   std::string gpus = "1";
   bool gpus_given = false;  ///< --gpus was on the command line
   std::string device = "cuda";
@@ -85,16 +93,15 @@ struct run_options {
   [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
     return config.empty() ? load_preset(preset, dirs) : load_model_config(config);
   }
-  [[nodiscard]] std::optional<headroom::training_args> load_args(const loaded_model& model) const {
-    if (args_file.empty()) return std::nullopt;
-    return load_training_args(args_file, model);
-  }
 };
 
 inline void add_run_options(CLI::App& app, run_options& o) {
-  auto* preset =
-      app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
-  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")->excludes(preset);
+  auto* preset = app.add_option("--preset", o.preset, "model preset name (see --list-presets)")
+                     ->capture_default_str()
+                     ->each([&o](const std::string&) { o.model_given = true; });
+  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")
+      ->excludes(preset)
+      ->each([&o](const std::string&) { o.model_given = true; });
   app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets (and its gpus/)");
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
@@ -125,7 +132,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--optim-block-size", o.block, "8-bit optimizer block (bnb >= 0.44: 256; course W06: 2048)")
       ->capture_default_str();
   app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
-  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length)")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len,
+                 "tokens per sequence (max_length; with --recipe, when the file sets none)")
+      ->capture_default_str()
+      ->each([&o](const std::string&) { o.seq_len_given = true; });
   app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
   app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
       ->capture_default_str();
@@ -206,6 +216,23 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
+  auto* recipe = app.add_option(
+      "--recipe", o.recipe,
+      "a framework's YAML: torchtune recipe, axolotl or LLaMA-Factory config, Unsloth's calls (the model "
+      "from the file unless --preset / --config)");
+  recipe->excludes(args);
+  app.add_option("--set", o.overrides,
+                 "key.path=value: override a recipe key, as `tune run ... compile=True` does (repeatable)")
+      ->needs(recipe);
+  app.add_option("--accelerate-config", o.accelerate,
+                 "an accelerate config YAML: num_processes, FSDP or DeepSpeed plugin settings");
+  for (const char* flag : {"--zero", "--fsdp", "--offload-optimizer", "--offload-params", "--fsdp-version"})
+    app.get_option("--accelerate-config")->excludes(app.get_option(flag));
+  app.add_option("--framework", o.framework,
+                 "hf-trainer | trl | peft | torchtune | axolotl | llama-factory | unsloth: that framework's "
+                 "defaults for every choice the flags leave unset (docs/frameworks.md)")
+      ->excludes(args)
+      ->excludes(recipe);
   for (const char* flag : {"--method",
                            "--rank",
                            "--targets",
@@ -230,8 +257,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
                            "--init-lora-weights",
                            "--encoder-hidden-size",
                            "--prefix-projection",
-                           "--compile"})
+                           "--compile"}) {
     args->excludes(app.get_option(flag));
+    if (std::string_view(flag) != "--seq-len") recipe->excludes(app.get_option(flag));
+  }
 }
 
 /// What a --deepspeed file's "auto" values resolve from: the run's micro-batch, accumulation and precision,
@@ -245,6 +274,143 @@ inline deepspeed_inputs deepspeed_inputs_of(const run_config& r, const run_optio
               p == precision_route::fp32_autocast,
           p == precision_route::fp16_autocast,
           m.hidden_size};
+}
+
+/// What a config file reader said, one line each: notes and warnings after `prefix`, then the keys it did not
+/// use after `ignored_label`.
+inline std::vector<std::string> file_report(const std::string& prefix, const std::vector<std::string>& notes,
+                                            const std::vector<std::string>& warnings,
+                                            const std::string& ignored_label,
+                                            const std::vector<std::string>& ignored) {
+  std::vector<std::string> lines;
+  for (const std::string& n : notes) lines.push_back(prefix + n);
+  for (const std::string& w : warnings) lines.push_back(prefix + "warning: " + w);
+  if (!ignored.empty()) {
+    std::string list;
+    for (const std::string& k : ignored) detail::append_listed(list, k);
+    lines.push_back(ignored_label + " (not used by the estimate): " + list);
+  }
+  return lines;
+}
+
+/// The model and, when a file describes the run, what it said: --training-args or --recipe.
+struct loaded_run {
+  loaded_model model;
+  std::optional<training_args> args;
+  std::optional<framework> source;  ///< the framework whose file it was (a recipe)
+};
+
+inline loaded_run load_run(const run_options& o, const std::vector<std::filesystem::path>& dirs) {
+  loaded_run out;
+  if (!o.recipe.empty()) {
+    recipe_options ro;
+    ro.preset_dirs = dirs;
+    if (o.model_given) ro.model = o.load_model(dirs);
+    ro.fallback_seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+    ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
+    ro.overrides = o.overrides;
+    recipe r = load_recipe(o.recipe, ro);
+    if (o.seq_len_given && r.length_from_file)
+      throw input_error("--seq-len", o.recipe + " sets the sequence length itself");
+    out.model = std::move(r.model);
+    out.args = std::move(r.args);
+    out.source = r.source;
+    return out;
+  }
+  out.model = o.load_model(dirs);
+  if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model);
+  return out;
+}
+
+/// The choices the command line fixed: a framework profile leaves them alone.
+inline profile_pins pins_of(const CLI::App& app) {
+  const auto given = [&app](std::initializer_list<const char*> flags) {
+    for (const char* f : flags)
+      if (app.count(f) > 0) return true;
+    return false;
+  };
+  profile_pins p;
+  p.precision = given({"--precision"});
+  p.adapter_dtype = given({"--adapter-dtype"});
+  p.loss = given({"--loss", "--ce-chunk", "--fused-ce", "--output-chunks"});
+  p.checkpointing = given({"--checkpointing", "--no-checkpointing"});
+  p.reentrant = given({"--non-reentrant"});
+  p.optimizer = given({"--optimizer"});
+  p.optimizer_impl = given({"--optimizer-impl"});
+  p.attention = given({"--attention", "--eager-attention"});
+  return p;
+}
+
+/// What the output says when no framework was named: the defaults it stands on.
+inline constexpr const char* assumed_profile =
+    "none given: headroom's defaults (the course's setup: bf16 weights + fp32 master, adamw_torch, full "
+    "checkpointing, FlashAttention-2, the naive loss); --framework names another";
+
+/// A framework whose defaults move an estimate by more than 5%.
+struct profile_move {
+  std::string framework;
+  double value = 0;   ///< the estimate under that framework's defaults
+  double change = 0;  ///< relative to the run as given
+};
+/// Every framework profile (applied to what the command line left unset) that moves `metric` by more than
+/// 5%; a profile that cannot run the setup is skipped.
+template <class Metric>
+std::vector<profile_move> profile_moves(const run_config& r, const CLI::App& app, Metric metric) {
+  std::vector<profile_move> moves;
+  const double base = metric(r);
+  for (const framework_profile& p : framework_profiles) {
+    run_config alt = r;
+    apply_profile(p, alt, pins_of(app));
+    double value = 0;
+    try {
+      value = metric(alt);
+    } catch (const input_error&) {
+      continue;
+    }
+    const double change = value / base - 1.0;
+    if (change > 0.05 || change < -0.05)
+      moves.push_back({std::string(choice_name(framework_names, p.id)), value, change});
+  }
+  return moves;
+}
+
+/// --framework and --accelerate-config applied to a run built from the flags (or a file); notes say what.
+inline void apply_launch(run_config& r, const run_options& o, const CLI::App& app, const model_shape& m,
+                         bool file_deepspeed, std::vector<std::string>& notes) {
+  if (!o.framework.empty()) {
+    const framework f = parse_choice(framework_names, o.framework, "--framework");
+    apply_profile(profile_of(f), r, pins_of(app));
+    notes.push_back("profile: " + o.framework + " (" + std::string(profile_of(f).source) +
+                    "); flags given on the command line take precedence");
+  }
+  if (!o.accelerate.empty()) {
+    const accelerate_config a = load_accelerate_config(o.accelerate);
+    if (o.gpus_given && parse_count("--gpus", o.gpus, max_parallel_gpus) != a.processes)
+      throw input_error("--gpus", "differs from " + o.accelerate + "'s num_processes (" +
+                                      std::to_string(a.processes) + ")");
+    // DeepSpeed from --deepspeed or the training arguments, and a launcher that says otherwise: two answers.
+    const bool deepspeed = !o.deepspeed.empty() || file_deepspeed;
+    if (deepspeed &&
+        (a.distributed_type == "FSDP" || (a.distributed_type == "DEEPSPEED" && a.deepspeed_file.empty())))
+      throw input_error("--accelerate-config",
+                        o.accelerate + " sets " +
+                            (a.distributed_type == "FSDP" ? "FSDP" : "its own ZeRO stage") +
+                            ", and a DeepSpeed config is given too (--deepspeed or the "
+                            "training arguments' deepspeed)");
+    apply_accelerate(a, r, notes);
+    for (std::string& line :
+         file_report("accelerate: ", {}, a.warnings, "accelerate: ignored keys", a.ignored))
+      notes.push_back(std::move(line));
+    if (!a.deepspeed_file.empty()) {
+      if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
+      std::vector<std::string> ds_notes, warnings, ignored;
+      deepspeed_inputs in = deepspeed_inputs_of(r, o, m);
+      in.world_size = a.processes;
+      add_deepspeed(load_deepspeed(a.deepspeed_file, in), r, ds_notes, warnings, ignored);
+      for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
+        notes.push_back(std::move(line));
+    }
+  }
 }
 
 /// Bytes from a decimal GB flag value.
@@ -329,8 +495,7 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
                            ? checkpointing::none
                            : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
   // PEFT refuses prefix tuning with gradient checkpointing: without a checkpointing flag it trains without.
-  if (!o.checkpointing_given && !o.no_checkpointing && prefix_positions(r.setup.lora) != 0 &&
-      r.setup.method != training_method::full)
+  if (!o.checkpointing_given && !o.no_checkpointing && trains_prefix(r.setup))
     r.activations.ckpt = checkpointing::none;
   r.activations.attention_dropout = o.attention_dropout;
   r.activations.reentrant = !o.non_reentrant;

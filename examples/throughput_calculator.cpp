@@ -57,9 +57,12 @@ int main(int argc, char** argv) {
     if (o.run.gpu.empty())
       throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
     const gpu_info gpu = load_gpu(o.run.gpu, dirs);
-    const loaded_model model = o.run.load_model(dirs);
-    const std::optional<training_args> args = o.run.load_args(model);
-    const run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    const cli::loaded_run in = cli::load_run(o.run, dirs);
+    const loaded_model& model = in.model;
+    const std::optional<training_args>& args = in.args;
+    run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
+    std::vector<std::string> launch_notes;  // --framework, --accelerate-config: their effect is in r
+    cli::apply_launch(r, o.run, app, model.spec.shape, args && args->deepspeed, launch_notes);
     roofline_config rc;
     rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
     rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
@@ -141,6 +144,20 @@ int main(int argc, char** argv) {
       text +=
           fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n",
                       budget, gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
+    }
+    // Which framework's defaults the prediction stands on, and every profile that moves it by more than 5%.
+    if (!in.args && o.run.framework.empty() && !measured) {
+      text += std::string("profile    ") + cli::assumed_profile + "\n";
+      nlohmann::json moves = nlohmann::json::array();
+      for (const cli::profile_move& m : cli::profile_moves(r, app, [&](const run_config& run) {
+             return predict_throughput(model.spec, run, gpu, rc).tokens_per_second;
+           })) {
+        moves.push_back({{"framework", m.framework}, {"tokens_per_second", m.value}, {"change", m.change}});
+        text += fmt::format("           under --framework {:<13} {:>9.0f} tokens/s ({:+.0f}%)\n", m.framework,
+                            m.value, m.change * 100);
+      }
+      j["profile"] = {
+          {"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
     }
     text +=
         "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "

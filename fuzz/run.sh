@@ -8,8 +8,8 @@ out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude
        "-DHEADROOM_PRESET_SOURCE_DIR=\"$PWD/presets\"")
-for target in config args cli deepspeed; do
-  clang++ "${flags[@]}" "fuzz/${target}_fuzz.cpp" -lfmt -o "$out/${target}_fuzz"
+for target in config args cli deepspeed recipe; do
+  clang++ "${flags[@]}" "fuzz/${target}_fuzz.cpp" -lfmt -lyaml-cpp -o "$out/${target}_fuzz"
   rm -rf "$out/corpus-$target" && cp -r "fuzz/corpus/$target" "$out/corpus-$target"
   echo "== fuzzing $target for ${seconds}s"
   "$out/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \

@@ -183,6 +183,40 @@ expect "deepspeed stage" 2 '/zero_optimization/stage: must be a whole number fro
 expect "deepspeed excludes zero" 2 'excludes' -- --method full --gpus 4 --zero 2 --deepspeed "$rec/ds_z2_llamafactory.json"
 expect "deepspeed in args" 0 'args: deepspeed: train_micro_batch_size_per_gpu "auto"' -- --preset qwen3-1.7b --training-args "$rec/sft_with_deepspeed.json"
 expect "deepspeed twice" 2 'names a DeepSpeed config already' -- --preset qwen3-1.7b --training-args "$rec/sft_with_deepspeed.json" --deepspeed "$rec/ds_z2_llamafactory.json"
+# Recipes (issue 13): one file per framework gives an estimate with no other flag; bad files exit 2 naming
+# file, line and key; --framework and the assumed profile; accelerate configs.
+expect "recipe torchtune" 0 'profile    torchtune \(the recipe' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml"
+expect "recipe torchtune total" 0 'total \(peak\) +21\.494' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml"
+expect "recipe torchtune seq fallback" 0 'priced at 4096 tokens' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml" --seq-len 4096
+expect "recipe torchtune distributed" 0 'sharding full_shard' -- --recipe "$rec/tt_qwen3_8b_lora.yaml" --gpus 4
+expect "recipe axolotl" 0 'profile    axolotl' -- --recipe "$rec/ax_llama3_qlora_1b.yml"
+expect "recipe llama-factory" 0 'profile    llama-factory' -- --recipe "$rec/lf_qwen3_lora_sft.yaml"
+expect "recipe llama-factory deepspeed" 0 'sharding zero3' -- --recipe "$rec/lf_qwen3_full_sft_ds3.yaml" --gpus 2
+expect "recipe unsloth" 0 'checkpointing unsloth' -- --recipe "$rec/us_llama3_1_8b_qlora.yaml"
+expect "recipe model override" 0 'qwen3-1.7b' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --preset qwen3-1.7b
+expect "recipe json" 0 '"from": "recipe"' -- --recipe "$rec/ax_llama3_lora_1b.yml" --json
+expect "recipe set" 0 'micro-batch 2 x seq-len 1024 \(accumulation 1\).*torch.compile' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml" --set tokenizer.max_seq_len=1024 gradient_accumulation_steps=1 compile=True
+expect "recipe set bad" 2 '\-\-set model.lora_rank: must be a positive integer' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml" --set model.lora_rank=0
+expect "set needs recipe" 2 'requires --recipe|--set requires' -- --set compile=True
+expect "recipe bad line" 2 'tt_broken_rank.yaml:4: model.lora_rank: must be a positive integer' -- --recipe "$rec/tt_broken_rank.yaml"
+expect "recipe bad syntax" 2 'tt_broken_syntax.yaml:3: malformed YAML' -- --recipe "$rec/tt_broken_syntax.yaml"
+expect "recipe excludes flags" 2 'excludes' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --rank 4
+expect "recipe missing" 2 'cannot open file' -- --recipe "$rec/nope.yaml"
+expect "framework torchtune" 0 'profile: torchtune' -- --framework torchtune --method lora
+expect "framework keeps flags" 0 'attention eager' -- --framework torchtune --method lora --attention eager
+expect "framework unknown" 2 'valid: hf-trainer, trl, peft, torchtune, axolotl, llama-factory, unsloth' -- --framework deepspeed
+expect "framework excludes recipe" 2 'excludes' -- --framework trl --recipe "$rec/lf_qwen3_lora_sft.yaml"
+expect "assumed profile" 0 'profile    none given' --
+expect "profile sensitivity" 0 'under --framework torchtune +[0-9.]+ GB \(-[0-9]+%\)' --
+expect "accelerate fsdp" 0 'sharding full_shard' -- --preset qwen3-1.7b --accelerate-config "$rec/acc_fsdp.yaml"
+expect "accelerate deepspeed" 0 'sharding zero2' -- --preset qwen3-1.7b --accelerate-config "$rec/acc_deepspeed.yaml"
+expect "accelerate with recipe" 0 'for 8 GPUs' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --accelerate-config "$rec/acc_fsdp2_offload.yaml"
+expect "accelerate gpus differ" 2 'differs from .*num_processes \(2\)' -- --accelerate-config "$rec/acc_fsdp.yaml" --gpus 4
+expect "accelerate bad" 2 'acc_broken_strategy.yaml:4: fsdp_config.fsdp_sharding_strategy' -- --accelerate-config "$rec/acc_broken_strategy.yaml"
+expect "accelerate fsdp and deepspeed" 2 'sets FSDP, and a DeepSpeed config is given too' -- --preset qwen3-1.7b --training-args "$rec/sft_with_deepspeed.json" --accelerate-config "$rec/acc_fsdp.yaml"
+expect "accelerate ddp with deepspeed" 0 'sharding zero2' -- --preset qwen3-1.7b --method full --accelerate-config "$rec/acc_multi_gpu.yaml" --deepspeed "$rec/ds_z2_llamafactory.json"
+expect "training-args profile" 0 'profile    trl \(SFTConfig' -- --training-args "$data/args/sft-qlora.json"
+expect "accelerate as recipe" 2 'is an accelerate config' -- --recipe "$rec/acc_fsdp.yaml"
 expect "directory as file" 2 'is a directory, not a file' -- --config "$data"
 expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.json" --method lora
 

@@ -89,7 +89,7 @@ struct generator {
       r.setup.optim.impl = optimizer_impl::automatic;
     r.setup.optim.momentum = coin();
     r.activations.ckpt = static_cast<checkpointing>(pick(0, 4));
-    if (r.setup.method != training_method::full && prefix_positions(r.setup.lora) != 0)
+    if (trains_prefix(r.setup))
       r.activations.ckpt = checkpointing::none;  // PEFT refuses prefix tuning with checkpointing
     r.activations.formula = static_cast<activation_formula>(pick(0, 1));
     r.loss.impl = static_cast<loss_impl>(pick(0, loss_names.size() - 1));
@@ -234,7 +234,7 @@ TEST_CASE(
     const model_spec spec = g.model();
     run_config r = g.run();
     if (spec.shape.num_hidden_layers < 2) continue;  // with one layer a checkpoint is pure overhead
-    if (r.setup.method != training_method::full && prefix_positions(r.setup.lora) != 0)
+    if (trains_prefix(r.setup))
       r.setup.lora = lora_config{};  // prefix tuning refuses checkpointing (PEFT): compare plain LoRA
     r.activations.ckpt = checkpointing::none;
     const bytes none = estimate_activations(spec.shape, r.setup, r.activations).gpu;

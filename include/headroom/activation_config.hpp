@@ -122,7 +122,7 @@ struct activation_config {
            "sdpa";
   if (s.method != training_method::full && s.lora.use_dora)
     return "DoRA: its weight-norm graph under Inductor is not modelled";
-  if (s.method != training_method::full && prefix_positions(s.lora) != 0)
+  if (trains_prefix(s))
     return "prefix tuning: the cache's key/value concatenation under Inductor is not modelled";
   return nullptr;
 }
@@ -130,8 +130,7 @@ struct activation_config {
 /// Prefix tuning trains without checkpointing only: PEFT raises "PREFIX_TUNING does not work with
 /// gradient checkpointing" (peft_model.py _setup_prompt_encoder), and offloading it is not modelled.
 constexpr void validate_prefix(const training_setup& s, const activation_config& c) {
-  if (s.method == training_method::full || prefix_positions(s.lora) == 0 || c.ckpt == checkpointing::none)
-    return;
+  if (!trains_prefix(s) || c.ckpt == checkpointing::none) return;
   detail::fail(
       "gradient_checkpointing",
       "cannot be combined with prefix tuning: PEFT raises 'PREFIX_TUNING does not work with gradient "

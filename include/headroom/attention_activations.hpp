@@ -116,7 +116,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
 /// and values are in the dtype RoPE and v_proj leave them, promoted with the prefix's (the base model's).
 constexpr bytes prefix_cache_bytes(const model_shape& m, const training_setup& s,
                                    const activation_config& c) {
-  if (s.method == training_method::full || prefix_positions(s.lora) == 0) return bytes(0);
+  if (!trains_prefix(s)) return bytes(0);
   const block_dtypes dt = dtypes_of(s);
   const std::uint64_t ab = dt.compute, sb = dt.stream;
   const std::uint64_t cached = ab > sb ? ab : sb;  // RoPE's and v_proj's output promoted with the prefix

@@ -120,8 +120,8 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
 }  // namespace detail
 
 namespace detail {
-/// Reads and parses a JSON file; errors name the file and the byte offset.
-inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
+/// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
+inline std::string read_config_text(const std::filesystem::path& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) throw input_error(file.string(), "is a directory, not a file");
   if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
@@ -134,7 +134,11 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   if (!in) throw input_error(file.string(), "cannot open file");
   std::stringstream text;
   text << in.rdbuf();
-  const std::string body = text.str();
+  return text.str();
+}
+/// Reads and parses a JSON file; errors name the file and the line.
+inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
+  const std::string body = read_config_text(file);
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {

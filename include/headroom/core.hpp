@@ -10,6 +10,7 @@
 #include "choices.hpp"
 #include "error.hpp"
 #include "flops.hpp"
+#include "framework.hpp"
 #include "gpu.hpp"
 #include "linear_activations.hpp"
 #include "load.hpp"

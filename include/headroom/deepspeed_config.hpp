@@ -265,19 +265,14 @@ inline void apply_deepspeed(const deepspeed_config& ds, run_config& r, std::vect
     r.setup.lora.dtype = adapter_precision::base;
     notes.emplace_back(
         std::string("DeepSpeed ") + (ds.precision == deepspeed_precision::bf16 ? "bf16" : "fp16") +
-        ": the engine casts the model (adapters too) to 16 bits and keeps fp32 master partitions "
-        "(bf16-mixed bytes)");
+        ": the engine casts the model to 16 bits — adapters too, whatever dtype PEFT gave them — and keeps "
+        "fp32 master partitions (bf16-mixed bytes)");
   }
 }
 
 /// apply_deepspeed, with the config's notes, warnings and ignored keys added to a run's lists.
 inline void add_deepspeed(const deepspeed_config& ds, run_config& r, std::vector<std::string>& notes,
                           std::vector<std::string>& warnings, std::vector<std::string>& ignored) {
-  // The engine's cast replaces PEFT's fp32 adapters: drop the note that promised them.
-  if (ds.precision != deepspeed_precision::fp32)
-    notes.erase(std::remove_if(notes.begin(), notes.end(),
-                               [](const std::string& n) { return n.rfind("adapters in fp32", 0) == 0; }),
-                notes.end());
   apply_deepspeed(ds, r, notes);
   for (const std::string& n : ds.notes) notes.push_back("deepspeed: " + n);
   for (const std::string& w : ds.warnings) warnings.push_back("deepspeed: " + w);

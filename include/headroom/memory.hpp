@@ -60,6 +60,15 @@ struct training_setup {
   runtime_config runtime{};        ///< device and torch generation (CPU rows: cpu, 1.13)
 };
 
+/// Prefix tuning on a frozen base: P key/value positions before every layer's own.
+[[nodiscard]] constexpr bool trains_prefix(const training_setup& s) {
+  return s.method != training_method::full && prefix_positions(s.lora) != 0;
+}
+/// A prompt-learning method (prompt, P- or prefix tuning) on a frozen base.
+[[nodiscard]] constexpr bool trains_prompt(const training_setup& s) {
+  return s.method != training_method::full && prompt_learning(s.lora);
+}
+
 /// A model: its shapes plus, for presets, the nominal size the course's Table 1 uses.
 struct model_spec {
   model_shape shape{};

@@ -61,6 +61,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
     const peft_type type = peft_type_of(s.lora);
     if (type != peft_type::lora) j["lora"]["peft_type"] = choice_name(peft_type_names, type);
     if (type == peft_type::ia3) j["lora"]["feedforward_modules"] = lora_targets_text(s.lora.feedforward);
+    if (prompt_learning(s.lora) || type == peft_type::ln_tuning) {  // they read neither rank nor targets
+      j["lora"].erase("rank");
+      j["lora"].erase("target_modules");
+    }
     if (prompt_learning(s.lora)) j["lora"]["num_virtual_tokens"] = s.lora.virtual_tokens;
     if (s.lora.encoder_hidden_size != 0) j["lora"]["encoder_hidden_size"] = s.lora.encoder_hidden_size;
     if (type == peft_type::prefix_tuning) j["lora"]["prefix_projection"] = s.lora.prefix_projection;
@@ -156,7 +160,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                              {"with_recompute_bytes", e.activations.gpu.count()},
                              {"first_layer_saving_bytes", e.activations.first_layer_saving.count()},
                              {"checkpoint_state_bytes", e.activations.checkpoint_state.count()}};
-  if (prompt_learning(r.setup.lora) && r.setup.method != training_method::full)  // alive until the loss
+  if (trains_prompt(r.setup))  // alive until the loss
     j["activations_detail"]["forward_cached_bytes"] = e.activations.forward_cached.count();
   j["logits_detail"] = {{"events", events},
                         {"forward_peak_bytes", e.logits.forward.count()},

@@ -314,8 +314,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         "eye)), the cast base weight, s*lora_weight and the sum), freed when the module returns; "
         "at forward_end and in the recompute (docs/activations.md)",
         with_commas(e.activations.module_transient.count())));
-  if (e.activations.forward_cached.count() != 0 && prompt_learning(s.lora) &&
-      s.method != training_method::full)
+  if (e.activations.forward_cached.count() != 0 && trains_prompt(s))
     line(fmt::format(
         "      forward-only {} B: alive until the loss is computed, not saved for backward (prefix tuning's "
         "key/value cache where the kernel saved copies, the encoder's cached bias casts); at forward_end",

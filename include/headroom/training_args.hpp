@@ -399,8 +399,8 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
   }
   // PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it, an
   // explicit true is an error (validate_prefix).
-  if (r.setup.method == training_method::lora && prefix_positions(r.setup.lora) != 0 &&
-      !j.contains("gradient_checkpointing") && r.activations.ckpt == checkpointing::full) {
+  if (trains_prefix(r.setup) && !j.contains("gradient_checkpointing") &&
+      r.activations.ckpt == checkpointing::full) {
     r.activations.ckpt = checkpointing::none;
     a.notes.emplace_back(
         "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
@@ -430,13 +430,8 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
   // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
   // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
   const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
-  if (r.setup.method == training_method::lora && !fp32_load && autocast_adapters) {
-    r.setup.lora.dtype = adapter_precision::fp32;
-    a.notes.emplace_back(
-        "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
-        "(autocast_adapter_dtype=True; "
-        "TRL passes False only under DeepSpeed ZeRO-3)");
-  }
+  if (r.setup.method == training_method::lora && !fp32_load && autocast_adapters)
+    r.setup.lora.dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
 
   // torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
   // are read natively: its class path names the loss layout.
@@ -479,6 +474,12 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
     add_deepspeed(ds, r, a.notes, a.warnings, a.ignored);
     a.deepspeed = true;
   }
+  if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&
+      !fp32_load && autocast_adapters)
+    a.notes.emplace_back(
+        "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
+        "(autocast_adapter_dtype=True; "
+        "TRL passes False only under DeepSpeed ZeRO-3)");
   if (a.torch_compile) {  // Inductor's fusions, where headroom models them; otherwise priced eager, said so
     r.activations.compiled = true;
     if (const char* why = compile_not_modelled(model.spec.shape, r.setup, r.activations)) {

@@ -1,0 +1,337 @@
+// SPDX-License-Identifier: MIT
+// The YAML readers (torchtune, axolotl, LLaMA-Factory, Unsloth's calls, accelerate) and the framework
+// profiles: each shipped-style file round-tripped to the run it describes, each error path with its line.
+#include <headroom/accelerate_config.hpp>
+#include <headroom/framework.hpp>
+#include <headroom/recipe.hpp>
+
+#include "catch.hpp"
+
+using namespace headroom;
+
+namespace {
+const std::filesystem::path recipes = std::filesystem::path(HEADROOM_TEST_DATA_DIR) / "recipes";
+recipe read(const char* file, std::uint64_t gpus = 1) {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.gpus = gpus;
+  return load_recipe(recipes / file, o);
+}
+std::string targets(const recipe& r) { return lora_targets_text(r.args.run.setup.lora.targets); }
+bool has(const std::vector<std::string>& list, const std::string& fragment) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& s) { return s.find(fragment) != std::string::npos; });
+}
+}  // namespace
+
+TEST_CASE("Framework profiles: every framework's defaults, each different where its source says so",
+          "[framework]") {
+  static_assert(framework_profiles.size() == framework_names.size());
+  static_assert(profile_of(framework::torchtune).loss.impl == loss_impl::linear_ce);
+  static_assert(profile_of(framework::trl).precision == precision_route::fp32_autocast);
+  static_assert(profile_of(framework::unsloth).ckpt == checkpointing::offload_checkpointed);
+  for (const auto& [name, id] : framework_names) {
+    INFO(name);
+    CHECK(profile_of(id).id == id);
+    CHECK_FALSE(profile_of(id).source.empty());
+  }
+  // torchtune: pure bf16 with adapters in bf16, fused AdamW, non-reentrant checkpointing.
+  run_config r;
+  r.setup.method = training_method::lora;
+  apply_profile(profile_of(framework::torchtune), r);
+  CHECK(r.setup.precision == precision_route::bf16_pure);
+  CHECK(r.setup.lora.dtype == adapter_precision::base);
+  CHECK(r.setup.optim.impl == optimizer_impl::fused);
+  CHECK(r.activations.ckpt == checkpointing::full);
+  CHECK_FALSE(r.activations.reentrant);
+  CHECK(r.loss.output_chunks == 8);
+  // Pinned choices stay; QLoRA keeps its bf16 trainable parameters under every profile.
+  run_config pinned;
+  pinned.setup.method = training_method::qlora;
+  pinned.setup.precision = precision_route::bf16_pure;
+  profile_pins pins;
+  pins.attention = true;
+  pinned.activations.attention = attention_impl::eager;
+  apply_profile(profile_of(framework::trl), pinned, pins);
+  CHECK(pinned.activations.attention == attention_impl::eager);
+  CHECK(pinned.setup.precision == precision_route::bf16_pure);
+  CHECK(pinned.loss.impl == loss_impl::chunked);
+  CHECK(pinned.loss.chunk_tokens == 256);
+  // Prefix tuning keeps checkpointing off under a profile that turns it on (PEFT refuses both).
+  run_config prefix;
+  prefix.setup.method = training_method::lora;
+  set_peft_type(prefix.setup.lora, peft_type::prefix_tuning);
+  prefix.setup.lora.virtual_tokens = 20;
+  prefix.activations.ckpt = checkpointing::none;
+  apply_profile(profile_of(framework::llama_factory), prefix);
+  CHECK(prefix.activations.ckpt == checkpointing::none);
+}
+
+TEST_CASE("torchtune recipes: the model builder, LoRA arguments and recipe keys", "[recipe][torchtune]") {
+  const recipe lora = read("tt_llama3_1_8b_lora_single_device.yaml");
+  CHECK(lora.source == framework::torchtune);
+  CHECK(lora.model_id == "llama-3.1-8b");
+  CHECK(lora.model.name == "llama-3.1-8b-like");
+  const run_config& r = lora.args.run;
+  CHECK(r.setup.method == training_method::lora);
+  CHECK(r.setup.lora.rank == 8);
+  CHECK(targets(lora) == "q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
+  CHECK(r.setup.precision == precision_route::bf16_pure);
+  CHECK(r.setup.lora.dtype == adapter_precision::base);  // adapters built under set_default_dtype(bf16)
+  CHECK(r.activations.batch == 2);
+  CHECK(r.grad_accum_steps == 8);
+  CHECK(r.activations.seq_len == 2048);  // max_seq_len: null → the fallback, said in a note
+  CHECK(has(lora.args.notes, "max_seq_len is null"));
+  CHECK(r.activations.ckpt == checkpointing::full);
+  CHECK_FALSE(r.activations.reentrant);
+  CHECK(r.loss.impl == loss_impl::linear_ce);
+  CHECK(std::string(r.setup.optimizer.name) == "adamw_torch");
+  CHECK(r.setup.optim.impl == optimizer_impl::fused);
+  CHECK(r.activations.attention == attention_impl::sdpa);
+  CHECK(has(lora.args.ignored, "epochs"));
+  CHECK(has(lora.args.ignored, "output_dir"));
+  // 19,660,800 adapter parameters: r·(in + out) over q, v, o, gate, up, down in 32 layers.
+  CHECK(adapter_count(lora.model.spec.shape, r.setup.lora).count() ==
+        32ull * 8 * ((4096 + 4096) + (4096 + 1024) + (4096 + 4096) + 2 * (4096 + 14336) + (14336 + 4096)));
+
+  const recipe full = read("tt_llama3_2_1b_full_single_device.yaml");
+  CHECK(full.model.name == "llama-3.2-1b-like");
+  CHECK(full.args.run.setup.method == training_method::full);
+  CHECK(std::string(full.args.run.setup.optimizer.name) == "paged_adamw_8bit");
+  CHECK(full.args.run.setup.optim.in_backward);
+  CHECK(full.args.run.activations.ckpt == checkpointing::none);
+  CHECK(full.args.run.activations.batch == 4);
+
+  const recipe qlora = read("tt_llama3_1_8b_qlora_single_device.yaml");
+  CHECK(qlora.args.run.setup.method == training_method::qlora);
+  CHECK(qlora.args.run.load == load_path::torchao_nf4);
+  CHECK(qlora.args.run.activations.seq_len == 2048);
+  CHECK_FALSE(has(qlora.args.notes, "max_seq_len is null"));
+
+  // The same config run on 4 GPUs is the distributed recipe: FSDP2 fully_shard.
+  const recipe dist = read("tt_qwen3_8b_lora.yaml", 4);
+  CHECK(dist.model.name == "qwen3-8b");
+  CHECK(dist.args.run.parallel.shard == sharding::fsdp_full);
+  CHECK(dist.args.run.parallel.fsdp_version == 2);
+  CHECK(read("tt_qwen3_8b_lora.yaml").args.run.parallel.shard == sharding::none);
+}
+
+TEST_CASE("axolotl configs: adapter, LoRA keys, sample packing, bf16 auto", "[recipe][axolotl]") {
+  const recipe lora = read("ax_llama3_lora_1b.yml");
+  CHECK(lora.source == framework::axolotl);
+  CHECK(lora.model.name == "llama-3.2-1b-like");
+  const run_config& r = lora.args.run;
+  CHECK(r.setup.method == training_method::lora);
+  CHECK(r.setup.lora.rank == 16);
+  CHECK(r.setup.lora.dropout == 0.05);
+  CHECK(r.setup.lora.dtype == adapter_precision::fp32);  // PEFT's autocast_adapter_dtype default
+  CHECK(r.setup.precision == precision_route::bf16_pure);
+  CHECK(r.activations.batch == 2);
+  CHECK(r.grad_accum_steps == 2);
+  CHECK(r.activations.seq_len == 2048);
+  CHECK(r.activations.attention == attention_impl::flash);
+  CHECK(r.activations.ckpt == checkpointing::full);
+  CHECK_FALSE(r.activations.reentrant);  // axolotl's gradient_checkpointing_kwargs default
+  CHECK(std::string(r.setup.optimizer.name) == "adamw_8bit");
+  CHECK(lora.args.packing);
+  CHECK(lora.args.batching.layout == batch_layout::padding_free);
+  CHECK(has(lora.args.notes, "bf16: auto"));
+
+  const recipe qlora = read("ax_llama3_qlora_1b.yml");
+  CHECK(qlora.args.run.setup.method == training_method::qlora);
+  CHECK(qlora.args.run.setup.lora.rank == 32);
+  CHECK(qlora.args.run.setup.nf4.double_quant);
+  CHECK(qlora.args.run.grad_accum_steps == 4);
+
+  const recipe linear = read("ax_llama3_8b_lora_linear.yml");
+  CHECK(linear.model.name == "llama-3.1-8b-like");  // NousResearch/Meta-Llama-3-8B: Llama 3 8B shapes
+  CHECK(targets(linear) == "all-linear");
+  CHECK(linear.args.run.activations.seq_len == 4096);
+  CHECK(has(linear.args.ignored, "tokenizer_type"));
+}
+
+TEST_CASE("LLaMA-Factory configs: finetuning_type, upcast trainable parameters, cutoff_len, DeepSpeed",
+          "[recipe][llama-factory]") {
+  const recipe lora = read("lf_qwen3_lora_sft.yaml");
+  CHECK(lora.source == framework::llama_factory);
+  CHECK(lora.model.name == "qwen3-4b");  // Qwen/Qwen3-4B-Instruct-2507
+  const run_config& r = lora.args.run;
+  CHECK(r.setup.method == training_method::lora);
+  CHECK(r.setup.lora.rank == 8);
+  CHECK(targets(lora) == "all-linear");
+  CHECK(r.setup.lora.dtype == adapter_precision::fp32);  // cast_trainable_params_to_fp32
+  CHECK(r.activations.ckpt == checkpointing::full);
+  CHECK(r.activations.reentrant);
+  CHECK(r.activations.batch == 1);
+  CHECK(r.grad_accum_steps == 8);
+  CHECK(r.activations.attention == attention_impl::sdpa);
+  CHECK(has(lora.args.ignored, "template"));
+
+  const recipe full = read("lf_qwen3_full_sft_ds3.yaml");
+  CHECK(full.args.run.setup.method == training_method::full);
+  CHECK(full.args.deepspeed);
+  CHECK(full.args.run.parallel.shard == sharding::zero3);
+  CHECK(full.args.run.setup.precision == precision_route::bf16_mixed);  // the engine's bf16 + fp32 master
+
+  const recipe qlora = read("lf_qwen3_qlora_otfq.yaml");
+  CHECK(qlora.args.run.setup.method == training_method::qlora);
+  CHECK(qlora.args.run.setup.nf4.double_quant);  // double_quantization defaults to True
+}
+
+TEST_CASE("Unsloth's calls: from_pretrained, get_peft_model and the SFTConfig", "[recipe][unsloth]") {
+  const recipe q = read("us_llama3_1_8b_qlora.yaml");
+  CHECK(q.source == framework::unsloth);
+  CHECK(q.model.name == "llama-3.1-8b-like");  // unsloth/Meta-Llama-3.1-8B-bnb-4bit
+  const run_config& r = q.args.run;
+  CHECK(r.setup.method == training_method::qlora);
+  CHECK(r.setup.lora.rank == 16);
+  CHECK(targets(q) == "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
+  CHECK(r.activations.ckpt == checkpointing::offload_checkpointed);
+  CHECK(r.loss.impl == loss_impl::chunked);
+  CHECK(r.activations.attention == attention_impl::flash);
+  CHECK(r.activations.batch == 2);
+  CHECK(r.grad_accum_steps == 4);
+  CHECK(std::string(r.setup.optimizer.name) == "adamw_8bit");
+  // 41,943,040 adapter parameters: rank 16 on the seven projections of Llama 3.1 8B (course W09).
+  CHECK(adapter_count(q.model.spec.shape, r.setup.lora).count() == 41'943'040);
+
+  const recipe l16 = read("us_qwen3_4b_lora16.yaml");
+  CHECK(l16.args.run.setup.method == training_method::lora);
+  CHECK(l16.args.run.activations.seq_len == 4096);
+  CHECK(l16.args.run.setup.lora.rank == 32);
+
+  const recipe full = read("us_llama3_2_1b_full.yaml");
+  CHECK(full.args.run.setup.method == training_method::full);
+  CHECK(full.args.run.activations.ckpt == checkpointing::offload_checkpointed);
+}
+
+TEST_CASE("accelerate configs: processes, FSDP and DeepSpeed plugin keys", "[recipe][accelerate]") {
+  const accelerate_config fsdp = load_accelerate_config(recipes / "acc_fsdp.yaml");
+  CHECK(fsdp.processes == 2);
+  CHECK(fsdp.shard == sharding::fsdp_full);
+  CHECK_FALSE(fsdp.offload);
+  CHECK(has(fsdp.ignored, "fsdp_config.fsdp_state_dict_type"));
+  run_config r;
+  std::vector<std::string> notes;
+  apply_accelerate(fsdp, r, notes);
+  CHECK(r.parallel.data_parallel == 2);
+  CHECK(r.parallel.shard == sharding::fsdp_full);
+  CHECK(has(notes, "mixed_precision bf16"));
+
+  const accelerate_config two = load_accelerate_config(recipes / "acc_fsdp2_offload.yaml");
+  run_config r2;
+  apply_accelerate(two, r2, notes);
+  CHECK(r2.parallel.data_parallel == 8);
+  CHECK(r2.parallel.fsdp_version == 2);
+  CHECK(r2.parallel.offload_params);
+  CHECK(r2.activations.ckpt == checkpointing::full);
+  CHECK_FALSE(r2.activations.reentrant);
+
+  const accelerate_config ddp = load_accelerate_config(recipes / "acc_multi_gpu.yaml");
+  CHECK(ddp.distributed_type == "MULTI_GPU");
+  CHECK(ddp.shard == sharding::none);
+  const accelerate_config ds = load_accelerate_config(recipes / "acc_deepspeed.yaml");
+  CHECK(ds.deepspeed_file.find("ds_z2_llamafactory.json") != std::string::npos);
+}
+
+TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors]") {
+  using test::require_input_error;
+  const auto bad = [](const char* file) { return [file] { (void)read(file); }; };
+  require_input_error(bad("tt_broken_rank.yaml"), "tt_broken_rank.yaml:4: model.lora_rank", "-8");
+  require_input_error(bad("tt_broken_optimizer.yaml"), ":5: optimizer._component_",
+                      "torchao.optim.AdamW8bit");
+  require_input_error(bad("tt_broken_model.yaml"), ":2: model._component_", "unknown model 'phi3_mini'");
+  require_input_error(bad("tt_broken_syntax.yaml"), "tt_broken_syntax.yaml:3", "malformed YAML");
+  require_input_error(bad("tt_broken_batch.yaml"), "batch_size: missing required key");
+  require_input_error(bad("ax_broken_qlora.yml"), ":2: adapter", "load_in_4bit");
+  require_input_error(bad("ax_broken_8bit.yml"), ":2: load_in_8bit", "not modelled");
+  require_input_error(bad("ax_broken_batch.yml"), ":2: micro_batch_size", "\"two\"");
+  require_input_error(bad("lf_broken_stage.yaml"), ":2: stage", "'dpo'");
+  require_input_error(bad("lf_broken_quant.yaml"), ":4: quantization_bit", "4-bit");
+  require_input_error(bad("lf_broken_attn.yaml"), ":3: flash_attn", "fa9");
+  require_input_error(bad("lf_broken_model.yaml"), ":1: model_name_or_path", "someone/Secret-Model-13B");
+  require_input_error(bad("us_broken_no_peft.yaml"), "get_peft_model", "full_finetuning");
+  require_input_error(bad("acc_fsdp.yaml"), "is an accelerate config", "--accelerate-config");
+  require_input_error(bad("ds_z2_llamafactory.json"), "not a recipe");
+  require_input_error([] { (void)read("."); }, "is a directory");
+  const auto bad_acc = [](const char* file) {
+    return [file] { (void)load_accelerate_config(recipes / file); };
+  };
+  require_input_error(bad_acc("acc_broken_strategy.yaml"), ":4: fsdp_config.fsdp_sharding_strategy",
+                      "HALF_SHARD");
+  require_input_error(bad_acc("acc_broken_type.yaml"), ":1: distributed_type", "XLA");
+  require_input_error(bad_acc("acc_broken_processes.yaml"), ":2: num_processes", "got 0");
+  // An error raised after translation is pointed back at the YAML key (the optimizer name).
+  require_input_error(
+      [] {
+        (void)recipe_from_yaml(
+            detail::parse_yaml_text("base_model: Qwen/Qwen3-4B\noptimizer: adamw_fake\n", "a.yml"));
+      },
+      "a.yml:2: optimizer", "adamw_fake");
+}
+
+TEST_CASE("Every shipped-style recipe estimates, and its peak grows with the length and the batch",
+          "[recipe][property]") {
+  for (const char* file :
+       {"tt_llama3_1_8b_lora_single_device.yaml", "tt_llama3_2_1b_full_single_device.yaml",
+        "tt_llama3_1_8b_qlora_single_device.yaml", "tt_qwen3_8b_lora.yaml", "ax_llama3_lora_1b.yml",
+        "ax_llama3_qlora_1b.yml", "ax_llama3_8b_lora_linear.yml", "lf_qwen3_lora_sft.yaml",
+        "lf_qwen3_full_sft_ds3.yaml", "lf_qwen3_qlora_otfq.yaml", "us_llama3_1_8b_qlora.yaml",
+        "us_qwen3_4b_lora16.yaml", "us_llama3_2_1b_full.yaml"}) {
+    INFO(file);
+    const recipe r = read(file);
+    const training_estimate e = estimate_training(r.model.spec, r.args.run);
+    CHECK(e.total_bytes() >= e.statics.buckets.weights);
+    run_config longer = r.args.run;
+    longer.activations.seq_len *= 2;
+    CHECK(estimate_training(r.model.spec, longer).total_bytes() > e.total_bytes());
+    run_config wider = r.args.run;
+    wider.activations.batch *= 2;
+    CHECK(estimate_training(r.model.spec, wider).total_bytes() > e.total_bytes());
+  }
+}
+
+TEST_CASE("Recipe overrides: key.path=value as tune run and llamafactory-cli take them", "[recipe]") {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.overrides = {"dataset.packed=True", "compile=True", "tokenizer.max_seq_len=4096", "model.lora_rank=16",
+                 "optimizer={_component_: bitsandbytes.optim.PagedAdamW8bit}"};
+  const recipe r = load_recipe(recipes / "tt_llama3_1_8b_lora_single_device.yaml", o);
+  CHECK(r.args.packing);
+  CHECK(r.args.run.activations.compiled);
+  CHECK(r.args.run.activations.seq_len == 4096);
+  CHECK(r.length_from_file);
+  CHECK(r.args.run.setup.lora.rank == 16);
+  CHECK(std::string(r.args.run.setup.optimizer.name) == "paged_adamw_8bit");
+  // A key the file does not have is created; errors name the override, not a line of the file.
+  o.overrides = {"new_section.flag=1", "model.lora_rank=-2"};
+  test::require_input_error([&] { (void)load_recipe(recipes / "tt_llama3_1_8b_lora_single_device.yaml", o); },
+                            "--set model.lora_rank", "-2");
+  o.overrides = {"batch_size.inner=3"};
+  test::require_input_error([&] { (void)load_recipe(recipes / "tt_llama3_1_8b_lora_single_device.yaml", o); },
+                            "--set batch_size.inner", "not a mapping");
+  for (const char* bad : {"compile", "=1", "a..b=1", ".a=1", "a.=1"}) {
+    o.overrides = {bad};
+    test::require_input_error(
+        [&] { (void)load_recipe(recipes / "tt_llama3_1_8b_lora_single_device.yaml", o); }, "--set",
+        "expected key.path=value");
+  }
+}
+
+TEST_CASE("YAML scalars are typed as YAML reads them; quoted text stays text", "[recipe]") {
+  const detail::yaml_doc d = detail::parse_yaml_text(
+      "a: True\nb: 'true'\nc: 3e-4\nd: 8\ne: null\nf: ~\ng: -2\nh: 1.0e-4\ni: auto\nj: \"12\"\n", "t.yml");
+  CHECK(d.root.at("a") == true);
+  CHECK(d.root.at("b") == "true");
+  CHECK(d.root.at("c").get<double>() == 3e-4);
+  CHECK(d.root.at("d") == 8);
+  CHECK(d.root.at("e").is_null());
+  CHECK(d.root.at("f").is_null());
+  CHECK(d.root.at("g") == -2);
+  CHECK(d.root.at("h").get<double>() == 1e-4);
+  CHECK(d.root.at("i") == "auto");
+  CHECK(d.root.at("j") == "12");
+  CHECK(d.at("h") == "t.yml:8: h");
+  CHECK(detail::normalise_model_id("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit") == "llama-3.1-8b");
+  CHECK(detail::normalise_model_id("Qwen/Qwen3-4B-Instruct-2507") == "qwen3-4b");
+}
