@@ -114,6 +114,10 @@ TEST_CASE("torchtune recipes: the model builder, LoRA arguments and recipe keys"
   CHECK(dist.args.run.parallel.shard == sharding::fsdp_full);
   CHECK(dist.args.run.parallel.fsdp_version == 2);
   CHECK(read("tt_qwen3_8b_lora.yaml").args.run.parallel.shard == sharding::none);
+  // fsdp_reshard_after_forward: False is SHARD_GRAD_OP (recipes/lora_finetune_distributed.py docstring).
+  const recipe grad_op = read("tt_llama3_1_8b_lora_distributed.yaml", 4);
+  CHECK(grad_op.args.run.parallel.shard == sharding::fsdp_grad_op);
+  CHECK(grad_op.args.run.activations.seq_len == 4096);
 }
 
 TEST_CASE("axolotl configs: adapter, LoRA keys, sample packing, bf16 auto", "[recipe][axolotl]") {
@@ -142,6 +146,7 @@ TEST_CASE("axolotl configs: adapter, LoRA keys, sample packing, bf16 auto", "[re
   CHECK(qlora.args.run.setup.lora.rank == 32);
   CHECK(qlora.args.run.setup.nf4.double_quant);
   CHECK(qlora.args.run.grad_accum_steps == 4);
+  CHECK(qlora.args.run.setup.lora.dtype == adapter_precision::fp32);  // no TRL recast to bf16 here
 
   const recipe linear = read("ax_llama3_8b_lora_linear.yml");
   CHECK(linear.model.name == "llama-3.1-8b-like");  // NousResearch/Meta-Llama-3-8B: Llama 3 8B shapes
@@ -175,7 +180,8 @@ TEST_CASE("LLaMA-Factory configs: finetuning_type, upcast trainable parameters, 
 
   const recipe qlora = read("lf_qwen3_qlora_otfq.yaml");
   CHECK(qlora.args.run.setup.method == training_method::qlora);
-  CHECK(qlora.args.run.setup.nf4.double_quant);  // double_quantization defaults to True
+  CHECK(qlora.args.run.setup.nf4.double_quant);                       // double_quantization defaults to True
+  CHECK(qlora.args.run.setup.lora.dtype == adapter_precision::fp32);  // cast_trainable_params_to_fp32
 }
 
 TEST_CASE("Unsloth's calls: from_pretrained, get_peft_model and the SFTConfig", "[recipe][unsloth]") {
@@ -184,6 +190,7 @@ TEST_CASE("Unsloth's calls: from_pretrained, get_peft_model and the SFTConfig", 
   CHECK(q.model.name == "llama-3.1-8b-like");  // unsloth/Meta-Llama-3.1-8B-bnb-4bit
   const run_config& r = q.args.run;
   CHECK(r.setup.method == training_method::qlora);
+  CHECK(r.setup.lora.dtype == adapter_precision::base);  // TRL's SFTTrainer recast, as for any TRL QLoRA
   CHECK(r.setup.lora.rank == 16);
   CHECK(targets(q) == "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
   CHECK(r.activations.ckpt == checkpointing::offload_checkpointed);
@@ -274,10 +281,11 @@ TEST_CASE("Every shipped-style recipe estimates, and its peak grows with the len
           "[recipe][property]") {
   for (const char* file :
        {"tt_llama3_1_8b_lora_single_device.yaml", "tt_llama3_2_1b_full_single_device.yaml",
-        "tt_llama3_1_8b_qlora_single_device.yaml", "tt_qwen3_8b_lora.yaml", "ax_llama3_lora_1b.yml",
-        "ax_llama3_qlora_1b.yml", "ax_llama3_8b_lora_linear.yml", "lf_qwen3_lora_sft.yaml",
-        "lf_qwen3_full_sft_ds3.yaml", "lf_qwen3_qlora_otfq.yaml", "us_llama3_1_8b_qlora.yaml",
-        "us_qwen3_4b_lora16.yaml", "us_llama3_2_1b_full.yaml"}) {
+        "tt_llama3_1_8b_qlora_single_device.yaml", "tt_qwen3_8b_lora.yaml",
+        "tt_llama3_1_8b_lora_distributed.yaml", "ax_llama3_lora_1b.yml", "ax_llama3_qlora_1b.yml",
+        "ax_llama3_8b_lora_linear.yml", "lf_qwen3_lora_sft.yaml", "lf_qwen3_full_sft_ds3.yaml",
+        "lf_qwen3_qlora_otfq.yaml", "us_llama3_1_8b_qlora.yaml", "us_qwen3_4b_lora16.yaml",
+        "us_llama3_2_1b_full.yaml"}) {
     INFO(file);
     const recipe r = read(file);
     const training_estimate e = estimate_training(r.model.spec, r.args.run);
@@ -318,7 +326,7 @@ TEST_CASE("Recipe overrides: key.path=value as tune run and llamafactory-cli tak
   }
 }
 
-TEST_CASE("YAML scalars are typed as YAML reads them; quoted text stays text", "[recipe]") {
+TEST_CASE("YAML scalars are typed as YAML reads them, and quoted text stays text", "[recipe]") {
   const detail::yaml_doc d = detail::parse_yaml_text(
       "a: True\nb: 'true'\nc: 3e-4\nd: 8\ne: null\nf: ~\ng: -2\nh: 1.0e-4\ni: auto\nj: \"12\"\n", "t.yml");
   CHECK(d.root.at("a") == true);

@@ -148,6 +148,14 @@ inline recipe recipe_for(framework f, const yaml_doc& d, const nlohmann::json& s
   return out;
 }
 
+/// QLoRA adapters left in fp32: PEFT's get_peft_model upcasts them, and only TRL's SFTTrainer casts them back
+/// to bf16 (sft_trainer.py); a framework that calls get_peft_model itself keeps the fp32 copy.
+inline void keep_fp32_qlora_adapters(recipe& out, const char* why) {
+  if (out.args.run.setup.method != training_method::qlora) return;
+  out.args.run.setup.lora.dtype = adapter_precision::fp32;
+  out.args.notes.push_back(std::string("QLoRA adapters in fp32: ") + why);
+}
+
 /// The BitsAndBytesConfig the frameworks build for a 4-bit base: NF4 with double quantisation.
 inline nlohmann::json bnb_nf4_double_quant() {
   return {{"load_in_4bit", true}, {"bnb_4bit_quant_type", "nf4"}, {"bnb_4bit_use_double_quant", true}};
@@ -289,21 +297,31 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
     packed = yaml_bool(d, *ds, "dataset.packed", "packed", false);
   // The distributed recipes shard with FSDP2 fully_shard (training/_distributed.py shard_model).
   const bool distributed = opt.gpus > 1 || j.contains("fsdp_cpu_offload") ||
-                           j.contains("fsdp_reshard_after_forward") || j.contains("data_parallel_shard_dim");
+                           j.contains("fsdp_reshard_after_forward") ||
+                           j.contains("data_parallel_shard_dim") || j.contains("data_parallel_replicate_dim");
   if (distributed) {
     const bool offload = yaml_bool(d, j, "fsdp_cpu_offload", "fsdp_cpu_offload", false);
-    t.set("fsdp", offload ? "full_shard offload" : "full_shard", d.at("fsdp_cpu_offload"));
+    // fully_shard(reshard_after_forward=False) keeps the gathered parameters to backward (ZeRO-2-like);
+    // data_parallel_replicate_dim > 1 replicates shard groups (HSDP).
+    const bool reshard = yaml_bool(d, j, "fsdp_reshard_after_forward", "fsdp_reshard_after_forward", true);
+    const bool replicate = yaml_count(d, j, "data_parallel_replicate_dim", "data_parallel_replicate_dim", 1,
+                                      max_parallel_gpus) > 1;
+    const std::string how = replicate ? "hybrid_shard" : reshard ? "full_shard" : "shard_grad_op";
+    t.set("fsdp", how + (offload ? " offload" : ""),
+          d.at(replicate ? "data_parallel_replicate_dim"
+               : reshard ? "fsdp_cpu_offload"
+                         : "fsdp_reshard_after_forward"));
     t.set("fsdp_config/fsdp_version", 2, d.at("fsdp_cpu_offload"));
-    t.notes.emplace_back("a distributed recipe: FSDP2 full shard over the GPUs the launcher starts (--gpus)");
+    t.notes.push_back("a distributed recipe: FSDP2 " + how + " over the GPUs the launcher starts (--gpus)");
   }
-  sort_keys(
-      d, j, "",
-      {"model", "tokenizer", "dataset", "batch_size", "gradient_accumulation_steps", "dtype",
-       "enable_activation_checkpointing", "enable_activation_offloading", "optimizer_in_bwd", "compile",
-       "loss", "optimizer", "fsdp_cpu_offload", "fsdp_reshard_after_forward", "data_parallel_shard_dim"},
-      {"tensor_parallel_dim", "tensor_parallel_plan", "custom_sharded_layers",
-       "activation_offloading_use_streams", "context_parallel_dim"},
-      t);
+  sort_keys(d, j, "",
+            {"model", "tokenizer", "dataset", "batch_size", "gradient_accumulation_steps", "dtype",
+             "enable_activation_checkpointing", "enable_activation_offloading", "optimizer_in_bwd", "compile",
+             "loss", "optimizer", "fsdp_cpu_offload", "fsdp_reshard_after_forward", "data_parallel_shard_dim",
+             "data_parallel_replicate_dim"},
+            {"tensor_parallel_dim", "tensor_parallel_plan", "custom_sharded_layers",
+             "activation_offloading_use_streams", "context_parallel_dim"},
+            t);
   sort_keys(d, m, "model",
             {"_component_", "lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank",
              "lora_alpha", "lora_dropout", "use_dora"},
@@ -453,6 +471,8 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
              "tensor_parallel_size", "context_parallel_size", "unfrozen_parameters"},
             t);
   out.args = resolve_translation(d, t, out.model);
+  if (yaml_bool(d, j, "peft_autocast_adapter_dtype", "peft_autocast_adapter_dtype", true))
+    keep_fp32_qlora_adapters(out, "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
   return out;
 }
 
@@ -531,8 +551,7 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
     t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
   }
   if (yaml_bool(d, j, "use_unsloth", "use_unsloth", false))
-    t.warnings.push_back(d.at("use_unsloth") +
-                         ": Unsloth's kernels are not modelled (see --framework unsloth)");
+    t.warnings.push_back(d.at("use_unsloth") + ": Unsloth's kernels and loss are not modelled");
   if (type == "lora") {
     t.set("peft_config/peft_type", "LORA", d.at("finetuning_type"));
     t.set("peft_config/r", yaml_count(d, j, "lora_rank", "lora_rank", 8, max_lora_rank), d.at("lora_rank"));
@@ -592,6 +611,8 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
              "freeze_vision_tower", "pissa_init", "fsdp", "fsdp_config", "shift_attn", "mixture_of_depths"},
             t);
   out.args = resolve_translation(d, t, out.model);
+  if (upcast)
+    keep_fp32_qlora_adapters(out, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
   return out;
 }
 
@@ -611,9 +632,10 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   }
   // loader.py FastLanguageModel.from_pretrained: max_seq_length 2048, dtype None (bf16 where supported),
   // load_in_4bit True.
-  t.set("max_length",
-        yaml_count(d, fp, "from_pretrained.max_seq_length", "max_seq_length", 2048, max_solver_seq_len),
-        d.at("from_pretrained.max_seq_length"));
+  if (!t.args.contains("max_length"))  // the SFTConfig's own max_length, when given, truncates
+    t.set("max_length",
+          yaml_count(d, fp, "from_pretrained.max_seq_length", "max_seq_length", 2048, max_solver_seq_len),
+          d.at("from_pretrained.max_seq_length"));
   t.set("model_init_kwargs/dtype", "bfloat16", d.at("from_pretrained.dtype"));
   t.set("model_init_kwargs/attn_implementation", "flash_attention_2", d.at("from_pretrained"));
   const bool four_bit = yaml_bool(d, fp, "from_pretrained.load_in_4bit", "load_in_4bit", true);

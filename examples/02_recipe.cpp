@@ -1,0 +1,43 @@
+// SPDX-License-Identifier: MIT
+// Example 02: a torchtune recipe in, the estimate out, through the library (headroom::recipes).
+// Reads top to bottom: the recipe file → the run it describes → the peak → the same run under each
+// framework's defaults. Usage: 02_recipe [RECIPE.yaml] (default: torchtune's 8B LoRA single-device config).
+#include <string>
+
+#include <fmt/format.h>
+
+#include <headroom/headroom.hpp>
+#include <headroom/recipe.hpp>
+
+using namespace headroom;
+
+int main(int argc, char** argv) {
+  const std::string file =
+      argc > 1 ? argv[1]
+               : std::string(HEADROOM_EXAMPLE_RECIPES_DIR) + "/tt_llama3_1_8b_lora_single_device.yaml";
+  try {
+    // 1. Read the file: the framework, the model it names (a preset here), the run and what was assumed.
+    const recipe r = load_recipe(file);
+    fmt::print("{} recipe, model {}: {} x {} tokens, accumulation {}\n",
+               choice_name(framework_names, r.source), r.model.name, r.args.run.activations.batch,
+               r.args.run.activations.seq_len, r.args.run.grad_accum_steps);
+    for (const std::string& note : r.args.notes) fmt::print("  note: {}\n", note);
+
+    // 2. Estimate the step's peak on one GPU.
+    const training_estimate e = estimate_training(r.model.spec, r.args.run);
+    fmt::print("peak {:.3f} GB (allocated {:.3f} GB)\n", in_gb(e.total_bytes()),
+               in_gb(e.peak_allocated_bytes()));
+
+    // 3. The same model, method and batch under each framework's defaults (framework.hpp).
+    for (const framework_profile& p : framework_profiles) {
+      run_config alt = r.args.run;
+      apply_profile(p, alt);
+      fmt::print("  with {:<13} defaults {:8.3f} GB\n", choice_name(framework_names, p.id),
+                 in_gb(estimate_training(r.model.spec, alt).total_bytes()));
+    }
+  } catch (const input_error& e) {
+    fmt::print(stderr, "error: {}\n", e.what());
+    return 2;
+  }
+  return 0;
+}
