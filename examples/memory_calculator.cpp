@@ -220,8 +220,6 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
   return all_fit ? cli::exit_ok : cli::exit_does_not_fit;
 }
 
-}  // namespace
-
 // Which framework's defaults the estimate stands on; without one, every profile that moves the peak by more
 // than 5% is named with its peak (docs/frameworks.md).
 std::string profile_summary(const loaded_model& model, const run_config& r, const cli::loaded_run& in,
@@ -247,15 +245,16 @@ std::string profile_summary(const loaded_model& model, const run_config& r, cons
   for (const cli::profile_move& m : cli::profile_moves(r, app, [&model](const run_config& run) {
          return static_cast<double>(estimate_training(model.spec, run).total_bytes().count());
        })) {
-    moves.push_back({{"framework", m.framework},
-                     {"total_bytes", static_cast<std::uint64_t>(m.value)},
-                     {"change", m.change}});
+    const bytes total(static_cast<std::uint64_t>(m.value));
+    moves.push_back({{"framework", m.framework}, {"total_bytes", total.count()}, {"change", m.change}});
     text += fmt::format("           under --framework {:<13} {:>9.3f} GB ({:+.0f}%)\n", m.framework,
-                        m.value / 1e9, m.change * 100);
+                        in_gb(total), m.change * 100);
   }
   j["profile"] = {{"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
   return text;
 }
+
+}  // namespace
 
 int main(int argc, char** argv) {
   CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};

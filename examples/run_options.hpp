@@ -330,8 +330,9 @@ inline profile_pins pins_of(const CLI::App& app) {
     return false;
   };
   profile_pins p;
-  p.precision = given({"--precision"});
-  p.adapter_dtype = given({"--adapter-dtype"});
+  // A DeepSpeed config decides the precision itself: its engine casts the model, adapters included.
+  p.precision = given({"--precision", "--deepspeed"});
+  p.adapter_dtype = given({"--adapter-dtype", "--deepspeed"});
   p.loss = given({"--loss", "--ce-chunk", "--fused-ce", "--output-chunks"});
   p.checkpointing = given({"--checkpointing", "--no-checkpointing"});
   p.reentrant = given({"--non-reentrant"});

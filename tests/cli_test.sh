@@ -215,6 +215,8 @@ expect "accelerate gpus differ" 2 'differs from .*num_processes \(2\)' -- --acce
 expect "accelerate bad" 2 'acc_broken_strategy.yaml:4: fsdp_config.fsdp_sharding_strategy' -- --accelerate-config "$rec/acc_broken_strategy.yaml"
 expect "accelerate fsdp and deepspeed" 2 'sets FSDP, and a DeepSpeed config is given too' -- --preset qwen3-1.7b --training-args "$rec/sft_with_deepspeed.json" --accelerate-config "$rec/acc_fsdp.yaml"
 expect "accelerate ddp with deepspeed" 0 'sharding zero2' -- --preset qwen3-1.7b --method full --accelerate-config "$rec/acc_multi_gpu.yaml" --deepspeed "$rec/ds_z2_llamafactory.json"
+expect "hf-trainer file" 0 'profile    hf-trainer \(TrainingArguments' -- --training-args "$data/args/trainer-full.json"
+expect "peft example file" 0 'profile    trl \(SFTConfig.s defaults. PEFT.s for the adapters\)' -- --preset mistral-7b-v0.3 --training-args "$rec/peft_sft_qlora.json"
 expect "training-args profile" 0 'profile    trl \(SFTConfig' -- --training-args "$data/args/sft-qlora.json"
 expect "accelerate as recipe" 2 'is an accelerate config' -- --recipe "$rec/acc_fsdp.yaml"
 expect "directory as file" 2 'is a directory, not a file' -- --config "$data"

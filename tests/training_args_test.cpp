@@ -394,6 +394,15 @@ deepspeed_config recipe_ds(const char* file, const deepspeed_inputs& in) {
 TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as the Trainer resolves them",
           "[training_args][deepspeed]") {
   const deepspeed_inputs args{2, 4, 0, true, false, 2048};  // per-device 2, accumulation 4, bf16, hidden 2048
+  SECTION("No bf16 / fp16 section: the Trainer's accelerator adds the one its arguments ask for") {
+    const nlohmann::json bare = {{"zero_optimization", {{"stage", 2}}}};
+    const deepspeed_config with_bf16 = deepspeed_from_json(bare, args, "bare.json");
+    CHECK(with_bf16.precision == deepspeed_precision::bf16);
+    CHECK(std::any_of(with_bf16.notes.begin(), with_bf16.notes.end(),
+                      [](const std::string& n) { return n.find("no bf16 section") != std::string::npos; }));
+    const deepspeed_inputs fp32_args{2, 4, 0, false, false, 2048};
+    CHECK(deepspeed_from_json(bare, fp32_args, "bare.json").precision == deepspeed_precision::fp32);
+  }
   SECTION("LLaMA-Factory's ZeRO-0 and ZeRO-2 files: every size \"auto\", explicit 5e8 buckets") {
     const deepspeed_config z0 = recipe_ds("ds_z0_llamafactory.json", args);
     CHECK(z0.stage == 0);

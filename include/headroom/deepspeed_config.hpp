@@ -91,7 +91,14 @@ inline bool ds_enabled(const json& root, std::string_view section, std::string_v
                        deepspeed_config& out) {
   auto it = root.find(section);
   if (it == root.end()) it = root.find(alias);
-  if (it == root.end() || it->is_null()) return false;  // DeepSpeed: disabled unless the section says so
+  if (it == root.end() || it->is_null()) {
+    // No section: the Trainer's accelerator adds {"enabled": true} for its own mixed precision
+    // (accelerate utils/dataclasses.py DeepSpeedPlugin.set_mixed_precision); DeepSpeed alone leaves it off.
+    if (from_args)
+      out.notes.push_back("no " + std::string(section) + " section: the Trainer's " + argument +
+                          " adds {\"enabled\": true} (accelerate DeepSpeedPlugin.set_mixed_precision)");
+    return from_args;
+  }
   const std::string where = origin + ": /" + std::string(it.key());
   if (!it->is_object()) throw input_error(where, "must be an object such as {\"enabled\": true}");
   const auto e = it->find("enabled");
