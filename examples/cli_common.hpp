@@ -35,24 +35,35 @@ inline std::uint64_t parse_count(const std::string& flag, const std::string& tex
   return v;
 }
 
-/// A positive finite decimal flag value (NaN, infinity, negative and zero are errors).
-inline double parse_positive(const std::string& flag, const std::string& text) {
-  std::size_t used = 0;
-  double v = 0;
-  try {
-    v = std::stod(text, &used);
-  } catch (const std::exception&) {
-    used = 0;
-  }
-  if (used != text.size() || text.empty() || !std::isfinite(v) || v <= 0)
-    throw input_error(flag, "expected a positive number, got '" + text + "'");
+/// A decimal flag value: the integer flags' digits, optionally a "." and digits, optionally an exponent
+/// ("0.5", "12", "0", "2e-4", "1.5E3"). Signs, hex, spaces, "inf" and "nan" are errors naming the flag.
+inline double parse_decimal(const std::string& flag, const std::string& text) {
+  const auto digits = [](const std::string& part) {
+    return !part.empty() && part.find_first_not_of("0123456789") == std::string::npos;
+  };
+  const auto e = text.find_first_of("eE");
+  const std::string mantissa = text.substr(0, e);
+  const auto dot = mantissa.find('.');
+  std::string exponent = e == std::string::npos ? "0" : text.substr(e + 1);
+  if (!exponent.empty() && (exponent[0] == '-' || exponent[0] == '+')) exponent = exponent.substr(1);
+  if (!digits(mantissa.substr(0, dot)) || (dot != std::string::npos && !digits(mantissa.substr(dot + 1))) ||
+      !digits(exponent) || exponent.size() > 3)
+    throw input_error(flag, "expected a decimal number such as 0.5, 12 or 2e-4, got '" + text + "'");
+  const double v = std::stod(text);
+  if (!std::isfinite(v) || v > 1e15) throw input_error(flag, "is absurdly large ('" + text + "')");
   return v;
 }
 
-/// A finite decimal flag value ≥ 0 (NaN, infinity and negatives are errors).
+/// A positive decimal flag value (zero is an error).
+inline double parse_positive(const std::string& flag, const std::string& text) {
+  const double v = parse_decimal(flag, text);
+  if (!(v > 0)) throw input_error(flag, "expected a positive number, got '" + text + "'");
+  return v;
+}
+
+/// A decimal flag value >= 0.
 inline double parse_nonnegative(const std::string& flag, const std::string& text) {
-  if (text == "0" || text == "0.0") return 0.0;
-  return parse_positive(flag, text);
+  return parse_decimal(flag, text);
 }
 
 /// A probability in [0, 1) (lora_dropout, attention_dropout).
@@ -126,6 +137,12 @@ template <class Body>
 int run(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
     app.parse(argc, argv);
+    // An empty value is an error, not an absent flag: `--zero ""` must not price DDP.
+    for (const CLI::Option* opt : app.get_options())
+      if (opt->count() > 0 && opt->get_expected_min() > 0)
+        for (const std::string& value : opt->results())
+          if (value.empty())
+            throw input_error(opt->get_name(), "is empty; give a value or leave the flag out");
     return body();
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);

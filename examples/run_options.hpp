@@ -51,6 +51,7 @@ struct run_options {
   std::string framework;               ///< --framework: a framework's defaults for what the flags leave unset
   bool model_given = false;            ///< --preset or --config was on the command line
   bool seq_len_given = false;          ///< --seq-len was on the command line
+  std::vector<std::string> adapter_flags;  ///< adapter options given (an error with --method full)
   std::string gpus = "1";
   bool gpus_given = false;  ///< --gpus was on the command line
   std::string device = "cuda";
@@ -140,12 +141,14 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
       ->capture_default_str();
   app.add_option("--attention", o.attention, "eager | sdpa | flash")->capture_default_str();
-  app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)");
+  app.add_flag("--eager-attention", o.eager_attention, "alias of --attention eager (the course's flag)")
+      ->excludes("--attention");
   app.add_option("--checkpointing", o.checkpointing,
                  "none | full | selective | offload | checkpoint-offload | unsloth (prefix tuning: none)")
       ->capture_default_str()
       ->each([&o](const std::string&) { o.checkpointing_given = true; });
-  app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none");
+  app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none")
+      ->excludes("--checkpointing");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
   app.add_option("--loss", o.loss, "naive | chunked | liger | cce | chunked-output | linear-ce")
       ->capture_default_str();
@@ -261,6 +264,11 @@ inline void add_run_options(CLI::App& app, run_options& o) {
     args->excludes(app.get_option(flag));
     if (std::string_view(flag) != "--seq-len") recipe->excludes(app.get_option(flag));
   }
+  // Options that only an adapter reads: with --method full they would be silently ignored.
+  for (const char* flag :
+       {"--rank", "--targets", "--peft-type", "--ia3-feedforward", "--adapter-dtype", "--lora-dropout",
+        "--virtual-tokens", "--encoder-hidden-size", "--prefix-projection", "--init-lora-weights"})
+    app.get_option(flag)->each([&o, flag](const std::string&) { o.adapter_flags.emplace_back(flag); });
 }
 
 /// What a --deepspeed file's "auto" values resolve from: the run's micro-batch, accumulation and precision,
@@ -414,9 +422,9 @@ inline void apply_launch(run_config& r, const run_options& o, const CLI::App& ap
   }
 }
 
-/// Bytes from a decimal GB flag value.
-inline bytes gb_flag(const std::string& flag, const std::string& text) {
-  const double gb = parse_positive(flag, text);
+/// Bytes from a decimal GB flag value (positive, or >= 0 where zero is meaningful).
+inline bytes gb_flag(const std::string& flag, const std::string& text, bool zero_allowed = false) {
+  const double gb = zero_allowed ? parse_nonnegative(flag, text) : parse_positive(flag, text);
   if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
   return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
 }
@@ -429,6 +437,12 @@ inline runtime_config runtime_from(const run_options& o) {
 inline training_setup setup_from(const run_options& o) {
   training_setup s;
   s.method = parse_choice(method_names, o.method, "--method");
+  if (s.method == training_method::full && !o.adapter_flags.empty())
+    throw input_error(
+        o.adapter_flags.front(),
+        "configures adapters, and --method full trains every weight (use --method lora or qlora)");
+  if (o.no_double_quant && s.method != training_method::qlora)
+    throw input_error("--no-double-quant", "applies to a 4-bit base: it needs --method qlora");
   s.precision = parse_choice(precision_names, o.precision, "--precision");
   s.optimizer = optimizer_by_name(o.optimizer);
   s.optim.block_size = parse_count("--optim-block-size", o.block, 1u << 20);
@@ -583,6 +597,12 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   r.parallel.offload_params = o.offload_params;
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
+  if ((!o.zero.empty() || !o.fsdp.empty()) && r.parallel.data_parallel == 1 && !o.offload_optimizer &&
+      !o.offload_params)
+    throw input_error(
+        o.zero.empty() ? "--fsdp" : "--zero",
+        "shards over the data-parallel GPUs, and --gpus is 1: nothing to shard (give --gpus N, or "
+        "--offload-optimizer / --offload-params to offload on one GPU)");
   if (gpu) r.overhead = overhead_for(*gpu);
   if (r.setup.runtime.device == device_kind::cpu) {  // no CUDA context, workspaces or caching allocator
     r.overhead.override_total = true;
@@ -590,7 +610,7 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   }
   if (!o.overhead_gb.empty()) {
     r.overhead.override_total = true;
-    r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb);
+    r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb, true);  // 0: a measured nothing
   }
   if (gpu && !gpu->bf16 && compute_dtype_for(r.setup.precision) == compute_dtype::bf16)
     throw input_error(

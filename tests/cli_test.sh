@@ -114,7 +114,7 @@ expect "compile moe" 2 'compile: MoE blocks' -- --preset qwen3-30b-a3b --compile
 expect "compile eager" 2 'compile: eager / sdpa-math attention' -- --compile --eager-attention
 expect "prompt no tokens" 2 '--virtual-tokens: is required with --peft-type prompt-tuning' -- --method lora --peft-type prompt-tuning
 expect "lora-fa json" 0 '"peft_type": "lora-fa"' -- --method lora --peft-type lora-fa --json
-expect "dora full" 2 '--peft-type: dora adapts a frozen base' -- --peft-type dora
+expect "dora full" 2 '--peft-type: configures adapters, and --method full' -- --peft-type dora
 expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointing offload
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24
@@ -129,7 +129,7 @@ expect "bad fused" 2 "--fused-ce: unknown 'naive'; valid: liger, cce" -- --fused
 expect "zero seq" 2 "--seq-len: expected a positive integer, got '0'" -- --seq-len 0
 expect "absurd seq" 2 "--seq-len: is absurdly large" -- --seq-len 1099511627776
 expect "zero batch" 2 "--batch: expected a positive integer" -- --batch 0
-expect "NaN overhead" 2 "--overhead-gb: expected a positive number" -- --overhead-gb nan
+expect "NaN overhead" 2 "--overhead-gb: expected a decimal number such as 0.5, 12 or 2e-4, got 'nan'" -- --overhead-gb nan
 expect "overhead override" 0 '"measured_override": true' -- --overhead-gb 2 --json
 
 # --fit answers exactly, and moves the right way with --fused-ce and --no-checkpointing.
@@ -150,8 +150,8 @@ expect "fractional rank" 2 "--rank: expected a positive integer, got '1.5'" -- -
 expect "text rank" 2 "--rank: expected a positive integer, got 'abc'" -- --method lora --rank abc
 expect "absurd rank" 2 "rank: is absurdly large" -- --method lora --rank 99999999
 expect "unknown target" 2 "target_modules: unknown module 'qkv'" -- --method lora --targets qkv
-expect "NaN budget" 2 "--budget-gb: expected a positive number, got 'nan'" -- --budget-gb nan
-expect "negative budget" 2 "--budget-gb: expected a positive number" -- --budget-gb=-3
+expect "NaN budget" 2 "--budget-gb: expected a decimal number such as 0.5, 12 or 2e-4, got 'nan'" -- --budget-gb nan
+expect "negative budget" 2 "--budget-gb: expected a decimal number.*got '-3'" -- --budget-gb=-3
 expect "zero block" 2 "--optim-block-size: expected a positive integer" -- --optim-block-size 0
 expect "malformed JSON" 2 "malformed\.json: malformed JSON at line [0-9]+ \(byte" -- --config "$data/malformed.json"
 expect "negative field" 2 "negative_heads\.json: /num_attention_heads: must be a positive integer, got -32" -- \
@@ -211,6 +211,7 @@ expect "profile sensitivity" 0 'under --framework torchtune +[0-9.]+ GB \(-[0-9]
 expect "accelerate fsdp" 0 'sharding full_shard' -- --preset qwen3-1.7b --accelerate-config "$rec/acc_fsdp.yaml"
 expect "accelerate deepspeed" 0 'sharding zero2' -- --preset qwen3-1.7b --accelerate-config "$rec/acc_deepspeed.yaml"
 expect "accelerate with recipe" 0 'for 8 GPUs' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --accelerate-config "$rec/acc_fsdp2_offload.yaml"
+expect "three files" 0 'data 2 x tensor 1 x pipeline 1, sharding zero3' -- --preset qwen3-1.7b --training-args "$data/args/sft-defaults.json" --deepspeed "$rec/ds_z3_llamafactory.json" --accelerate-config "$rec/acc_multi_gpu.yaml"
 expect "accelerate gpus differ" 2 'differs from .*num_processes \(2\)' -- --accelerate-config "$rec/acc_fsdp.yaml" --gpus 4
 expect "accelerate bad" 2 'acc_broken_strategy.yaml:4: fsdp_config.fsdp_sharding_strategy' -- --accelerate-config "$rec/acc_broken_strategy.yaml"
 expect "accelerate fsdp and deepspeed" 2 'sets FSDP, and a DeepSpeed config is given too' -- --preset qwen3-1.7b --training-args "$rec/sft_with_deepspeed.json" --accelerate-config "$rec/acc_fsdp.yaml"
@@ -246,6 +247,28 @@ expect "solve json" 0 '"layout": "zero3"' -- --preset llama-3.1-70b-like --gpu h
 expect "zero3 per gpu" 0 '"sharding": "zero3"' -- --preset llama-3.1-70b-like --gpus 32 --zero 3 --json
 expect "fsdp offload host" 0 'CPU offload keeps' -- --preset llama-3.1-70b-like --gpus 4 --fsdp full_shard --offload-optimizer --offload-params
 expect "tp sp" 0 '"tensor_parallel": 8' -- --preset llama-3.1-70b-like --tp 8 --sp --json
+# The input contract (issue 15): empty values, conflicting flags, impossible layouts, decimal syntax.
+expect "empty value" 2 '--virtual-tokens: is empty' -- --virtual-tokens ''
+expect "empty zero" 2 '--zero: is empty' -- --zero ''
+expect "empty recipe" 2 '--recipe: is empty' -- --recipe ''
+expect "no-checkpointing and checkpointing" 2 'excludes --checkpointing|--checkpointing excludes' -- --no-checkpointing --checkpointing full
+expect "eager and attention" 2 'excludes --attention|--attention excludes' -- --eager-attention --attention flash
+expect "full with targets" 2 '--targets: configures adapters, and --method full' -- --method full --targets q_proj
+expect "full with rank" 2 '--rank: configures adapters' -- --rank 8
+expect "double quant needs qlora" 2 '--no-double-quant: applies to a 4-bit base' -- --method lora --no-double-quant
+expect "zero on one gpu" 2 '--zero: shards over the data-parallel GPUs, and --gpus is 1' -- --zero 2
+expect "fsdp on one gpu" 2 '--fsdp: shards over the data-parallel GPUs' -- --fsdp full_shard
+expect "zero offload on one gpu" 0 'CPU offload keeps 128.000 GB' -- --zero 2 --offload-optimizer
+expect "tp not dividing" 2 'tensor_parallel: must divide the attention heads and the KV heads \(the model has 32 and 8. tensor_parallel is 3\)' -- --tp 3
+expect "tp above kv heads" 2 'tensor_parallel: must divide' -- --tp 16
+expect "pp above layers" 2 'pipeline_parallel: is above the layer count \(32 layers' -- --pp 64
+expect "overhead zero" 0 'total \(peak\)' -- --overhead-gb 0
+expect "overhead hex" 2 "--overhead-gb: expected a decimal number such as 0.5, 12 or 2e-4, got '0x1'" -- --overhead-gb 0x1
+expect "overhead sign" 2 '--overhead-gb: expected a decimal number' -- --overhead-gb +2
+expect "overhead space" 2 '--overhead-gb: expected a decimal number' -- --overhead-gb ' 2'
+expect "overhead exponent" 0 'total \(peak\)' -- --overhead-gb 1e1
+expect "budget zero" 2 '--budget-gb: expected a positive number' -- --budget-gb 0
+expect "missing model_type" 2 '/model_type: missing' -- --config "$data/args/sft-defaults.json"
 expect "bad zero" 2 "--zero: unknown '4'" -- --zero 4
 expect "bad fsdp" 2 "--fsdp: unknown 'zero3'" -- --fsdp zero3
 expect "offload needs sharding" 2 '--offload-optimizer: needs --zero or --fsdp' -- --offload-optimizer
@@ -280,7 +303,7 @@ expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
 expect "t4 bf16" 2 'no bf16 support: use fp16 with loss scaling' -- --preset qwen3-1.7b --gpu t4
 expect "t4 fp16" 0 'MFU' -- --preset qwen3-1.7b --gpu t4 --method lora --precision fp16-autocast
 expect "bad convention" 2 "--flops-convention: unknown 'kaplan'; valid: 6n, palm, megatron" -- --gpu h100-sxm --flops-convention kaplan
-expect "bad tps" 2 '--tokens-per-second: expected a positive number' -- --gpu h100-sxm --tokens-per-second=-5
+expect "bad tps" 2 "--tokens-per-second: expected a decimal number.*got '-5'" -- --gpu h100-sxm --tokens-per-second=-5
 expect "bad efficiency" 2 '--matmul-efficiency: must be in' -- --gpu h100-sxm --matmul-efficiency 1.5
 
 # lr_schedule (issue 4): W26 and W27 as CSV, and the terminal chart.

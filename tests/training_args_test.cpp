@@ -18,6 +18,38 @@ training_args args(const char* file, const loaded_model& m) {
 }
 }  // namespace
 
+TEST_CASE("Real configs: Qwen3-Coder's zero shared expert, and refusals that name the feature",
+          "[training_args][config_io]") {
+  // shared_expert_intermediate_size: 0 means none (SOURCES.md counts: a safetensors tally, and hand-derived).
+  CHECK(parameter_count(
+            load_model_config(data_dir / "configs" / "qwen3-coder-30b-a3b-instruct.json").spec.shape)
+            .count() == 30'532'122'624);
+  CHECK(parameter_count(
+            load_model_config(data_dir / "configs" / "qwen3-coder-480b-a35b-instruct.json").spec.shape)
+            .count() == 480'154'875'392);
+  using test::require_input_error;
+  const auto config = [](nlohmann::json j) { return [j] { (void)model_from_config(j, "c.json"); }; };
+  require_input_error([] { (void)load_model_config(data_dir / "configs" / "deepseek-v3.json"); },
+                      "unsupported 'deepseek_v3'");
+  // The escape hatch refuses a model whose extra parameters no family prices (it gave 38.6B for 671B).
+  nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
+  ds["_headroom"] = {{"architecture", "qwen3_moe"}};
+  require_input_error(config(ds), "/_headroom/architecture", "MLA attention", "wrong count");
+  nlohmann::json tiny = {{"model_type", "llama"},  {"hidden_size", 64}, {"num_attention_heads", 4},
+                         {"num_hidden_layers", 2}, {"vocab_size", 100}, {"intermediate_size", 128}};
+  nlohmann::json unread = tiny;
+  unread["n_shared_experts"] = 2;  // a shape key the llama family does not read
+  require_input_error(config(unread), "/n_shared_experts", "changes the model's shapes", "'llama'");
+  nlohmann::json missing = tiny;
+  missing.erase("model_type");
+  require_input_error(config(missing), "/model_type", "missing");
+  nlohmann::json bad_family = tiny;
+  bad_family["_headroom"] = {{"architecture", "transformer"}};
+  require_input_error(config(bad_family), "/_headroom/architecture", "unknown family 'transformer'",
+                      "valid: llama");
+  CHECK(parameter_count(model_from_config(tiny, "c.json").spec.shape).count() > 0);
+}
+
 TEST_CASE("Every supported architecture's config.json gives an exact parameter count",
           "[training_args][config_io]") {
   struct row {
@@ -390,6 +422,20 @@ deepspeed_config recipe_ds(const char* file, const deepspeed_inputs& in) {
   return load_deepspeed(data_dir / "recipes" / file, in);
 }
 }  // namespace
+
+TEST_CASE("Training-args warnings: renamed keys and files with nothing headroom reads", "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  const training_args renamed = training_args_from_json({{"max_seq_length", 4096}}, m, "old.json");
+  CHECK(renamed.run.activations.seq_len == 1024);  // SFTConfig's default, said in the warning
+  REQUIRE(renamed.warnings.size() == 2);
+  CHECK(renamed.warnings[0].find("old.json: /max_seq_length: deprecated and not read; its value goes in "
+                                 "max_length (the default is priced)") != std::string::npos);
+  CHECK(renamed.warnings[1].find("has no key headroom reads") != std::string::npos);
+  const training_args empty = training_args_from_json(nlohmann::json::object(), m, "empty.json");
+  REQUIRE(empty.warnings.size() == 1);
+  CHECK(empty.warnings[0].find("empty.json is empty") != std::string::npos);
+  CHECK(training_args_from_json({{"max_length", 512}}, m, "ok.json").warnings.empty());
+}
 
 TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as the Trainer resolves them",
           "[training_args][deepspeed]") {

@@ -12,6 +12,7 @@
 #include <sstream>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <vector>
 
 #include <nlohmann/json.hpp>
@@ -67,6 +68,41 @@ inline constexpr std::array<architecture, 10> architectures{{
 
 namespace detail {
 using json = nlohmann::json;
+
+/// config.json keys that add or reshape parameters (MLA ranks and head dims, expert counts and widths, dense
+/// first layers, multimodal sub-configs, multi-token prediction).
+inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
+                                                             "n_shared_experts",
+                                                             "q_lora_rank",
+                                                             "kv_lora_rank",
+                                                             "qk_rope_head_dim",
+                                                             "qk_nope_head_dim",
+                                                             "v_head_dim",
+                                                             "first_k_dense_replace",
+                                                             "moe_layer_freq",
+                                                             "num_local_experts",
+                                                             "num_experts",
+                                                             "moe_intermediate_size",
+                                                             "shared_expert_intermediate_size",
+                                                             "text_config",
+                                                             "vision_config",
+                                                             "interleave_moe_layer_step",
+                                                             "num_nextn_predict_layers"};
+/// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
+/// them.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> unpriced_architectures{{
+    {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
+    {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
+    {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
+    {"gpt_oss", "attention sinks and expert biases"},
+    {"olmo2", "post-norms and q/k norms over the full width"},
+    {"gemma3", "a vision tower and a nested text_config"},
+    {"llama4", "interleaved MoE layers and a vision tower"},
+    {"qwen3_next", "hybrid linear-attention layers"},
+    {"cohere", "one LayerNorm per parallel attention/MLP block"},
+    {"starcoder2", "LayerNorms with bias and a non-gated MLP"},
+    {"gpt_neox", "LayerNorms with bias and a non-gated MLP"},
+}};
 
 inline std::string key_path(const std::string& origin, std::string_view key) {
   return origin + ": /" + std::string(key);
@@ -161,14 +197,44 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   // A model_type headroom does not know can still load when the file says which supported family its
   // shapes follow: "_headroom": {"architecture": "llama"}.
   std::string family = out.model_type;
-  if (const auto meta = j.find("_headroom"); meta != j.end() && meta->is_object())
+  bool forced = false;
+  if (const auto meta = j.find("_headroom");
+      meta != j.end() && meta->is_object() && meta->contains("architecture")) {
     family = detail::read_string_or(*meta, "architecture", origin + ": /_headroom", family);
+    forced = true;
+  }
   const auto arch = std::find_if(architectures.begin(), architectures.end(),
                                  [&](const architecture& a) { return a.model_type == family; });
+  if (forced)  // the escape hatch must not price a model whose extra parameters no supported family has
+    for (const auto& [type, what] : detail::unpriced_architectures)
+      if (out.model_type == type)
+        throw input_error(origin + ": /_headroom/architecture",
+                          "'" + out.model_type + "' has " + std::string(what) +
+                              ", which no supported family prices: forcing '" + family +
+                              "' would give a wrong count");
+  if (arch == architectures.end() && forced)
+    throw input_error(origin + ": /_headroom/architecture",
+                      "unknown family '" + family + "'; valid: " + supported_model_types());
+  if (arch == architectures.end() && out.model_type.empty())
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "missing: a config.json names its architecture in model_type (supported: " +
+                          supported_model_types() + ")");
   if (arch == architectures.end())
     throw input_error(detail::key_path(origin, "model_type"),
                       "unsupported '" + family + "'; supported: " + supported_model_types() +
                           " (or give the shapes' family in \"_headroom\": {\"architecture\": ...})");
+
+  // A key that changes the shapes and that this family does not read would make the count silently wrong.
+  for (const std::string_view key : detail::shape_keys) {
+    const auto v = j.find(key);
+    if (v == j.end() || v->is_null() || *v == 0 || *v == false || v->empty()) continue;
+    const bool read = key == arch->experts_key || key == arch->expert_width_key ||
+                      (key == "shared_expert_intermediate_size" && !arch->experts_key.empty());
+    if (!read)
+      throw input_error(detail::key_path(origin, key),
+                        "changes the model's shapes, and the '" + family +
+                            "' family does not read it: the count would be wrong");
+  }
 
   model_shape& m = out.spec.shape;
   m.hidden_size = read_count(j, "hidden_size", origin);
@@ -202,7 +268,10 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     m.num_experts = read_count(j, arch->experts_key, origin, detail::max_experts);
     m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
     m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
-    m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
+    // 0 means no shared expert (Qwen3-Coder's configs write it so).
+    const auto shared = j.find("shared_expert_intermediate_size");
+    if (shared != j.end() && !(shared->is_number_integer() && *shared == 0))
+      m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
     // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
     m.norm_topk_prob =
         arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);

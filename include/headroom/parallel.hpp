@@ -6,6 +6,7 @@
 
 #include <array>
 #include <cstdint>
+#include <string>
 #include <string_view>
 
 #include "memory.hpp"
@@ -130,6 +131,32 @@ constexpr void validate(const parallel_config& p) {
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
   if (p.sequence_parallel && p.tensor_parallel == 1)
     detail::fail("sequence_parallel", "needs tensor_parallel > 1");
+}
+
+namespace detail {
+// Messages with numbers, built off the constexpr path (fail's trick: reaching it at compile time is an
+// error).
+[[noreturn]] HEADROOM_COLD inline void fail_tensor_parallel(std::uint64_t heads, std::uint64_t kv,
+                                                            std::uint64_t tp) {
+  throw input_error("tensor_parallel", "must divide the attention heads and the KV heads (the model has " +
+                                           std::to_string(heads) + " and " + std::to_string(kv) +
+                                           "; tensor_parallel is " + std::to_string(tp) + ")");
+}
+[[noreturn]] HEADROOM_COLD inline void fail_pipeline_parallel(std::uint64_t layers, std::uint64_t pp) {
+  throw input_error("pipeline_parallel", "is above the layer count (" + std::to_string(layers) +
+                                             " layers; pipeline_parallel is " + std::to_string(pp) +
+                                             "): a stage holds at least one layer");
+}
+}  // namespace detail
+
+/// A layout the model can have: tensor parallelism splits the attention heads and the KV heads (Megatron's
+/// column-parallel q/k/v need both divisible), and a pipeline stage holds at least one layer.
+constexpr void validate_layout(const model_shape& m, const parallel_config& p) {
+  validate(p);
+  if (m.num_attention_heads % p.tensor_parallel != 0 || m.num_key_value_heads % p.tensor_parallel != 0)
+    detail::fail_tensor_parallel(m.num_attention_heads, m.num_key_value_heads, p.tensor_parallel);
+  if (p.pipeline_parallel > m.num_hidden_layers)
+    detail::fail_pipeline_parallel(m.num_hidden_layers, p.pipeline_parallel);
 }
 
 /// The communication buffers one GPU holds under a layout (docs/parallel.md, "Communication buffers"). A

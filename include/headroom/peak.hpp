@@ -139,6 +139,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
                                                 const static_estimate& statics,
                                                 const sharded_state& per_gpu_static) {
   if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
+  validate_layout(spec.shape, r.parallel);
   if (r.setup.optim.in_backward && r.grad_accum_steps > 1)
     fail("optimizer_in_backward",
          "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "

@@ -523,6 +523,17 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                                           "quantization_config"};
   for (const auto& item : j.items())
     if (used.count(item.key()) == 0) a.ignored.push_back(item.key());
+  // Renamed keys change memory when ignored: TRL's SFTConfig max_seq_length is max_length now (removed).
+  for (const auto& [old_key, new_key] : {std::pair<const char*, const char*>{"max_seq_length", "max_length"},
+                                         {"per_gpu_train_batch_size", "per_device_train_batch_size"}})
+    if (j.contains(old_key))
+      a.warnings.push_back(detail::key_path(origin, old_key) +
+                           ": deprecated and not read; its value goes in " + new_key +
+                           (j.contains(new_key) ? "" : " (the default is priced)"));
+  if (a.ignored.size() == j.size())
+    a.warnings.push_back(origin + (j.empty() ? " is empty" : " has no key headroom reads") +
+                         ": every value is the trainer's default (check the file is a TrainingArguments / "
+                         "SFTConfig JSON)");
   return a;
 }
 
