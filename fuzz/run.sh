@@ -8,8 +8,11 @@ out=build-fuzz
 mkdir -p "$out"
 flags=(-std=c++17 -g -O1 -fsanitize=fuzzer,address,undefined -fno-sanitize-recover=all -Iinclude
        "-DHEADROOM_PRESET_SOURCE_DIR=\"$PWD/presets\"")
-for target in config args cli deepspeed recipe; do
-  clang++ "${flags[@]}" "fuzz/${target}_fuzz.cpp" -lfmt -lyaml-cpp -o "$out/${target}_fuzz"
+targets=(config args cli deepspeed recipe)
+# Compile on every core at once (each target is one slow translation unit), then fuzz one at a time.
+printf '%s\n' "${targets[@]}" |
+  xargs -P "$(nproc)" -I{} clang++ "${flags[@]}" "fuzz/{}_fuzz.cpp" -lfmt -lyaml-cpp -o "$out/{}_fuzz"
+for target in "${targets[@]}"; do
   rm -rf "$out/corpus-$target" && cp -r "fuzz/corpus/$target" "$out/corpus-$target"
   echo "== fuzzing $target for ${seconds}s"
   "$out/${target}_fuzz" -max_total_time="$seconds" -timeout=10 -rss_limit_mb=4096 -print_final_stats=1 \
