@@ -30,7 +30,11 @@ struct options {
 
 double fraction(const std::string& flag, const std::string& text) {
   const double v = cli::parse_positive(flag, text);
-  if (v > 1) throw input_error(flag, "must be in (0, 1], got '" + text + "'");
+  if (v > 1 && v <= 100)
+    throw input_error(flag, "must be a fraction in [0.01, 1], got '" + text + "' (a percentage? give " +
+                                fmt::format("{:g}", v / 100) + ")");
+  if (v > 1 || v < min_efficiency)
+    throw input_error(flag, "must be a fraction in [0.01, 1] of the datasheet figure, got '" + text + "'");
   return v;
 }
 
@@ -81,9 +85,13 @@ int main(int argc, char** argv) {
                       {"packed_row_fill", 1.0 - pad->packed_waste()},
                       {"packing", o.packing}};
     }
-    const throughput_estimate predicted = predict_throughput(model.spec, r, gpu, rc);
-    const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
     const bool measured = !o.tokens_per_second.empty();
+    // A measured tokens/s is per GPU: FLOPs per token and tokens per step do not depend on the layout, so
+    // they come from the one-GPU model (the prediction itself refuses layouts it cannot time).
+    run_config one_gpu = r;
+    if (measured) one_gpu.parallel = parallel_config{};
+    const throughput_estimate predicted = predict_throughput(model.spec, one_gpu, gpu, rc);
+    const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
     double tps = predicted.tokens_per_second, step = predicted.step_time.count();
     double mfu = predicted.mfu, hfu = predicted.hfu;
     if (measured) {
@@ -91,6 +99,13 @@ int main(int argc, char** argv) {
       step = static_cast<double>(predicted.tokens_per_step) / tps;
       mfu = utilisation(tps, predicted.per_token.model, peak);
       hfu = utilisation(tps / (1.0 - rc.padding_waste), predicted.per_token.hardware, peak);
+      if (mfu > 1 || hfu > 1)  // more FLOP/s than the datasheet's dense peak: the figure is not per GPU
+        throw input_error("--tokens-per-second",
+                          fmt::format("{} tokens/s implies {} of {:.1f}% on {} ({:.4g} FLOP/s dense peak): "
+                                      "give trained tokens per second per GPU (divide a cluster's figure by "
+                                      "its GPUs), and check --gpu, --precision and the model",
+                                      o.tokens_per_second, mfu > 1 ? "MFU" : "HFU",
+                                      100 * (mfu > 1 ? mfu : hfu), gpu.name, peak.count()));
     }
     j["model"] = model.name;
     j["gpu"] = gpu.name;
@@ -107,10 +122,13 @@ int main(int argc, char** argv) {
     j["hfu"] = hfu;
     j["efficiency"] = {{"matmul", rc.matmul_efficiency}, {"bandwidth", rc.bandwidth_efficiency}};
     if (!measured)
-      j["step_time_parts_s"] = {
-          {"matmuls", predicted.parts.matmuls},         {"attention", predicted.parts.attention},
-          {"elementwise", predicted.parts.elementwise}, {"loss_head", predicted.parts.loss_head},
-          {"recompute", predicted.parts.recompute},     {"optimizer", predicted.parts.optimizer}};
+      j["step_time_parts_s"] = {{"matmuls", predicted.parts.matmuls},
+                                {"attention", predicted.parts.attention},
+                                {"elementwise", predicted.parts.elementwise},
+                                {"loss_head", predicted.parts.loss_head},
+                                {"recompute", predicted.parts.recompute},
+                                {"optimizer", predicted.parts.optimizer},
+                                {"grad_clipping", predicted.parts.grad_clipping}};
     std::string text = fmt::format(
         "model      {} on {} ({}), {} | {} FLOP/s peak\n"
         "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
@@ -124,10 +142,11 @@ int main(int argc, char** argv) {
     if (!measured)
       text += fmt::format(
           "step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
-          "recompute {:.3f}, optimizer {:.3f} (roofline at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth)\n",
+          "recompute {:.3f}, optimizer {:.3f}, gradient clipping {:.3f} (roofline at {:.0f}% of peak FLOP/s, "
+          "{:.0f}% of bandwidth)\n",
           predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
           predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
-          100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
+          predicted.parts.grad_clipping, 100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
     if (pad)
       text += fmt::format(
           "padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "

@@ -7,6 +7,13 @@
 #include <headroom/headroom.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
+  // The same bytes as a safetensors header: a count or nullopt, never a crash (an overflow is an
+  // input_error).
+  try {
+    (void)headroom::detail::safetensors_header_values(
+        std::string_view(reinterpret_cast<const char*>(data), size));
+  } catch (const headroom::input_error&) {
+  }
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);
   if (j.is_discarded()) return 0;
   try {

@@ -322,9 +322,10 @@ TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.
   for (const measured_row& r : rows()) {
     const std::string fam = r.text("family");
     if (r.kind() == "block") {
-      add("block saved activations | " + fam,
+      add("block saved activations | " + fam,  // the comparand of the block test above (DoRA: live bytes)
           signed_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total()),
-          static_cast<std::int64_t>(r.count("saved_activation_bytes")));
+          static_cast<std::int64_t>(
+              r.count(dora(r) ? "live_after_forward_delta" : "saved_activation_bytes")));
     } else if (r.kind() == "loss") {
       const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
       const std::string key = "loss head | " + r.text("loss");

@@ -409,14 +409,10 @@ TEST_CASE("The longest inventory fits: every switch that adds terms, on every li
           "[activations]") {
   // MoE with a shared expert, q/k norms, four norms, eager attention with dropout and soft-capping, CPU
   // scalars, fp32 adapters with dropout under autocast: DoRA lists the most (142 terms).
-  model_shape m = dense(256, 0, 2, 4, 2, 64, 1000, false);
-  m.qk_norm = true;
+  model_shape m = with_experts(with_qk_norm(dense(256, 0, 2, 4, 2, 64, 1000, false)), 4, 2, 128);
   m.attention_bias = true;
   m.norms_per_layer = 4;
-  m.num_experts = 4;
-  m.num_experts_per_tok = 2;
   m.norm_topk_prob = true;
-  m.moe_intermediate_size = 128;
   m.shared_expert_intermediate_size = 256;
   m.attn_logit_softcapping = 50;
   std::size_t longest = 0;
@@ -562,4 +558,32 @@ TEST_CASE(
   c.batch = 8;
   CHECK(term(model_level_inventory(llama_3_1_8b, s, c), "prompt encoder") == encoder);
   CHECK(positions_seen(c, s).seq_len == 2048 + 20);
+}
+
+TEST_CASE("OLMo-2: no input norm, q/k norms over the full width, norms on the attention and MLP outputs",
+          "[activations]") {
+  const activation_terms olmo = layer_inventory(olmo2_7b, full_ft, llama_prefix_batch(attention_impl::flash));
+  const std::uint64_t t = 2048, d = 4096;
+  CHECK(term(olmo, "input_layernorm") == bytes(0));
+  // bf16 mixed: each norm keeps its fp32 input and rstd, and (full FT) the fp32 normalised input for w's grad
+  const bytes norm = bytes(t * d * 4 + t * 4 + t * d * 4);
+  CHECK(term(olmo, "q_norm") == norm);  // a·head_dim = 4,096 wide, one rstd per token (not per head)
+  CHECK(term(olmo, "k_norm") == norm);
+  CHECK(term(olmo, "post_attention_layernorm") == norm);
+  CHECK(term(olmo, "post_feedforward_layernorm") == norm);
+  // the projections read the block input itself: saved once for q, k and v
+  CHECK(term(olmo, "q/k/v_proj input") == bytes(t * d * 2));
+}
+
+TEST_CASE("gpt-oss eager attention: the softmax covers s + 1 columns in the logits' dtype, max keeps indices",
+          "[activations]") {
+  activation_config c = llama_prefix_batch(attention_impl::eager);
+  c.seq_len = 256;
+  const activation_terms oss = layer_inventory(gpt_oss_20b, full_ft, c);
+  const std::uint64_t a = 64, s = 256;
+  CHECK(term(oss, "eager softmax output") == bytes(a * s * (s + 1) * 2));  // bf16, not the fp32 of Llama's
+  CHECK(term(oss, "eager sink max") == bytes(a * s * 8));
+  CHECK(term(oss, "eager probabilities") == bytes(0));  // no separate cast: the softmax ran in bf16
+  // the router: a softmax over the k chosen logits only, in their dtype
+  CHECK(term(oss, "router softmax") == bytes(s * 4 * 2));
 }

@@ -44,6 +44,16 @@ expect "GiB column" 0 'size GiB +at peak GB +at peak GiB' -- --gib
 expect "qv targets" 0 '"adapter_params": 6815744,' -- "${p8[@]}" --method lora --targets q_proj,v_proj --json
 expect "realistic QLoRA" 0 '"qlora_layout": "realistic"' -- "${p8[@]}" --method qlora --exact-params --json
 expect "raw config.json" 0 '"params": 4022468096,' -- --config "$data/qwen3-4b-hf-config.json" --json
+# Architectures of issue 15 from their real config.json files, and the safetensors cross-check beside them.
+expect "olmo2" 0 'olmo2\), 7,298,617,344 parameters' -- --config "$data/configs/olmo-2-1124-7b-instruct.json"
+expect "granite" 0 'granite\), 8,170,864,640 parameters' -- --config "$data/configs/granite-3.3-8b-instruct.json"
+expect "gpt-oss" 0 'gpt_oss\), 20,914,757,184 parameters' -- --config "$data/configs/gpt-oss-20b.json" --method qlora
+expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
+expect "gemma3 mm refused" 2 "unsupported 'gemma3': its SigLIP vision tower" -- --config "$data/configs/gemma-3-4b-it.json"
+expect "checkpoint match" 0 'checkpoint model.safetensors.index.json total_size / 2 bytes: 7,298,617,344 parameters, as the shapes give' -- --config "$data/checkpoints/olmo2-index/config.json"
+expect "checkpoint mismatch" 0 'checkpoint warning: model.safetensors.index.json metadata.total_parameters holds 8,171,192,320' -- --config "$data/checkpoints/granite-mismatch/config.json"
+expect "checkpoint json" 0 '"warnings": \[' -- --config "$data/checkpoints/granite-mismatch/config.json" --json
+expect "checkpoint single" 0 'model.safetensors header: 80,448 parameters' -- --config "$data/checkpoints/tiny-single/config.json"
 expect "preset dir" 0 '"name": "gemma-2-2b-no-tie-key"' -- --preset-dir "$data" --preset gemma-2-2b-no-tie-key --json
 HEADROOM_PRESET_DIR=$data expect "env preset dir" 0 'gemma-2-2b-no-tie-key' -- --list-presets
 expect "fits budget" 0 'budget +200\.000 GB: fits, headroom 38\.490 GB' -- "${p8[@]}" --budget-gb 200
@@ -296,7 +306,7 @@ expect "prediction" 0 '"flops_convention": "6n"' -- --preset qwen3-1.7b --method
 expect "prediction mfu" 0 '"mfu": 0\.[0-9]' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --batch 2 --seq-len 2048 --json
 expect "json keys" 0 '"step_time_s": [0-9]' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --json
 expect "megatron" 0 "under convention 'megatron'" -- --preset qwen3-1.7b --gpu a100-80gb --flops-convention megatron
-expect "token budget" 0 'GPU-hours' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --gpus 8
+expect "token budget" 0 'GPU-hours' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --gpus 8 --tokens-per-second 12000
 expect "gpu hours json" 0 '"gpu_hours": [0-9]' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --json
 expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu rtx-4090 --method lora --batch 4 --lengths "$data/../../examples/data/chat_lengths.csv"
 expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
@@ -304,7 +314,17 @@ expect "t4 bf16" 2 'no bf16 support: use fp16 with loss scaling' -- --preset qwe
 expect "t4 fp16" 0 'MFU' -- --preset qwen3-1.7b --gpu t4 --method lora --precision fp16-autocast
 expect "bad convention" 2 "--flops-convention: unknown 'kaplan'; valid: 6n, palm, megatron" -- --gpu h100-sxm --flops-convention kaplan
 expect "bad tps" 2 "--tokens-per-second: expected a decimal number.*got '-5'" -- --gpu h100-sxm --tokens-per-second=-5
-expect "bad efficiency" 2 '--matmul-efficiency: must be in' -- --gpu h100-sxm --matmul-efficiency 1.5
+expect "bad efficiency" 2 '--matmul-efficiency: must be a fraction in \[0.01, 1\]' -- --gpu h100-sxm --matmul-efficiency 1.5
+# Throughput sanity (issue 15): percentages, absurd efficiencies, MFU above 100%, layouts the roofline cannot time.
+expect "efficiency percent" 2 "--matmul-efficiency: .*\(a percentage\? give 0.7\)" -- --gpu h100-sxm --matmul-efficiency 70
+expect "efficiency absurd" 2 '--bandwidth-efficiency: must be a fraction in \[0.01, 1\]' -- --gpu h100-sxm --bandwidth-efficiency 0.001
+expect "mfu over 100" 2 '--tokens-per-second: 1e6 tokens/s implies MFU of [0-9.]+% on h100-sxm' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 1e6
+expect "mfu sane" 0 'measured +3000 tokens/s' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 3000
+expect "predict tp" 2 'tensor_parallel \(--tp\): the step-time prediction is for one GPU' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --gpus 2
+expect "predict pp" 2 'pipeline_parallel \(--pp\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --pp 2 --gpus 2
+expect "predict gpus" 2 'data_parallel \(--gpus\): .*all-reduce' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8
+expect "measured gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8 --tokens-per-second 3000 --tokens 1000000000
+expect "clipping part" 0 'gradient clipping [0-9.]+' -- --preset qwen3-1.7b --gpu a100-80gb --method lora
 
 # lr_schedule (issue 4): W26 and W27 as CSV, and the terminal chart.
 bin=$dir/lr_schedule

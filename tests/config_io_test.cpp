@@ -3,6 +3,7 @@
 #include <string>
 
 #include <headroom/config_io.hpp>
+#include <headroom/peak.hpp>
 
 #include "catch.hpp"
 #include "shapes.hpp"
@@ -117,4 +118,88 @@ TEST_CASE("The preset search path: explicit dir, then HEADROOM_PRESET_DIR, then 
   // The test data dir as a preset dir: its files load by name.
   const loaded_model m = load_preset("qwen3-4b-hf-config", {data_dir});
   CHECK(m.name == "qwen3-4b-hf-config");
+}
+
+TEST_CASE("OLMo-2 and Granite config.json files load with their published counts", "[config_io]") {
+  const loaded_model olmo = load_model_config(data_dir / "configs" / "olmo-2-1124-7b-instruct.json");
+  CHECK(parameter_count(olmo.spec.shape).count() == 7'298'617'344);
+  CHECK(olmo.spec.shape.post_norms);
+  CHECK(olmo.spec.shape.qk_norm_full_width);
+  CHECK(olmo.spec.shape.norm_scale_fp32);
+  CHECK_FALSE(olmo.spec.shape.norm_unit_offset);
+  const loaded_model granite = load_model_config(data_dir / "configs" / "granite-3.3-8b-instruct.json");
+  CHECK(parameter_count(granite.spec.shape).count() == 8'170'864'640);
+  CHECK(granite.spec.shape.scalar_multipliers);
+  CHECK(granite.spec.shape.tie_word_embeddings);
+  nlohmann::json g = detail::parse_json_file(data_dir / "configs" / "granite-3.3-8b-instruct.json");
+  g["logits_scaling"] = nullptr;
+  test::require_input_error([&] { (void)model_from_config(g, "g.json"); }, "g.json: /logits_scaling",
+                            "positive number");
+  g["logits_scaling"] = -16;
+  test::require_input_error([&] { (void)model_from_config(g, "g.json"); }, "/logits_scaling");
+}
+
+TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
+          "[config_io][errors]") {
+  for (const char* file : {"deepseek-v3.json", "gemma-3-4b-it.json"}) {
+    INFO(file);
+    const nlohmann::json j = detail::parse_json_file(data_dir / "configs" / file);
+    const std::string type = j.at("model_type").get<std::string>();
+    test::require_input_error([&] { (void)model_from_config(j, file); }, "/model_type",
+                              "unsupported '" + type + "'", "not priced yet");
+  }
+  test::require_input_error([&] { (void)load_model_config(data_dir / "configs" / "gemma-3-4b-it.json"); },
+                            "vision tower");
+}
+
+TEST_CASE("A safetensors checkpoint beside the config cross-checks the count", "[config_io]") {
+  const std::filesystem::path dir = data_dir / "checkpoints";
+  // model.safetensors.index.json: total_size over the bf16 value size equals the shapes' count
+  const loaded_model olmo = load_model_config(dir / "olmo2-index" / "config.json");
+  REQUIRE(olmo.checks.size() == 1);
+  CHECK(olmo.checks[0].find("total_size / 2 bytes: 7,298,617,344 parameters, as the shapes give") !=
+        std::string::npos);
+  CHECK(olmo.warnings.empty());
+  // metadata.total_parameters, when present, is compared directly; a difference names both numbers
+  const loaded_model granite = load_model_config(dir / "granite-mismatch" / "config.json");
+  CHECK(granite.checks.empty());
+  REQUIRE(granite.warnings.size() == 1);
+  CHECK(granite.warnings[0].find(
+            "holds 8,171,192,320 parameters, the shapes give 8,170,864,640 (+327,680)") != std::string::npos);
+  // a single model.safetensors: the header's shapes are summed (no tensor data is read)
+  const loaded_model tiny = load_model_config(dir / "tiny-single" / "config.json");
+  REQUIRE(tiny.checks.size() == 1);
+  CHECK(tiny.checks[0] == "model.safetensors header: 80,448 parameters, as the shapes give");
+  CHECK(parameter_count(tiny.spec.shape).count() == 80'448);
+  // a config alone: nothing to compare
+  CHECK(load_model_config(data_dir / "configs" / "granite-3.3-8b-instruct.json").checks.empty());
+}
+
+TEST_CASE(
+    "gpt-oss-20b loads exactly; bitsandbytes leaves its 3-D experts in bf16, all-linear adapts attention",
+    "[config_io]") {
+  const loaded_model oss = load_model_config(data_dir / "configs" / "gpt-oss-20b.json");
+  const model_shape& m = oss.spec.shape;
+  CHECK(parameter_count(m).count() == 20'914'757'184);
+  CHECK((m.attention_sinks && m.router_bias && m.experts_3d && m.attention_bias && m.o_proj_bias));
+  // LoRA all-linear: q, k, v, o only (the router and experts are nn.Parameter tensors; PEFT reaches experts
+  // through target_parameters, which headroom does not price).
+  const training_setup s = test::qlora16;
+  CHECK(adapter_count(m, s.lora).count() == 24ull * 16 * ((2880 + 4096) + 2 * (2880 + 512) + (4096 + 2880)));
+  // Realistic QLoRA: only the attention projections are 4-bit; experts, router, embeddings, head stay bf16.
+  const static_estimate q = estimate_static(oss.spec, s, params_basis::exact);
+  std::uint64_t linear = 0;
+  for (const param_tensor& t : parameter_inventory(m))
+    if (t.role == tensor_role::linear_weight && t.nn_linear && t.module != module_name::lm_head)
+      linear += t.total().count();
+  CHECK(linear == 24ull * (2 * 2880 * 4096 + 2 * 2880 * 512));
+  CHECK(q.buckets.weights.count() == nf4_tensor_bytes(2880ull * 4096, s.nf4).count() * 48 +
+                                         nf4_tensor_bytes(2880ull * 512, s.nf4).count() * 48 +
+                                         (20'914'757'184 - linear) * 2);
+  // transformers has no SDPA path for the sinks: eager or a FlashAttention kernel with sinks.
+  run_config r;
+  r.activations.attention = attention_impl::sdpa;
+  test::require_input_error([&] { (void)estimate_training(oss.spec, r); }, "attention", "sinks", "SDPA");
+  r.activations.attention = attention_impl::flash;
+  CHECK(estimate_training(oss.spec, r).total_bytes().count() > 0);
 }

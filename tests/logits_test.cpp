@@ -218,3 +218,21 @@ TEST_CASE("Validation: Liger's fused linear cross-entropy benchmark (H 4096, V 1
     CHECK(std::fabs(rel_error(model, r.measured)) < 0.50);
   }
 }
+
+TEST_CASE("Granite: logits / logits_scaling adds a tensor and a gradient, and moves no peak", "[logits]") {
+  // GraniteForCausalLM divides the head's output by config.logits_scaling: the quotient is a new (b, s, V)
+  // tensor and DivBackward a new gradient; the matmul output dies once the quotient exists, so both
+  // overlaps (two 16-bit logits) stay below the fp32 cross-entropy's peak.
+  model_shape plain = granite_8b;
+  plain.scalar_multipliers = false;
+  const activation_config c = tokens(1, 4096);
+  const loss_timeline events = logits_inventory(granite_8b, lora16, c, loss_config{});
+  const bytes logits = bytes(4096ull * 49159 * 2);
+  CHECK(event(events, "scaled logits") == logits);
+  CHECK(event(events, "grad through logits_scaling") == logits);
+  const logits_estimate scaled = estimate_logits(granite_8b, lora16, c, loss_config{});
+  const logits_estimate base = estimate_logits(plain, lora16, c, loss_config{});
+  CHECK(scaled.forward == base.forward);
+  CHECK(scaled.backward == base.backward);
+  CHECK(scaled.kept == base.kept);
+}

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // Exact parameter counts from shapes (model-configs.md), the inventory, and shape validation.
+#include <headroom/flops.hpp>
 #include <headroom/model.hpp>
 
 #include "catch.hpp"
@@ -133,4 +134,56 @@ TEST_CASE("Invalid shapes are rejected with the field named", "[model][errors]")
       "num_experts_per_tok");
   require_input_error([&] { (void)parameter_count(with([](model_shape& m) { m.num_experts_per_tok = 2; })); },
                       "num_experts_per_tok", "without num_experts");
+}
+
+// Published counts (tests/data/configs/README.md, ../shared/reference/real-configs/SOURCES.md): OLMo-2's q/k
+// norms span a·head_dim and g·head_dim (2·4,096 per layer, not 2·128); Granite is Llama-shaped with a tied
+// head.
+static_assert(parameter_count(olmo2_7b).count() == 7'298'617'344);
+static_assert(parameter_count(granite_8b).count() == 8'170'864'640);
+
+TEST_CASE("OLMo-2: q_norm and k_norm over the projections' full width, two output norms per layer",
+          "[model]") {
+  std::uint64_t norm_values = 0;
+  for (const param_tensor& t : parameter_inventory(olmo2_7b))
+    if (t.module == module_name::norm) norm_values += t.total().count();
+  // per layer: post_attention and post_feedforward (d each), q_norm (32·128), k_norm (32·128); the final norm
+  CHECK(norm_values == 32ull * (2 * 4096 + 32 * 128 + 32 * 128) + 4096);
+  model_shape per_head = olmo2_7b;
+  per_head.qk_norm_full_width = false;  // Qwen3-style per-head norms would count 2·(4,096 − 128)·32 fewer
+  CHECK(parameter_count(olmo2_7b).count() - parameter_count(per_head).count() == 2ull * (4096 - 128) * 32);
+  model_shape bad = olmo2_7b;
+  bad.norms_per_layer = 4;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "norms_per_layer", "post_norms");
+}
+
+// gpt-oss-20b, hand-derived in ../shared/reference/real-configs/SOURCES.md: 2·201,088·2,880 (embedding, head)
+// + 24·(attention 26,542,080 + biases 8,000 + sinks 64 + 32 experts·(2·2,880·2,880 + 5,760 + 2,880·2,880 +
+// 2,880) + router 32·2,880 + 32 + norms 2·2,880) + 2,880.
+static_assert(parameter_count(gpt_oss_20b).count() == 20'914'757'184);
+
+TEST_CASE("gpt-oss: sinks, biased router and experts, and 3-D expert tensors that are not nn.Linear",
+          "[model]") {
+  std::uint64_t sinks = 0, experts = 0, not_linear = 0;
+  for (const param_tensor& t : parameter_inventory(gpt_oss_20b)) {
+    if (t.module == module_name::sinks) sinks += t.total().count();
+    if (t.module == module_name::experts) experts += t.total().count();
+    if (!t.nn_linear) not_linear += t.total().count();
+  }
+  CHECK(sinks == 24ull * 64);
+  CHECK(experts == 24ull * 32 * (2 * 2880 * 2880 + 2 * 2880 + 2880 * 2880 + 2880));
+  CHECK(not_linear == experts + 24ull * (32 * 2880 + 32));  // and the router's weight and bias
+  // model.parameters() order holds each expert tensor whole: one (E·2f) × d gate_up_proj per layer
+  std::uint64_t gate_up = 0, tensors = 0;
+  visit_parameters_in_order(gpt_oss_20b, [&](const param_tensor& t) {
+    if (t.module == module_name::experts && t.numel() == 32ull * 2 * 2880 * 2880) ++gate_up;
+    ++tensors;
+  });
+  CHECK(gate_up == 24);
+  CHECK(tensors == 1 + 24 * (8 + 1 + 6 + 2) + 1 + 1);  // embedding; q/k/v/o + biases, sinks, mlp, 2 norms
+  // The active count (k of E experts) is 4.19B; the card's 3.6B leaves out the 0.58B embedding table.
+  CHECK(active_parameter_count(gpt_oss_20b).count() == 4'187'440'704);
+  model_shape bad = gpt_oss_20b;
+  bad.shared_expert_intermediate_size = 128;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "experts_3d", "no shared expert");
 }

@@ -26,6 +26,14 @@ constexpr model_shape with_qk_norm(model_shape m) {
   m.qk_norm = true;
   return m;
 }
+/// Routed experts: E of width f, k per token.
+constexpr model_shape with_experts(model_shape m, std::uint64_t experts, std::uint64_t per_token,
+                                   std::uint64_t width) {
+  m.num_experts = experts;
+  m.num_experts_per_tok = per_token;
+  m.moe_intermediate_size = width;
+  return m;
+}
 
 constexpr model_shape llama_3_2_1b = dense(2048, 8192, 16, 32, 8, 64, 128256, true);
 constexpr model_shape llama_3_2_3b = dense(3072, 8192, 28, 24, 8, 128, 128256, true);
@@ -47,13 +55,39 @@ constexpr model_shape gemma_2_2b_shape() {
 constexpr model_shape gemma_2_2b = gemma_2_2b_shape();
 
 constexpr model_shape qwen3_30b_a3b_shape() {
-  model_shape m = with_qk_norm(dense(2048, 0, 48, 32, 4, 128, 151936, false));
-  m.num_experts = 128;
-  m.num_experts_per_tok = 8;
-  m.moe_intermediate_size = 768;
-  return m;
+  return with_experts(with_qk_norm(dense(2048, 0, 48, 32, 4, 128, 151936, false)), 128, 8, 768);
 }
 constexpr model_shape qwen3_30b_a3b = qwen3_30b_a3b_shape();
+
+// OLMo-2-1124-7B and Granite-3.3-8B, from their config.json files (tests/data/configs, SOURCES in its
+// README).
+constexpr model_shape olmo2_7b_shape() {
+  model_shape m = with_qk_norm(dense(4096, 11008, 32, 32, 32, 128, 100352, false));
+  m.qk_norm_full_width = true;
+  m.post_norms = true;
+  m.norm_scale_fp32 = true;
+  return m;
+}
+constexpr model_shape olmo2_7b = olmo2_7b_shape();
+constexpr model_shape granite_8b_shape() {
+  model_shape m = dense(4096, 12800, 40, 32, 8, 128, 49159, true);
+  m.scalar_multipliers = true;
+  return m;
+}
+constexpr model_shape granite_8b = granite_8b_shape();
+
+// gpt-oss-20b (tests/data/configs/gpt-oss-20b.json): 24 layers, 64 query heads of 64, 8 KV heads, 32 experts
+// (4 per token) of width 2,880, sinks, biased attention, router and experts.
+constexpr model_shape gpt_oss_20b_shape() {
+  model_shape m = with_experts(dense(2880, 0, 24, 64, 8, 64, 201088, false), 32, 4, 2880);
+  m.attention_bias = true;
+  m.o_proj_bias = true;
+  m.attention_sinks = true;
+  m.router_bias = true;
+  m.experts_3d = true;
+  return m;
+}
+constexpr model_shape gpt_oss_20b = gpt_oss_20b_shape();
 
 /// Training setups the tests share: the default route A with one method changed.
 constexpr training_setup with_method(training_method m, precision_route p = precision_route::bf16_mixed) {

@@ -127,3 +127,44 @@ TEST_CASE("A GPU without bf16 refuses a bf16 prediction and takes fp16", "[throu
   r.setup.precision = precision_route::fp16_autocast;
   CHECK(predict_throughput(qwen17, r, gpu("t4")).mfu > 0);
 }
+
+TEST_CASE("Throughput sanity: one GPU's roofline, layouts it cannot time refused, clipping and MoE operands",
+          "[throughput][errors]") {
+  run_config r;
+  r.setup = lora16;
+  const gpu_info h100 = gpu("h100-sxm");
+  // Gradient clipping reads the gradients for the norm, then reads and writes them to scale: 3 × grad bytes.
+  const throughput_estimate e = predict_throughput(qwen17, r, h100);
+  const double grads = static_cast<double>(estimate_static(qwen17, r.setup, r.basis).buckets.grads.count());
+  CHECK(e.parts.grad_clipping == Approx(3 * grads / (h100.bandwidth_gb_s * 1e9 * 0.8)));
+  roofline_config no_clip;
+  no_clip.clip_grad_norm = false;
+  CHECK(predict_throughput(qwen17, r, h100, no_clip).parts.grad_clipping == 0);
+  CHECK(e.step_time.count() == Approx(e.parts.total()));
+  // Layouts the roofline has no communication for are refused, naming the flag.
+  run_config tp = r;
+  tp.parallel.tensor_parallel = 2;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, tp, h100); }, "--tp", "one GPU");
+  run_config pp = r;
+  pp.parallel.pipeline_parallel = 2;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, pp, h100); }, "--pp", "bubble");
+  run_config dp = r;
+  dp.parallel.data_parallel = 8;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, dp, h100); }, "--gpus", "all-reduce");
+  roofline_config tiny;
+  tiny.matmul_efficiency = 0.001;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, r, h100, tiny); }, "matmul_efficiency",
+                            "[0.01, 1]");
+  // MoE weight gradients: each expert writes its own gradient; the output gradient is read once. With the
+  // expert count on the weight operand, full fine-tuning's matmul time grows far less than E-fold over
+  // LoRA's.
+  run_config moe;
+  moe.setup = full_ft;
+  const model_spec qwen30{qwen3_30b_a3b, 0};
+  const throughput_estimate full = predict_throughput(qwen30, moe, h100);
+  const double E = 128, k = 8, t = 2048, d = 2048, f = 768;
+  // the three expert weight gradients alone: bytes 2·(t·k·K + t·k·N + E·K·N) per projection at 80% bandwidth
+  const double wgrad_bytes = 3 * 2 * (t * k * d + t * k * f + E * d * f);
+  CHECK(full.parts.matmuls > 48 * wgrad_bytes / (h100.bandwidth_gb_s * 1e9 * 0.8));
+  CHECK(full.parts.matmuls < 48 * 4 * wgrad_bytes / (h100.bandwidth_gb_s * 1e9 * 0.8));
+}

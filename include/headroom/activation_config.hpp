@@ -222,9 +222,9 @@ constexpr block_dtypes dtypes_of(const training_setup& s) {
 /// The name PEFT and transformers give a module (for the itemised terms).
 constexpr std::string_view module_label(module_name m) {
   // Indexed by module_name (a table lookup: the estimates call this for every linear).
-  constexpr std::array<std::string_view, 14> labels{
+  constexpr std::array<std::string_view, 16> labels{
       {"embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "gate",
-       "shared_expert_gate", "norm", "lm_head", "qkv_proj", "gate_up_proj"}};
+       "shared_expert_gate", "norm", "lm_head", "qkv_proj", "gate_up_proj", "sinks", "experts"}};
   return labels[static_cast<std::size_t>(m)];
 }
 
@@ -244,6 +244,7 @@ struct block_context {
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
   [[nodiscard]] constexpr bool adapted(module_name mod) const {
+    if (m.experts_3d && mod == module_name::router) return false;  // gpt-oss's router is an nn.Parameter
     return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
   }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
@@ -303,7 +304,8 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
     out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
   }
   if (k.m.norm_scale_fp32) {
-    if (input_grad)
+    // Gemma's x·(1 + w.float()) saves a new fp32 vector; OLMo-2's w·x saves the weight itself.
+    if (input_grad && k.m.norm_unit_offset)
       out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
     if (weight_grad) out.add(name, fp32_copy, "the fp32 normalised input, for the weight's gradient");
   } else if (weight_grad) {

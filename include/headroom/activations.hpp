@@ -18,11 +18,15 @@ namespace detail {
 /// The SwiGLU (or GELU) of a dense MLP or an expert on `rows` rows: act(gate), act·up, down.
 template <class Out>
 HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t rows,
-                                             std::uint64_t ff, std::uint64_t in_bytes, std::uint64_t copies) {
+                                             std::uint64_t ff, std::uint64_t in_bytes, std::uint64_t copies,
+                                             bool expert_params = false) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
   using mn = module_name;
-  if (m.fused_gate_up)
+  if (expert_params)  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted by target_modules)
+    add_linear_group(out, k, "experts gate_up input", rows, d, in_bytes,
+                     std::array<linear_site, 1>{{{mn::experts, 2 * ff, copies}}});
+  else if (m.fused_gate_up)
     add_linear_group(out, k, "gate_up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::gate_up_proj, 2 * ff, copies}}});
   else
@@ -44,7 +48,7 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
     out.add("up_proj output", act(rows, ff, up), "saved by the product with act(gate)");
   }
   add_linear_group(out, k, "down_proj input", rows, ff, gate > up ? gate : up,
-                   std::array<linear_site, 1>{{{mn::down_proj, d, copies}}});
+                   std::array<linear_site, 1>{{{expert_params ? mn::experts : mn::down_proj, d, copies}}});
 }
 
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
@@ -53,6 +57,10 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
                            Out& out, bool input_grad = true) {
   using mn = module_name;
   if (const char* why = compile_not_modelled(m, s, c)) fail("compile", why);
+  if (m.attention_sinks && c.attention != attention_impl::eager && c.attention != attention_impl::flash)
+    fail("attention",
+         "gpt-oss's sinks run in eager attention or a FlashAttention kernel with sinks "
+         "(kernels-community/vllm-flash-attn3); transformers has no SDPA path for them");
   validate_prefix(s, c);
   const block_context k0 = context_of(m, s, c, input_grad);
   const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
@@ -61,16 +69,20 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
   const bool gemma_post_norms = m.norms_per_layer >= 4;
 
-  add_rms_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
+  // OLMo-2 has no norm before the projections: they read the block input itself.
+  if (!m.post_norms) add_rms_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
   // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
-  const block_context k = k0.norm_weights_train() ? context_of(m, s, c) : k0;
+  const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
   if (m.fused_qkv)
     add_linear_group(out, k, "qkv_proj input", t, d, sb,
                      std::array<linear_site, 1>{{{mn::qkv_proj, q + 2 * kv}}});
   else
     add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
                      std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
-  if (m.qk_norm) {
+  if (m.qk_norm_full_width) {  // Olmo2Attention: one RMSNorm over each projection's whole output
+    add_rms_norm(out, "q_norm", t, q, ab, k, k.output_grad(mn::q_proj));
+    add_rms_norm(out, "k_norm", t, kv, ab, k, k.output_grad(mn::k_proj));
+  } else if (m.qk_norm) {
     add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, ab, k, k.output_grad(mn::q_proj));
     add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
   }
@@ -79,7 +91,11 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}},
                    c.attention == attention_impl::flash);
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
-  if (gemma_post_norms) {
+  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
+    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
+  if (m.post_norms) {
+    add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // OLMo-2: on the attention output
+  } else if (gemma_post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
     add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
   } else {
@@ -96,7 +112,10 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     const std::uint64_t kk = m.num_experts_per_tok, routed = checked_mul(t, kk);
     add_linear_group(out, rest, "router input", t, d, sb,
                      std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
-    out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
+    if (m.experts_3d)  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
+      out.add("router softmax", act(routed, 1, ab), "softmax of the top-k logits, in their dtype");
+    else
+      out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
     out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by topk");
     if (m.norm_topk_prob) {
       out.add("top-k renormalisation", act(routed, 1, fp32_bytes),
@@ -105,7 +124,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     }
     out.add("expert token indices", act(routed, 2, 8),
             "torch.where's (k-slot, token) int64 pairs, saved by indexing");
-    add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
+    add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts, m.experts_3d);
     out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
     out.add("routing weights", act(routed, 1, sb),
             "each token's weight for its expert, saved by that product");
@@ -116,7 +135,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1);
     out.add("shared expert gate", act(t, 2, ab), "sigmoid gate logit and value");
   }
-  if (gemma_post_norms) add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
+  if (gemma_post_norms || m.post_norms)
+    add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
 }
 
 /// What P-tuning's MLP head (p_tuning/model.py PromptEncoder) or prefix tuning's projection
@@ -175,10 +195,10 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   out.add("RoPE cos/sin", act(c.seq_len, 2 * m.head_dim, sb), "position tables shared by every layer's RoPE");
   // enable_input_require_grads (with checkpointing over a frozen table) makes the embedding output a leaf
   // that requires grad; its AccumulateGrad node keeps it until backward whenever it is not itself the first
-  // block's checkpointed input: Gemma scales it, prompt tuning concatenates the prompts before it.
+  // block's checkpointed input: Gemma and Granite scale it, prompt tuning concatenates the prompts before it.
   const std::uint64_t prompts = prompt_positions(s.lora);
   const bool leaf = !k.full && !k.adapted(module_name::embed_tokens) && c.ckpt != checkpointing::none;
-  if (leaf && (m.scaled_embeddings || prompts != 0))
+  if (leaf && (m.scaled_embeddings || m.scalar_multipliers || prompts != 0))
     out.add("embedding output", act(c.batch, checked_mul(c.seq_len - prompts, m.hidden_size), sb),
             "a leaf requiring grad (enable_input_require_grads), kept by its AccumulateGrad node");
   add_prompt_encoder(out, k);

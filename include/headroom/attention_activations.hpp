@@ -83,6 +83,25 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
     case attention_impl::eager:
       break;
   }
+  if (m.attention_sinks) {  // gpt-oss eager_attention_forward: each row's softmax also covers the head's sink
+    const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys + 1);
+    out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+            "saved by q·kᵀ; repeat_kv expands K to all heads");
+    if (scores_grad && k.scalar != 0)
+      out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+    if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
+      out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
+              "int64 indices of each row's maximum, saved by max");
+    out.add("eager softmax output", with_sink * ab,
+            "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
+    if (c.attention_dropout && scores_grad) {
+      out.add("eager dropout mask", score_bytes() * mask_bytes(k, ab), "the dropout mask");
+      if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");
+    }
+    if (scores_grad)
+      out.add("eager v", act(key_rows, q, ab), "saved by probs·v; repeat_kv makes it contiguous");
+    return;
+  }
   // transformers eager_attention_forward.
   const bytes scores = score_bytes();
   out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),

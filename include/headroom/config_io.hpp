@@ -27,10 +27,13 @@ namespace headroom {
 /// A loaded model: shapes, optional nominal size, and where it came from.
 struct loaded_model {
   model_spec spec{};
-  std::string name;        ///< preset name, or the file name of a raw config.json
-  std::string model_type;  ///< config.json model_type
-  std::string source;      ///< provenance text from the preset's "_headroom" block
-  std::string origin;      ///< the file it was read from
+  std::string name;                   ///< preset name, or the file name of a raw config.json
+  std::string model_type;             ///< config.json model_type
+  std::string source;                 ///< provenance text from the preset's "_headroom" block
+  std::string origin;                 ///< the file it was read from
+  std::vector<std::string> notes;     ///< what the architecture's pricing leaves out or approximates
+  std::vector<std::string> checks;    ///< what the checkpoint beside the config says of the count
+  std::vector<std::string> warnings;  ///< a checkpoint whose size disagrees with the count
 };
 
 /// Architecture rules per config.json model_type: defaults of the transformers config classes
@@ -47,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 10> architectures{{
+inline constexpr std::array<architecture, 13> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -58,6 +61,11 @@ inline constexpr std::array<architecture, 10> architectures{{
     {"gemma2", 4, false, false, true, 256, "", ""},
     {"gemma3_text", 4, true, false, true, 256, "", ""},
     {"phi3", 2, false, false, false, 0, "", "", true},
+    // Olmo2Config (post-norms, full-width q/k norms), GraniteConfig (Llama shapes, four scalar multipliers),
+    // GptOssConfig (sinks, biased router, 3-D experts): their extras are set below.
+    {"olmo2", 2, true, false, false, 0, "", ""},
+    {"granite", 2, false, false, false, 0, "", ""},
+    {"gpt_oss", 2, false, false, false, 64, "num_local_experts", "intermediate_size"},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -90,18 +98,23 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 16> unpriced_architectures{{
     {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
     {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
     {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
-    {"gpt_oss", "attention sinks and expert biases"},
-    {"olmo2", "post-norms and q/k norms over the full width"},
-    {"gemma3", "a vision tower and a nested text_config"},
-    {"llama4", "interleaved MoE layers and a vision tower"},
-    {"qwen3_next", "hybrid linear-attention layers"},
-    {"cohere", "one LayerNorm per parallel attention/MLP block"},
+    {"gemma3", "SigLIP vision tower, projector and image tokens"},
+    {"llava", "vision tower, projector and image tokens"},
+    {"qwen2_5_vl", "vision tower, projector and image tokens"},
+    {"mllama", "vision tower and cross-attention layers"},
+    {"llama4", "interleaved MoE layers, a shared expert and a vision tower"},
+    {"llama4_text", "interleaved MoE layers and a shared expert"},
+    {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
+    {"cohere", "parallel attention/MLP blocks with one LayerNorm"},
+    {"cohere2", "parallel attention/MLP blocks with one LayerNorm"},
     {"starcoder2", "LayerNorms with bias and a non-gated MLP"},
-    {"gpt_neox", "LayerNorms with bias and a non-gated MLP"},
+    {"gpt_neox", "LayerNorms with bias, parallel blocks and a non-gated MLP"},
+    {"gpt_bigcode", "LayerNorms with bias, multi-query c_attn and a non-gated MLP"},
+    {"qwen2_moe", "a sigmoid-gated shared expert, q/k/v biases and decoder_sparse_step"},
 }};
 
 inline std::string key_path(const std::string& origin, std::string_view key) {
@@ -219,6 +232,11 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     throw input_error(detail::key_path(origin, "model_type"),
                       "missing: a config.json names its architecture in model_type (supported: " +
                           supported_model_types() + ")");
+  for (const auto& [type, what] : detail::unpriced_architectures)
+    if (arch == architectures.end() && family == type)
+      throw input_error(detail::key_path(origin, "model_type"),
+                        "unsupported '" + family + "': its " + std::string(what) +
+                            " are not priced yet; supported: " + supported_model_types());
   if (arch == architectures.end())
     throw input_error(detail::key_path(origin, "model_type"),
                       "unsupported '" + family + "'; supported: " + supported_model_types() +
@@ -246,7 +264,9 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, detail::max_layers);
   m.vocab_size = read_count(j, "vocab_size", origin);
   m.tie_word_embeddings = detail::read_bool_or(j, "tie_word_embeddings", origin, arch->tie_default);
-  const bool attention_bias = detail::read_bool_or(j, "attention_bias", origin, false);
+  // GptOssConfig defaults attention_bias to true; the others to false.
+  const bool attention_bias =
+      detail::read_bool_or(j, "attention_bias", origin, arch->model_type == "gpt_oss");
   m.attention_bias = arch->qkv_bias || attention_bias;
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
   m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
@@ -255,7 +275,30 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   m.fused_qkv = arch->fused;
   m.fused_gate_up = arch->fused;
   const bool gemma = arch->model_type.substr(0, 5) == "gemma";
-  m.norm_scale_fp32 = gemma;    // GemmaRMSNorm: x·(1 + w) in fp32
+  m.norm_scale_fp32 = gemma;  // GemmaRMSNorm: x·(1 + w) in fp32
+  m.norm_unit_offset = gemma;
+  if (arch->model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
+    m.post_norms = true;
+    m.qk_norm_full_width = true;
+    m.norm_scale_fp32 = true;
+  }
+  if (arch->model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
+    m.attention_sinks = true;
+    m.router_bias = true;
+    m.experts_3d = true;
+    out.notes.emplace_back(
+        "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
+        "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
+        "priced; "
+        "the clamped SwiGLU's activations are priced as SwiGLU's");
+  }
+  if (arch->model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
+    m.scalar_multipliers = true;        // applied even at their 1.0 defaults
+    for (const std::string_view key :
+         {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
+      if (!detail::read_optional_number(j, key, origin, true))
+        throw input_error(detail::key_path(origin, key), "must be a positive number, got null");
+  }
   m.scaled_embeddings = gemma;  // GemmaModel: embeddings · sqrt(hidden_size)
   // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
   const bool caps_default = arch->model_type == "gemma2";
@@ -300,9 +343,112 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   return out;
 }
 
-/// Reads and parses a config.json or preset file; errors name the file (and byte offset).
+namespace detail {
+/// Values per stored parameter for a config's dtype (torch_dtype / dtype); 0 when unknown or quantised.
+inline std::uint64_t checkpoint_value_bytes(const nlohmann::json& config) {
+  if (config.contains("quantization_config")) return 0;  // packed 4-bit / MXFP4 tensors: sizes say little
+  const auto it =
+      config.find("torch_dtype") != config.end() ? config.find("torch_dtype") : config.find("dtype");
+  if (it == config.end() || !it->is_string()) return 0;
+  const std::string d = it->get<std::string>();
+  if (d == "bfloat16" || d == "float16") return 2;
+  if (d == "float32") return 4;
+  return 0;
+}
+/// The number of values a safetensors header lists: the header is a JSON object of tensors with their
+/// shapes (the safetensors format's specification); nullopt when it is not one.
+inline std::optional<std::uint64_t> safetensors_header_values(std::string_view header) {
+  const nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  std::uint64_t total = 0;
+  for (const auto& [name, tensor] : j.items()) {
+    if (name == "__metadata__") continue;
+    if (!tensor.is_object()) return std::nullopt;
+    const auto shape = tensor.find("shape");
+    if (shape == tensor.end() || !shape->is_array()) return std::nullopt;
+    std::uint64_t n = 1;
+    for (const auto& dim : *shape) {
+      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 40))
+        return std::nullopt;
+      n = checked_mul(n, dim.get<std::uint64_t>(), "safetensors shape");
+    }
+    total = checked_add(total, n, "safetensors values");
+  }
+  return total;
+}
+/// The number of values in a .safetensors file: an 8-byte little-endian header length, then the header.
+inline std::optional<std::uint64_t> safetensors_values(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::array<char, 8> size_bytes{};
+  if (!in.read(size_bytes.data(), 8)) return std::nullopt;
+  std::uint64_t size = 0;
+  for (auto i = size_bytes.rbegin(); i != size_bytes.rend(); ++i)
+    size = (size << 8) | static_cast<unsigned char>(*i);
+  if (size == 0 || size > (std::uint64_t{100} << 20)) return std::nullopt;  // headers are kilobytes
+  std::string header(static_cast<std::size_t>(size), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(size))) return std::nullopt;
+  return safetensors_header_values(header);
+}
+/// Compares the count from the shapes with the checkpoint stored beside the config, when there is one:
+/// model.safetensors.index.json (metadata.total_parameters, or metadata.total_size over the dtype's bytes)
+/// or a single model.safetensors (its header's shapes). A difference is a warning with both numbers.
+inline void cross_check_checkpoint(loaded_model& m, const nlohmann::json& config,
+                                   const std::filesystem::path& config_file) {
+  const std::filesystem::path dir = config_file.parent_path();
+  const std::uint64_t count = parameter_count(m.spec.shape).count();
+  auto compare = [&](const std::string& what, std::uint64_t stored) {
+    if (stored == count) {
+      m.checks.push_back(what + ": " + with_commas(stored) + " parameters, as the shapes give");
+      return;
+    }
+    const std::uint64_t diff = stored > count ? stored - count : count - stored;
+    m.warnings.push_back(what + " holds " + with_commas(stored) + " parameters, the shapes give " +
+                         with_commas(count) + " (" + (stored > count ? "+" : "-") + with_commas(diff) +
+                         "): tensors headroom does not price, or a config that is not this checkpoint's");
+  };
+  std::error_code ec;
+  const std::filesystem::path index = dir / "model.safetensors.index.json";
+  if (std::filesystem::is_regular_file(index, ec)) {
+    const nlohmann::json j = parse_json_file(index);
+    const auto meta = j.find("metadata");
+    if (meta == j.end() || !meta->is_object())
+      throw input_error(index.string() + ": /metadata",
+                        "missing: a safetensors index holds metadata.total_size");
+    const std::string where = index.filename().string();
+    if (meta->contains("total_parameters"))
+      return compare(
+          where + " metadata.total_parameters",
+          read_count(*meta, "total_parameters", index.string() + ": /metadata", std::uint64_t{1} << 50));
+    const std::uint64_t size =
+        read_count(*meta, "total_size", index.string() + ": /metadata", std::uint64_t{1} << 53);
+    const std::uint64_t per = checkpoint_value_bytes(config);
+    if (per == 0) {
+      m.checks.push_back(where + ": total_size " + with_commas(size) +
+                         " bytes not compared (the config names no 16/32-bit dtype, or is quantised)");
+      return;
+    }
+    if (size % per != 0) {
+      m.warnings.push_back(where + ": total_size " + with_commas(size) + " bytes is not a whole number of " +
+                           std::to_string(per) + "-byte values: mixed dtypes; not compared");
+      return;
+    }
+    return compare(where + " total_size / " + std::to_string(per) + " bytes", size / per);
+  }
+  const std::filesystem::path single = dir / "model.safetensors";
+  if (std::filesystem::is_regular_file(single, ec)) {
+    if (const auto values = safetensors_values(single)) return compare("model.safetensors header", *values);
+    m.warnings.push_back("model.safetensors: unreadable header; the count is not cross-checked");
+  }
+}
+}  // namespace detail
+
+/// Reads and parses a config.json or preset file; errors name the file (and byte offset). A safetensors
+/// checkpoint beside it (index or single file) cross-checks the parameter count (loaded_model::checks).
 [[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& file) {
-  return model_from_config(detail::parse_json_file(file), file.string());
+  const nlohmann::json config = detail::parse_json_file(file);
+  loaded_model m = model_from_config(config, file.string());
+  detail::cross_check_checkpoint(m, config, file);
+  return m;
 }
 
 /// Directories searched for presets, in order: `explicit_dir` (--preset-dir), then

@@ -64,9 +64,9 @@ struct gemm_list {
     g.rows_num = expert ? m.num_experts_per_tok : 1;
     g.weight_copies = expert ? m.num_experts : 1;
     g.trainable = full;
-    g.quantised = s.method == training_method::qlora;
+    g.quantised = s.method == training_method::qlora && t.nn_linear;  // bitsandbytes replaces nn.Linear only
     out.add(g);
-    if (!full && s.lora.targets.contains(t.module)) {  // lora_A: in → r, lora_B: r → out
+    if (!full && t.nn_linear && s.lora.targets.contains(t.module)) {  // lora_A: in → r, lora_B: r → out
       out.add({t.module, t.cols, s.lora.rank, g.rows_num, 1, g.weight_copies, true, false, true});
       out.add({t.module, s.lora.rank, t.rows, g.rows_num, 1, g.weight_copies, true, false, true});
     }

@@ -304,7 +304,8 @@ constexpr void validate_lora(const lora_config& c) {
 [[nodiscard]] HEADROOM_INLINE constexpr bool adapts(const lora_config& c, const param_tensor& t) {
   if (c.method == peft_method::ln_tuning) return t.role == tensor_role::norm_weight;
   if (!adapts_linears(c)) return false;
-  const bool linear = t.role == tensor_role::linear_weight ||
+  // A matrix held as an nn.Parameter (gpt-oss's experts and router) is no nn.Linear: target_modules skips it.
+  const bool linear = (t.role == tensor_role::linear_weight && t.nn_linear) ||
                       (t.role == tensor_role::embedding && c.method == peft_method::lora);
   return linear && c.targets.contains(t.module);
 }

@@ -159,7 +159,7 @@ constexpr bytes tensor_state(const param_tensor& t, const training_setup& s, boo
 /// QLoRA base, realistic: bitsandbytes quantises nn.Linear weights only (lm_head excluded by
 /// get_modules_to_not_convert); everything else keeps the load dtype.
 constexpr bool quantised_by_bnb(const param_tensor& t) {
-  return t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
+  return t.role == tensor_role::linear_weight && t.nn_linear && t.module != module_name::lm_head;
 }
 constexpr bytes qlora_base_tensor(const param_tensor& t, const training_setup& s) {
   return quantised_by_bnb(t) ? nf4_tensor_bytes(t.numel(), s.nf4) * t.copies

@@ -29,9 +29,14 @@ struct model_shape {
   bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
   bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
   bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
-  bool norm_scale_fp32 = false;    ///< RMSNorm multiplies by its weight in fp32 (Gemma), not in bf16 (Llama)
-  bool scaled_embeddings = false;  ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
-  bool attn_logit_softcapping = false;   ///< tanh soft-capping of the attention scores (Gemma-2)
+  bool norm_scale_fp32 =
+      false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma, OLMo-2), not in bf16 (Llama)
+  bool norm_unit_offset = false;  ///< RMSNorm scales by (1 + weight) (Gemma), not by weight
+  bool post_norms = false;  ///< OLMo-2: the two norms sit on the attention and MLP outputs, none on the input
+  bool qk_norm_full_width = false;      ///< q/k norms over a·head_dim and g·head_dim (OLMo-2), not per head
+  bool scalar_multipliers = false;      ///< Granite: embeddings, residual branches and logits times scalars
+  bool scaled_embeddings = false;       ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
+  bool attn_logit_softcapping = false;  ///< tanh soft-capping of the attention scores (Gemma-2)
   bool final_logit_softcapping = false;  ///< tanh soft-capping of the logits (Gemma-2)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
@@ -40,6 +45,11 @@ struct model_shape {
   std::uint64_t shared_expert_intermediate_size = 0;  ///< always-on shared expert (Qwen2-MoE), 0 = none
   bool norm_topk_prob =
       false;  ///< top-k routing weights renormalised to sum 1 (Mixtral always; Qwen3-MoE key)
+  // gpt-oss (GptOssAttention, GptOssTopKRouter, GptOssExperts).
+  bool attention_sinks = false;  ///< one learned logit per head and layer joins each softmax (`sinks`)
+  bool router_bias = false;      ///< the router has a bias
+  bool experts_3d =
+      false;  ///< experts and router are nn.Parameter tensors (E × d × 2f, with biases), not nn.Linear
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -58,6 +68,8 @@ enum class module_name : std::uint8_t {
   lm_head,
   qkv_proj,      ///< Phi-3's fused q/k/v projection
   gate_up_proj,  ///< Phi-3's fused gate/up projection
+  sinks,         ///< gpt-oss attention sinks (a per-head vector)
+  experts,       ///< gpt-oss mlp.experts: 3-D gate_up_proj / down_proj parameters (PEFT target_parameters)
 };
 
 /// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
@@ -75,6 +87,7 @@ struct param_tensor {
   std::uint64_t rows = 0;    ///< out_features (or embedding rows); the length for 1-D tensors
   std::uint64_t cols = 0;    ///< in_features; 0 for 1-D tensors
   std::uint64_t copies = 0;  ///< layers × experts holding this tensor
+  bool nn_linear = true;     ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
 
   [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t numel() const {
     return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
@@ -135,6 +148,9 @@ constexpr void validate(const model_shape& m) {
   if (query_width(m) > max_dimension)
     detail::fail("head_dim", "num_attention_heads·head_dim is absurdly large");
   if (m.norms_per_layer > 8) detail::fail("norms_per_layer", "is absurdly large");
+  if (m.post_norms && m.norms_per_layer != 2)
+    detail::fail("norms_per_layer", "must be 2 with post_norms (OLMo-2's two output norms)");
+  if (m.qk_norm_full_width && !m.qk_norm) detail::fail("qk_norm_full_width", "set without qk_norm");
   if (is_moe(m)) {
     detail::require_size(m.num_experts, "num_experts", detail::max_experts);
     detail::require_size(m.num_experts_per_tok, "num_experts_per_tok", detail::max_experts);
@@ -147,6 +163,10 @@ constexpr void validate(const model_shape& m) {
   }
   if (m.shared_expert_intermediate_size > max_dimension)
     detail::fail("shared_expert_intermediate_size", "is absurdly large");
+  if (m.experts_3d && (!is_moe(m) || m.shared_expert_intermediate_size != 0 || m.qk_norm || m.fused_qkv))
+    detail::fail("experts_3d",
+                 "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
+  if (m.router_bias && !m.experts_3d) detail::fail("router_bias", "is modelled for gpt-oss's router only");
 }
 
 /// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
@@ -176,6 +196,20 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::v_proj, tr::bias, kv, 0, L});
   }
   if (m.o_proj_bias) add({mn::o_proj, tr::bias, d, 0, L});
+  if (m.attention_sinks) add({mn::sinks, tr::bias, m.num_attention_heads, 0, L});  // GptOssAttention.sinks
+  if (m.experts_3d) {  // GptOssExperts: gate_up_proj (E, d, 2f) + bias, down_proj (E, f, d) + bias; router
+    const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(L, m.num_experts, "experts");
+    add({mn::experts, tr::linear_weight, 2 * f, d, E, false});
+    add({mn::experts, tr::bias, 2 * f, 0, E, false});
+    add({mn::experts, tr::linear_weight, d, f, E, false});
+    add({mn::experts, tr::bias, d, 0, E, false});
+    add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
+    if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
+    add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
+    add({mn::norm, tr::norm_weight, d, 0, 1});
+    if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+    return;
+  }
   // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) plus router.
   const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
   const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
@@ -200,8 +234,13 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
   }
   add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
-  if (m.qk_norm) add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
-  add({mn::norm, tr::norm_weight, d, 0, 1});                              // final norm
+  if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd)
+    add({mn::norm, tr::norm_weight, q, 0, L});
+    add({mn::norm, tr::norm_weight, kv, 0, L});
+  } else if (m.qk_norm) {
+    add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
+  }
+  add({mn::norm, tr::norm_weight, d, 0, 1});  // final norm
   if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
 }
 
@@ -241,9 +280,21 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
       linear(mn::v_proj, kv, d, m.attention_bias);
     }
     linear(mn::o_proj, d, q, m.o_proj_bias);
+    if (m.attention_sinks) visit(param_tensor{mn::sinks, tr::bias, m.num_attention_heads, 0, 1});
+    if (m.experts_3d) {  // GptOssMLP: router (weight, bias), then experts' four tensors, each one 3-D tensor
+      const std::uint64_t f = m.moe_intermediate_size, E = m.num_experts;
+      visit(param_tensor{mn::router, tr::linear_weight, E, d, 1, false});
+      if (m.router_bias) visit(param_tensor{mn::router, tr::bias, E, 0, 1, false});
+      visit(param_tensor{mn::experts, tr::linear_weight, E * 2 * f, d, 1, false});
+      visit(param_tensor{mn::experts, tr::bias, E * 2 * f, 0, 1, false});
+      visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
+      visit(param_tensor{mn::experts, tr::bias, E * d, 0, 1, false});
+      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) visit(norm);
+      continue;
+    }
     if (m.qk_norm) {
-      visit(param_tensor{mn::norm, tr::norm_weight, m.head_dim, 0, 1});
-      visit(param_tensor{mn::norm, tr::norm_weight, m.head_dim, 0, 1});
+      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
+      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? kv : m.head_dim, 0, 1});
     }
     if (is_moe(m)) {
       linear(mn::router, m.num_experts, d, false);

@@ -192,7 +192,8 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
     per_copy = detail::fp32_bytes * (t.is_matrix() ? t.rows + t.cols : n);
   } else if (opt.muon) {
     // Muon orthogonalises 2-D hidden matrices (one momentum); the rest run AdamW (m, v).
-    const bool hidden_matrix = t.role == tensor_role::linear_weight && t.module != module_name::lm_head;
+    const bool hidden_matrix =
+        t.role == tensor_role::linear_weight && t.nn_linear && t.module != module_name::lm_head;
     per_copy = detail::dense_state_bytes(hidden_matrix ? 1 : 2, n, opt.storage, param_bytes, o);
   } else {
     const std::uint64_t states = opt.states + (opt.kahan_16bit && param_bytes < 4 ? 1 : 0) +

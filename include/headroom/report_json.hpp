@@ -36,6 +36,9 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   nlohmann::json j;
   j["schema_version"] = json_schema_version;
   j["model"] = {{"name", model.name}, {"model_type", model.model_type}, {"origin", model.origin}};
+  if (!model.notes.empty()) j["model"]["notes"] = model.notes;
+  if (!model.checks.empty() || !model.warnings.empty())
+    j["model"]["checkpoint"] = {{"checks", model.checks}, {"warnings", model.warnings}};
   j["method"] = choice_name(method_names, s.method);
   j["precision"] = choice_name(precision_names, s.precision);
   j["optimizer"] = s.optimizer.name;

@@ -100,6 +100,9 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
                         const static_estimate& e) {
   line(fmt::format("model      {} ({}), {} parameters from shapes", model.name, model.model_type,
                    with_commas(e.model_params.count())));
+  for (const std::string& n : model.notes) line("note       " + n);
+  for (const std::string& c : model.checks) line("checkpoint " + c);
+  for (const std::string& w : model.warnings) line("checkpoint warning: " + w);
   line(fmt::format("method     {} | precision {} | optimizer {}", choice_name(method_names, s.method),
                    choice_name(precision_names, s.precision), s.optimizer.name));
   if (s.method != training_method::full)

@@ -22,18 +22,24 @@ struct roofline_config {
   double bandwidth_efficiency = 0.8;  ///< of datasheet memory bandwidth, for streaming kernels
   flops_convention convention = flops_convention::six_n;
   double padding_waste = 0.0;  ///< fraction of computed tokens that are padding, in [0, 1)
+  bool clip_grad_norm = true;  ///< the Trainer's max_grad_norm (1.0 by default) clips every step
 };
+
+/// The smallest efficiency headroom accepts: below 1% of a datasheet peak no kernel runs (a percentage typed
+/// as a fraction, or the wrong peak).
+inline constexpr double min_efficiency = 0.01;
 
 /// Seconds per optimizer step, by part.
 struct step_time_parts {
   double matmuls = 0;    ///< linear layers, forward and backward (incl. LoRA adapters, QLoRA dequantisation)
   double attention = 0;  ///< the attention kernel
-  double elementwise = 0;  ///< norms, activations, residuals, RoPE (memory-bound)
-  double loss_head = 0;    ///< lm_head matmuls and the loss
-  double recompute = 0;    ///< checkpointing's extra forward
-  double optimizer = 0;    ///< the update (memory-bound)
+  double elementwise = 0;    ///< norms, activations, residuals, RoPE (memory-bound)
+  double loss_head = 0;      ///< lm_head matmuls and the loss
+  double recompute = 0;      ///< checkpointing's extra forward
+  double optimizer = 0;      ///< the update (memory-bound)
+  double grad_clipping = 0;  ///< clip_grad_norm_: the gradients read for the norm, then scaled in place
   [[nodiscard]] double total() const {
-    return matmuls + attention + elementwise + loss_head + recompute + optimizer;
+    return matmuls + attention + elementwise + loss_head + recompute + optimizer + grad_clipping;
   }
 };
 
@@ -56,10 +62,16 @@ struct roofline {
   }
 };
 
-/// One matmul of M rows (M×K by K×N), forward or one backward product, in 2-byte operands.
+inline constexpr double operand_bytes = 2;  // 16-bit matmul operands
+/// One matmul of M rows (M×K by K×N), forward or the input gradient, in 2-byte operands; an MoE layer's
+/// `weight_copies` experts each read their own K×N weight.
 inline double gemm_time(const roofline& r, double M, double K, double N, double weight_copies) {
-  const double operand = 2;
-  return r.time(2 * M * K * N, operand * (M * K + K * N * weight_copies + M * N));
+  return r.time(2 * M * K * N, operand_bytes * (M * K + K * N * weight_copies + M * N));
+}
+/// The weight gradient of a K→N linear over M rows: xᵀ·dy reads the input (M×K) and the output gradient
+/// (M×N) once and writes one K×N gradient per expert.
+inline double weight_grad_time(const roofline& r, double M, double K, double N, double weight_copies) {
+  return r.time(2 * M * K * N, operand_bytes * (M * K + M * N + K * N * weight_copies));
 }
 
 /// The parameter count the convention credits: nominal or exact, the active count for MoE.
@@ -81,12 +93,35 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
 [[nodiscard]] inline throughput_estimate predict_throughput(const model_spec& spec, const run_config& r,
                                                             const gpu_info& gpu,
                                                             const roofline_config& rc = {}) {
-  if (!(rc.matmul_efficiency > 0 && rc.matmul_efficiency <= 1))
-    throw input_error("matmul_efficiency", "must be in (0, 1]");
-  if (!(rc.bandwidth_efficiency > 0 && rc.bandwidth_efficiency <= 1))
-    throw input_error("bandwidth_efficiency", "must be in (0, 1]");
+  if (!(rc.matmul_efficiency >= min_efficiency && rc.matmul_efficiency <= 1))
+    throw input_error("matmul_efficiency", "must be in [0.01, 1] (a fraction of the datasheet peak)");
+  if (!(rc.bandwidth_efficiency >= min_efficiency && rc.bandwidth_efficiency <= 1))
+    throw input_error("bandwidth_efficiency", "must be in [0.01, 1] (a fraction of the datasheet bandwidth)");
   if (!(rc.padding_waste >= 0 && rc.padding_waste < 1))
     throw input_error("padding_waste", "must be in [0, 1)");
+  // One GPU's roofline: collectives over an interconnect and host-side optimizer steps are not in it, so a
+  // layout that needs them is refused rather than predicted as if it ran alone.
+  const parallel_config& par = r.parallel;
+  if (par.tensor_parallel > 1)
+    throw input_error(
+        "tensor_parallel (--tp)",
+        "the step-time prediction is for one GPU: tensor parallelism's all-reduces per layer are "
+        "not modelled; measure tokens/s and give it (--tokens-per-second)");
+  if (par.pipeline_parallel > 1)
+    throw input_error(
+        "pipeline_parallel (--pp)",
+        "the step-time prediction is for one GPU: the pipeline bubble and stage transfers are not "
+        "modelled; measure tokens/s and give it (--tokens-per-second)");
+  if (par.data_parallel > 1)
+    throw input_error(
+        "data_parallel (--gpus)",
+        "the step-time prediction is for one GPU: the gradient all-reduce (DDP) or the ZeRO/FSDP "
+        "gathers over the interconnect are not modelled; predict with one GPU or measure tokens/s "
+        "per GPU (--tokens-per-second)");
+  if (par.offload_optimizer || par.offload_params)
+    throw input_error("offload",
+                      "the step-time prediction has no host side: a CPU optimizer step and PCIe "
+                      "transfers are not modelled; measure tokens/s (--tokens-per-second)");
   const model_shape& m = spec.shape;
   const training_setup& s = r.setup;
   const flops peak = gpu.peak(compute_dtype_for(s.precision));
@@ -111,7 +146,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
     if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
     const double bwd = detail::gemm_time(roof, rows, N, K, copies) +
-                       (g.trainable ? detail::gemm_time(roof, K, rows, N, copies) : 0);
+                       (g.trainable ? detail::weight_grad_time(roof, rows, K, N, copies) : 0);
     p.matmuls += L * (fwd + dequant + bwd + dequant);
     forward_only += L * (fwd + dequant);
   }
@@ -178,10 +213,14 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       static_cast<double>(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
                                                 st.trainable_params.count(), st.for_loop_step.count()));
   p.optimizer = roof.time(0, update_bytes);
+  // torch.nn.utils.clip_grad_norm_: _foreach_norm reads every gradient, then _foreach_mul_ scales them all by
+  // the clamped coefficient (even when it is 1), a read and a write.
+  const double grad_bytes = static_cast<double>(b.grads.count());
+  if (rc.clip_grad_norm) p.grad_clipping = roof.time(0, 3 * grad_bytes);
 
   throughput_estimate e;
   e.parts = p;
-  e.step_time = seconds(micro * accum + p.optimizer);
+  e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping);
   const double computed_tokens = t * accum;
   const double trained = computed_tokens * (1.0 - rc.padding_waste);
   e.tokens_per_step = static_cast<std::uint64_t>(trained);

@@ -353,6 +353,12 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                              " is priced over every norm (LN tuning) or the prompt encoder; the list is "
                              "not read");
     } else if (tm == peft->end() || tm->is_null()) {
+      // PEFT's mappings (utils/constants.py) have no row for these: _prepare_adapter_config raises.
+      for (const char* none : {"olmo2", "granite", "gpt_oss", "gemma3"})
+        if (model.model_type == none)
+          throw input_error(po + "/target_modules",
+                            "not set, and PEFT has no default for '" + model.model_type +
+                                "' (\"Please specify `target_modules`\"): list the modules");
       r.setup.lora.targets = *method == peft_method::ia3 ? detail::peft_ia3_default_targets(model.model_type)
                                                          : detail::peft_default_targets(model.model_type);
       a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +

@@ -20,7 +20,11 @@ SHAPES = {
                     experts=4, experts_per_tok=2, moe_intermediate=112, norm_topk=1),
     "qwen3_moe": dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_dim=32, vocab=4096, tied=0,
                       experts=8, experts_per_tok=2, moe_intermediate=48, norm_topk=0),
+    # Added later (later_rows): OLMo-2 (multi-head, as the 7B), Granite (GQA, tied, as the 8B).
+    "olmo2": dict(hidden=128, intermediate=344, heads=4, kv_heads=4, head_dim=32, vocab=4096, tied=0),
+    "granite": dict(hidden=128, intermediate=400, heads=8, kv_heads=2, head_dim=16, vocab=2048, tied=1),
 }
+LATER_FAMILIES = ("olmo2", "granite")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -63,19 +67,23 @@ def _row(kind, family, **overrides):
     return row
 
 
+def family_block_rows(family):
+    """The block variants every family is measured under."""
+    return [_row("block", family),                                             # full, bf16, sdpa
+            _row("block", family, attention="eager"),
+            _row("block", family, dtype="fp32", attention="eager"),
+            _row("block", family, dtype="autocast"),
+            _row("block", family, **lora()),                                   # LoRA all-linear, bf16 adapters
+            _row("block", family, **lora(adapter_dtype="fp32")),               # PEFT's autocast_adapter_dtype
+            _row("block", family, attention="eager", **lora("q_proj,v_proj" if family != "phi3" else "qkv_proj")),
+            _row("block", family, **lora(dropout=0.1)),
+            _row("block", family, dtype="fp32", **lora(adapter_dtype="fp32"))]
+
+
 def block_rows():
     rows = []
-    for family in SHAPES:
-        rows.append(_row("block", family))                                     # full, bf16, sdpa
-        rows.append(_row("block", family, attention="eager"))
-        rows.append(_row("block", family, dtype="fp32", attention="eager"))
-        rows.append(_row("block", family, dtype="autocast"))
-        rows.append(_row("block", family, **lora()))                            # LoRA all-linear, bf16 adapters
-        rows.append(_row("block", family, **lora(adapter_dtype="fp32")))        # PEFT's autocast_adapter_dtype
-        rows.append(_row("block", family, attention="eager", **lora("q_proj,v_proj" if family != "phi3"
-                                                                     else "qkv_proj")))
-        rows.append(_row("block", family, **lora(dropout=0.1)))
-        rows.append(_row("block", family, dtype="fp32", **lora(adapter_dtype="fp32")))
+    for family in (f for f in SHAPES if f not in LATER_FAMILIES):
+        rows += family_block_rows(family)
     # Sizes and the remaining switches on Llama and Qwen3.
     for family in ("llama", "qwen3"):
         rows.append(_row("block", family, batch=1, seq_len=128))
@@ -275,6 +283,13 @@ def later_rows():
                      **peft("prefix_tuning", virtual_tokens=4, projection=True)))
     rows.append(_row("step", "llama", dtype="autocast", attention="eager", **step_kw,
                      **peft("prefix_tuning", virtual_tokens=4, encoder_hidden=40, projection=True)))
+    # OLMo-2 (output norms, full-width q/k norms) and Granite (scalar multipliers, logits / logits_scaling).
+    for family in LATER_FAMILIES:
+        rows += family_block_rows(family)
+        rows.append(_row("step", family, dtype="bf16", **step_kw))
+        rows.append(_row("step", family, dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    rows.append(_row("loss", "granite", dtype="bf16", loss="hf", head_trainable="0"))
+    rows.append(_row("loss", "granite", dtype="fp32", loss="hf", head_trainable="1"))
     return rows
 
 

@@ -62,6 +62,10 @@ FAMILIES = {
     "phi3": dict(fused=True),
     "mixtral": dict(moe=True, norm_topk=True),
     "qwen3_moe": dict(moe=True, qk_norm=True),
+    "olmo2": dict(olmo2=True),
+    # Granite-3.3-8B-Instruct's multipliers (its config.json; tests/data/configs)
+    "granite": dict(granite=True, embedding_multiplier=12.0, residual_multiplier=0.22,
+                    attention_multiplier=0.0078125, logits_scaling=16.0),
 }
 
 
@@ -77,6 +81,17 @@ class LlamaRMSNorm(nn.Module):
         variance = hidden_states.pow(2).mean(-1, keepdim=True)
         hidden_states = hidden_states * torch.rsqrt(variance + self.eps)
         return self.weight * hidden_states.to(input_dtype)
+
+
+class Olmo2RMSNorm(LlamaRMSNorm):
+    """transformers models/olmo2/modeling_olmo2.py Olmo2RMSNorm: the weight multiplies in fp32, then the cast."""
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        variance = hidden_states.pow(2).mean(-1, keepdim=True)
+        hidden_states = hidden_states * torch.rsqrt(variance + self.eps)
+        return (self.weight * hidden_states).to(input_dtype)
 
 
 class GemmaRMSNorm(nn.Module):
@@ -301,11 +316,17 @@ class Attention(nn.Module):
             self.v_proj = nn.Linear(d, g * hd, bias=bias)
         self.o_proj = nn.Linear(a * hd, d, bias=False)
         self.qk_norm = fam.get("qk_norm", False)
+        self.olmo2 = fam.get("olmo2", False)
+        if self.olmo2:  # Olmo2Attention: one norm over each projection's full width
+            self.q_norm = Olmo2RMSNorm(a * hd)
+            self.k_norm = Olmo2RMSNorm(g * hd)
         if self.qk_norm:
             self.q_norm = LlamaRMSNorm(hd)
             self.k_norm = LlamaRMSNorm(hd)
         self.gemma = fam.get("gemma", False)
         self.scaling = (cfg.get("query_pre_attn_scalar", hd) if self.gemma else hd) ** -0.5
+        if fam.get("granite", False):  # GraniteAttention: scaling = config.attention_multiplier
+            self.scaling = fam["attention_multiplier"]
         self.softcap = cfg.get("attn_softcap") if self.gemma else None
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
         self.kernel = ATTENTION[cfg["attention"]]
@@ -321,6 +342,10 @@ class Attention(nn.Module):
             query_states = query_states.view(hidden_shape).transpose(1, 2)
             key_states = key_states.view(hidden_shape).transpose(1, 2)
             value_states = value_states.view(hidden_shape).transpose(1, 2)
+        elif self.olmo2:
+            query_states = self.q_norm(self.q_proj(hidden_states)).view(hidden_shape).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states)).view(hidden_shape).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         elif self.qk_norm:
             query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
             key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
@@ -405,17 +430,35 @@ class DecoderLayer(nn.Module):
         fam = FAMILIES[cfg["family"]]
         d = cfg["hidden"]
         self.gemma = fam.get("gemma", False)
-        norm = GemmaRMSNorm if self.gemma else LlamaRMSNorm
+        self.olmo2 = fam.get("olmo2", False)
+        self.residual_multiplier = fam.get("residual_multiplier")
+        norm = GemmaRMSNorm if self.gemma else Olmo2RMSNorm if self.olmo2 else LlamaRMSNorm
         self.self_attn = Attention(cfg, layer_idx)
         self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
-        self.input_layernorm = norm(d)
+        if not self.olmo2:  # Olmo2DecoderLayer has no input_layernorm
+            self.input_layernorm = norm(d)
         self.post_attention_layernorm = norm(d)
+        if self.olmo2:
+            self.post_feedforward_layernorm = norm(d)
         if self.gemma:
             self.pre_feedforward_layernorm = norm(d)
             self.post_feedforward_layernorm = norm(d)
 
     def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
         residual = hidden_states
+        if self.olmo2:  # Olmo2DecoderLayer.forward: norms on the outputs of attention and MLP
+            hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
+            hidden_states = residual + self.post_attention_layernorm(hidden_states)
+            residual = hidden_states
+            hidden_states = self.post_feedforward_layernorm(self.mlp(hidden_states))
+            return residual + hidden_states
+        if self.residual_multiplier is not None:  # GraniteDecoderLayer.forward
+            hidden_states = self.input_layernorm(hidden_states)
+            hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
+            hidden_states = residual + hidden_states * self.residual_multiplier
+            residual = hidden_states
+            hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
+            return residual + hidden_states * self.residual_multiplier
         hidden_states = self.input_layernorm(hidden_states)
         hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
         if self.gemma:
@@ -483,7 +526,8 @@ class CausalLM(nn.Module):
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
         self.layers = nn.ModuleList([DecoderLayer(cfg, i) for i in range(cfg["layers"])])
-        self.norm = (GemmaRMSNorm if self.gemma else LlamaRMSNorm)(d)
+        self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
+        self.granite = fam.get("granite", False)
         self.rotary_emb = Rotary(cfg["head_dim"])
         self.lm_head = nn.Linear(d, v, bias=False)
         if cfg.get("tied", False):
@@ -536,6 +580,8 @@ class CausalLM(nn.Module):
         if self.gemma:
             normalizer = torch.tensor(self.cfg["hidden"] ** 0.5, dtype=hidden_states.dtype)
             hidden_states = hidden_states * normalizer
+        if self.granite:  # GraniteModel.forward: inputs_embeds * embedding_multiplier (a Python float)
+            hidden_states = hidden_states * FAMILIES["granite"]["embedding_multiplier"]
         position_ids = torch.arange(start, start + s).unsqueeze(0)
         # transformers skips the mask for SDPA only when the key length equals the query length
         mask = causal_mask(b, s, hidden_states.dtype, start) if self.cfg["attention"] == "eager" or start else None
@@ -551,6 +597,8 @@ class CausalLM(nn.Module):
 
     def head_logits(self, hidden_states):
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
+        if self.granite:  # GraniteForCausalLM.forward
+            logits = logits / FAMILIES["granite"]["logits_scaling"]
         cap = self.cfg.get("final_softcap") if self.gemma else None
         if cap is not None:
             logits = logits / cap

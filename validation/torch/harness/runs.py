@@ -76,7 +76,9 @@ def run_block(row):
     layer = model.layers[0]
     b, s, d = int(row["batch"]), int(row["seq_len"]), int(row["hidden"])
     torch.manual_seed(1)
-    x = torch.randn(b, s, d, dtype=DTYPES[row["dtype"]], requires_grad=True)
+    # A middle layer's input is the previous layer's output, not a leaf: autocast caches the bf16 cast of a
+    # leaf that requires grad (torch cached_cast), which linears reading x directly (OLMo-2) would share.
+    x = torch.randn(b, s, d, dtype=DTYPES[row["dtype"]], requires_grad=True).clone()
     past, start, prefix = None, 0, ()
     if model.prefix:  # a middle layer's past keys and values, as get_prompt makes them (they require grad)
         start = model.prompt_tokens.numel()
