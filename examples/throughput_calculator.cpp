@@ -24,6 +24,7 @@ struct options {
   std::string lengths;
   std::string matmul_efficiency = "0.7";
   std::string bandwidth_efficiency = "0.8";
+  std::string kernel_launch_us = "5";
   bool packing = false;
   bool json = false;
 };
@@ -54,6 +55,9 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--bandwidth-efficiency", o.bandwidth_efficiency, "fraction of datasheet bandwidth reached")
       ->capture_default_str();
+  app.add_option("--kernel-launch-us", o.kernel_launch_us,
+                 "host microseconds to dispatch one eager op (0: never host-bound)")
+      ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object");
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
@@ -71,6 +75,10 @@ int main(int argc, char** argv) {
     rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
     rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
     rc.bandwidth_efficiency = fraction("--bandwidth-efficiency", o.bandwidth_efficiency);
+    rc.kernel_launch_s = cli::parse_decimal("--kernel-launch-us", o.kernel_launch_us) * 1e-6;
+    if (rc.kernel_launch_s > 1e-3)
+      throw input_error("--kernel-launch-us",
+                        "must be at most 1000 microseconds, got '" + o.kernel_launch_us + "'");
     nlohmann::json j;
     std::optional<padding_summary> pad;
     if (!o.lengths.empty()) {
@@ -128,7 +136,8 @@ int main(int argc, char** argv) {
                                 {"loss_head", predicted.parts.loss_head},
                                 {"recompute", predicted.parts.recompute},
                                 {"optimizer", predicted.parts.optimizer},
-                                {"grad_clipping", predicted.parts.grad_clipping}};
+                                {"grad_clipping", predicted.parts.grad_clipping},
+                                {"launch_bound", predicted.parts.launch_bound}};
     std::string text = fmt::format(
         "model      {} on {} ({}), {} | {} FLOP/s peak\n"
         "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
@@ -142,11 +151,13 @@ int main(int argc, char** argv) {
     if (!measured)
       text += fmt::format(
           "step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
-          "recompute {:.3f}, optimizer {:.3f}, gradient clipping {:.3f} (roofline at {:.0f}% of peak FLOP/s, "
-          "{:.0f}% of bandwidth)\n",
+          "recompute {:.3f}, optimizer {:.3f}, gradient clipping {:.3f}, host-bound {:.3f} (roofline at "
+          "{:.0f}% "
+          "of peak FLOP/s, {:.0f}% of bandwidth; {:g} us per kernel launch)\n",
           predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
           predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
-          predicted.parts.grad_clipping, 100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency);
+          predicted.parts.grad_clipping, predicted.parts.launch_bound, 100 * rc.matmul_efficiency,
+          100 * rc.bandwidth_efficiency, rc.kernel_launch_s * 1e6);
     if (pad)
       text += fmt::format(
           "padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "

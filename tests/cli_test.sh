@@ -325,6 +325,9 @@ expect "predict pp" 2 'pipeline_parallel \(--pp\)' -- --preset llama-3.1-8b-like
 expect "predict gpus" 2 'data_parallel \(--gpus\): .*all-reduce' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8
 expect "measured gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8 --tokens-per-second 3000 --tokens 1000000000
 expect "clipping part" 0 'gradient clipping [0-9.]+' -- --preset qwen3-1.7b --gpu a100-80gb --method lora
+expect "host bound" 0 'host-bound 0\.0[0-9]*[1-9]' -- --preset qwen3-1.7b --gpu h100-sxm --method lora --batch 1 --seq-len 128
+expect "launch free" 0 'host-bound 0\.000 .*0 us per kernel launch' -- --preset qwen3-1.7b --gpu h100-sxm --method lora --batch 1 --seq-len 128 --kernel-launch-us 0
+expect "launch absurd" 2 '--kernel-launch-us: must be at most 1000' -- --gpu h100-sxm --kernel-launch-us 5000
 
 # lr_schedule (issue 4): W26 and W27 as CSV, and the terminal chart.
 bin=$dir/lr_schedule

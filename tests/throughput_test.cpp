@@ -168,3 +168,30 @@ TEST_CASE("Throughput sanity: one GPU's roofline, layouts it cannot time refused
   CHECK(full.parts.matmuls > 48 * wgrad_bytes / (h100.bandwidth_gb_s * 1e9 * 0.8));
   CHECK(full.parts.matmuls < 48 * 4 * wgrad_bytes / (h100.bandwidth_gb_s * 1e9 * 0.8));
 }
+
+TEST_CASE("Host-bound steps: small micro-batches wait for eager PyTorch to dispatch their kernels",
+          "[throughput]") {
+  const gpu_info h100 = gpu("h100-sxm");
+  run_config small;
+  small.setup = lora16;
+  small.activations.batch = 1;
+  small.activations.seq_len = 128;
+  const throughput_estimate tiny = predict_throughput(qwen17, small, h100);
+  // 28 layers of ~100 ops, three passes plus a recompute: tens of milliseconds of dispatch against a few of
+  // GPU work, so the host sets the pace and the excess is its own part.
+  CHECK(tiny.parts.launch_bound > 0);
+  CHECK(tiny.step_time.count() == Approx(tiny.parts.total()));
+  roofline_config free_launch;
+  free_launch.kernel_launch_s = 0;
+  const throughput_estimate no_host = predict_throughput(qwen17, small, h100, free_launch);
+  CHECK(no_host.parts.launch_bound == 0);
+  CHECK(tiny.tokens_per_second < no_host.tokens_per_second);
+  // Large micro-batches keep the GPU busier than the host: no host-bound excess.
+  run_config big;
+  big.activations.batch = 4;
+  big.activations.seq_len = 4096;
+  CHECK(predict_throughput(llama8, big, h100).parts.launch_bound == 0);
+  roofline_config bad;
+  bad.kernel_launch_s = 1;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, small, h100, bad); }, "kernel_launch_s");
+}

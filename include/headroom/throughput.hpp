@@ -21,8 +21,9 @@ struct roofline_config {
   double matmul_efficiency = 0.7;     ///< of dense peak FLOP/s, for large bf16 GEMMs
   double bandwidth_efficiency = 0.8;  ///< of datasheet memory bandwidth, for streaming kernels
   flops_convention convention = flops_convention::six_n;
-  double padding_waste = 0.0;  ///< fraction of computed tokens that are padding, in [0, 1)
-  bool clip_grad_norm = true;  ///< the Trainer's max_grad_norm (1.0 by default) clips every step
+  double padding_waste = 0.0;     ///< fraction of computed tokens that are padding, in [0, 1)
+  bool clip_grad_norm = true;     ///< the Trainer's max_grad_norm (1.0 by default) clips every step
+  double kernel_launch_s = 5e-6;  ///< host time to dispatch one eager op (an assumption; set your own)
 };
 
 /// The smallest efficiency headroom accepts: below 1% of a datasheet peak no kernel runs (a percentage typed
@@ -38,8 +39,10 @@ struct step_time_parts {
   double recompute = 0;      ///< checkpointing's extra forward
   double optimizer = 0;      ///< the update (memory-bound)
   double grad_clipping = 0;  ///< clip_grad_norm_: the gradients read for the norm, then scaled in place
+  double launch_bound = 0;   ///< host-bound excess: dispatching the kernels takes longer than running them
   [[nodiscard]] double total() const {
-    return matmuls + attention + elementwise + loss_head + recompute + optimizer + grad_clipping;
+    return matmuls + attention + elementwise + loss_head + recompute + optimizer + grad_clipping +
+           launch_bound;
   }
 };
 
@@ -74,6 +77,39 @@ inline double weight_grad_time(const roofline& r, double M, double K, double N, 
   return r.time(2 * M * K * N, operand_bytes * (M * K + M * N + K * N * weight_copies));
 }
 
+/// Kernels one decoder layer launches in an eager forward (transformers' modules, not compiled), counted
+/// from the operations each module runs; backward launches about two per forward op (docs/throughput.md).
+inline double layer_forward_kernels(const model_shape& m, const training_setup& s,
+                                    const activation_config& a) {
+  constexpr double rms_norm = 8;    // to(fp32), pow, mean, + eps, rsqrt, ·, to(dtype), · weight
+  constexpr double rope = 10;       // per q and k: · cos, rotate_half's neg and cat, · sin, +
+  constexpr double expert_ops = 8;  // per expert: where, index, gate, up, act, ·, down, · weight, index_add_
+  const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0));
+  double k = rms_norm * norms + rope + 2;  // + the two residual adds
+  switch (a.attention) {
+    case attention_impl::flash:
+      k += 1;
+      break;
+    case attention_impl::sdpa:
+    case attention_impl::sdpa_math:
+      k += 1 + (m.num_key_value_heads != m.num_attention_heads ? 2 : 0);  // repeat_kv copies K and V
+      break;
+    case attention_impl::eager:  // repeat_kv, q·kᵀ, · scaling, + mask, softmax, to(dtype), · v
+      k += 6 + (m.num_key_value_heads != m.num_attention_heads ? 2 : 0);
+      break;
+  }
+  // Each linear one matmul; an adapted one also lora_A, lora_B, · scaling and + (and its dropout): two
+  // launches per adapter matmul listed. Experts are counted below.
+  for (const gemm_shape& g : layer_gemms(m, s))
+    if (g.weight_copies == 1) k += g.adapter ? 2 + (s.lora.dropout > 0 ? 0.5 : 0) : 1;
+  if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
+    k += 6 + expert_ops * static_cast<double>(m.num_experts);
+  } else {
+    k += 2;  // act(gate) · up
+  }
+  return k;
+}
+
 /// The parameter count the convention credits: nominal or exact, the active count for MoE.
 inline params credited_params(const model_spec& spec, params_basis basis) {
   if (is_moe(spec.shape)) return active_parameter_count(spec.shape);
@@ -99,6 +135,8 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     throw input_error("bandwidth_efficiency", "must be in [0.01, 1] (a fraction of the datasheet bandwidth)");
   if (!(rc.padding_waste >= 0 && rc.padding_waste < 1))
     throw input_error("padding_waste", "must be in [0, 1)");
+  if (!(rc.kernel_launch_s >= 0 && rc.kernel_launch_s <= 1e-3))
+    throw input_error("kernel_launch_s", "must be in [0, 1 ms] per launch");
   // One GPU's roofline: collectives over an interconnect and host-side optimizer steps are not in it, so a
   // layout that needs them is refused rather than predicted as if it ran alone.
   const parallel_config& par = r.parallel;
@@ -193,14 +231,27 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   p.loss_head = head;
   if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + L * attn_fwd;
   if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
+  // Host side: eager PyTorch dispatches every op from Python; when that takes longer than the GPU runs the
+  // kernels, the step waits for the host. Forward, about two launches per op in backward, a recomputed
+  // forward, and the loss head's dozen ops.
+  const double fwd_kernels = L * detail::layer_forward_kernels(m, s, a);
+  const double recomputed = recomputes_blocks(a.ckpt) || a.ckpt == checkpointing::selective ? fwd_kernels : 0;
+  constexpr double loss_kernels =
+      12;  // lm_head, float(), log_softmax, nll_loss, their backwards, the division
+  const double host_micro = (3 * fwd_kernels + recomputed + loss_kernels) * rc.kernel_launch_s;
   // Every micro-batch repeats the above; the optimizer runs once per step.
-  const double micro = p.matmuls + p.attention + p.elementwise + p.loss_head + p.recompute;
+  double micro = p.matmuls + p.attention + p.elementwise + p.loss_head + p.recompute;
+  if (host_micro > micro) {
+    p.launch_bound = host_micro - micro;
+    micro = host_micro;
+  }
   const double accum = static_cast<double>(r.grad_accum_steps);
   p.matmuls *= accum;
   p.attention *= accum;
   p.elementwise *= accum;
   p.loss_head *= accum;
   p.recompute *= accum;
+  p.launch_bound *= accum;
   // The update streams weights, grads, master and state: read and write each (bytes from the buckets).
   const static_estimate st = estimate_static(spec, s, r.basis);
   const memory_buckets& b = st.buckets;
@@ -213,6 +264,17 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       static_cast<double>(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
                                                 st.trainable_params.count(), st.for_loop_step.count()));
   p.optimizer = roof.time(0, update_bytes);
+  // Its launches: a for-loop step runs each op per tensor; foreach and fused ones per list of at most 36
+  // tensors at depth 4 (ATen MultiTensorApply.cuh depth_to_max_tensors). AdamW is about 8 ops.
+  constexpr double update_ops = 8;
+  constexpr std::uint64_t tensors_per_launch = 36;
+  const double tensors = static_cast<double>(st.trainable_tensors);
+  const double lists = static_cast<double>(detail::ceil_div(st.trainable_tensors, tensors_per_launch));
+  const optimizer_impl impl = resolved_impl(s.optimizer, s.optim.impl, s.runtime);
+  const double update_kernels = impl == optimizer_impl::for_loop ? update_ops * tensors
+                                : impl == optimizer_impl::fused  ? lists
+                                                                 : update_ops * lists;
+  p.optimizer = std::max(p.optimizer, update_kernels * rc.kernel_launch_s);
   // torch.nn.utils.clip_grad_norm_: _foreach_norm reads every gradient, then _foreach_mul_ scales them all by
   // the clamped coefficient (even when it is 1), a read and a write.
   const double grad_bytes = static_cast<double>(b.grads.count());
