@@ -49,7 +49,8 @@ expect "olmo2" 0 'olmo2\), 7,298,617,344 parameters' -- --config "$data/configs/
 expect "granite" 0 'granite\), 8,170,864,640 parameters' -- --config "$data/configs/granite-3.3-8b-instruct.json"
 expect "gpt-oss" 0 'gpt_oss\), 20,914,757,184 parameters' -- --config "$data/configs/gpt-oss-20b.json" --method qlora
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
-expect "gemma3 mm refused" 2 "unsupported 'gemma3': its SigLIP vision tower" -- --config "$data/configs/gemma-3-4b-it.json"
+expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
+expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full
 expect "checkpoint match" 0 'checkpoint model.safetensors.index.json total_size / 2 bytes: 7,298,617,344 parameters, as the shapes give' -- --config "$data/checkpoints/olmo2-index/config.json"
 expect "checkpoint mismatch" 0 'checkpoint warning: model.safetensors.index.json metadata.total_parameters holds 8,171,192,320' -- --config "$data/checkpoints/granite-mismatch/config.json"
 expect "checkpoint json" 0 '"warnings": \[' -- --config "$data/checkpoints/granite-mismatch/config.json" --json

@@ -141,15 +141,56 @@ TEST_CASE("OLMo-2 and Granite config.json files load with their published counts
 
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
           "[config_io][errors]") {
-  for (const char* file : {"deepseek-v3.json", "gemma-3-4b-it.json"}) {
-    INFO(file);
-    const nlohmann::json j = detail::parse_json_file(data_dir / "configs" / file);
-    const std::string type = j.at("model_type").get<std::string>();
-    test::require_input_error([&] { (void)model_from_config(j, file); }, "/model_type",
-                              "unsupported '" + type + "'", "not priced yet");
-  }
-  test::require_input_error([&] { (void)load_model_config(data_dir / "configs" / "gemma-3-4b-it.json"); },
+  const nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
+  test::require_input_error([&] { (void)model_from_config(ds, "ds.json"); }, "/model_type",
+                            "unsupported 'deepseek_v3'", "MLA attention", "not priced yet");
+  const nlohmann::json llava = {{"model_type", "llava"}, {"text_config", {{"model_type", "llama"}}}};
+  test::require_input_error([&] { (void)model_from_config(llava, "l.json"); }, "unsupported 'llava'",
                             "vision tower");
+}
+
+TEST_CASE("Gemma-3 multimodal: the language model from text_config, the SigLIP tower and projector frozen",
+          "[config_io]") {
+  const loaded_model g = load_model_config(data_dir / "configs" / "gemma-3-4b-it.json");
+  // SOURCES.md: 4,300,079,472 in all (HF), 3,880,263,168 for the language model (the post's module listing).
+  CHECK(parameter_count(g.spec.shape).count() == 3'880'263'168);
+  CHECK(g.spec.vision.params == 4'300'079'472 - 3'880'263'168);
+  // SigLIP so400m/14 at 896: patch conv 3·14²·1152 + 1152, 4,096 position rows, 27 layers, post-layernorm;
+  // projector 1152 × 2560 + the 1152-wide soft-embedding norm.
+  const std::uint64_t h = 1152, f = 4304;
+  const std::uint64_t layer = 4 * h + 4 * (h * h + h) + (h * f + f) + (f * h + h);
+  CHECK(g.spec.vision.params == 3 * 14 * 14 * h + h + 4096 * h + 27 * layer + 2 * h + h * 2560 + h);
+  CHECK(g.spec.vision.tokens_per_image == 256);
+  CHECK(g.model_type == "gemma3");
+  CHECK(g.spec.shape.qk_norm);
+  CHECK(g.spec.shape.tie_word_embeddings);
+  // LoRA: all 4.3B resident in bf16; full fine-tuning trains the language model only.
+  const static_estimate lora = estimate_static(g.spec, test::lora16, params_basis::exact);
+  CHECK(lora.model_params.count() == 4'300'079'472);
+  CHECK(lora.buckets.weights.count() == 4'300'079'472ull * 2);
+  const static_estimate full = estimate_static(g.spec, test::full_ft, params_basis::exact);
+  CHECK(full.trainable_params.count() == 3'880'263'168);
+  CHECK(full.buckets.grads.count() == 3'880'263'168ull * 2);
+  CHECK(full.buckets.weights.count() == 4'300'079'472ull * 2);
+  // QLoRA: the tower stays in the load dtype
+  const static_estimate q = estimate_static(g.spec, test::qlora16, params_basis::exact);
+  model_spec text_only = g.spec;
+  text_only.vision = {};
+  CHECK(q.buckets.weights.count() ==
+        estimate_static(text_only, test::qlora16, params_basis::exact).buckets.weights.count() +
+            g.spec.vision.params * 2);
+  nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "gemma-3-4b-it.json");
+  nlohmann::json no_text = j;
+  no_text.erase("text_config");
+  test::require_input_error([&] { (void)model_from_config(no_text, "g.json"); }, "g.json: /text_config",
+                            "missing");
+  nlohmann::json head = j;
+  head["vision_config"]["vision_use_head"] = true;
+  test::require_input_error([&] { (void)model_from_config(head, "g.json"); }, "/vision_use_head");
+  nlohmann::json bad_patch = j;
+  bad_patch["vision_config"]["patch_size"] = 15;
+  test::require_input_error([&] { (void)model_from_config(bad_patch, "g.json"); }, "patch_size",
+                            "divide image_size");
 }
 
 TEST_CASE("A safetensors checkpoint beside the config cross-checks the count", "[config_io]") {

@@ -98,11 +98,10 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 16> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 15> unpriced_architectures{{
     {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
     {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
     {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
-    {"gemma3", "SigLIP vision tower, projector and image tokens"},
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
@@ -199,6 +198,88 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
 }
 }  // namespace detail
 
+namespace detail {
+/// The name (the file's stem unless "_headroom" names it), source and nominal size of a loaded model.
+inline void read_meta(loaded_model& out, const nlohmann::json& j, const std::string& origin) {
+  out.name = std::filesystem::path(origin).stem().string();
+  if (const auto meta = j.find("_headroom"); meta != j.end()) {
+    if (!meta->is_object()) throw input_error(key_path(origin, "_headroom"), "must be an object");
+    const std::string meta_origin = origin + ": /_headroom";
+    out.name = read_string_or(*meta, "name", meta_origin, out.name);
+    out.source = read_string_or(*meta, "source", meta_origin, "");
+    out.spec.nominal_params = read_count_or(*meta, "nominal_params", meta_origin, 0, std::uint64_t{1} << 50);
+  }
+}
+
+/// SiglipVisionModel's parameters (transformers models/siglip/modeling_siglip.py): the patch embedding (a
+/// Conv2d with bias), one position embedding per patch, per layer two LayerNorms with bias, q/k/v/out_proj
+/// and fc1/fc2 with biases, and the post-layernorm; no pooling head (vision_use_head false).
+inline std::uint64_t siglip_params(const nlohmann::json& v, const std::string& origin) {
+  const std::uint64_t h = read_count(v, "hidden_size", origin),
+                      f = read_count(v, "intermediate_size", origin);
+  const std::uint64_t layers = read_count(v, "num_hidden_layers", origin, 1000);
+  const std::uint64_t image = read_count(v, "image_size", origin, 100'000);
+  const std::uint64_t patch = read_count(v, "patch_size", origin, 10'000);
+  const std::uint64_t channels = read_count_or(v, "num_channels", origin, 3, 64);
+  (void)read_count(v, "num_attention_heads", origin);
+  if (image % patch != 0) throw input_error(key_path(origin, "patch_size"), "must divide image_size");
+  if (read_bool_or(v, "vision_use_head", origin, false))
+    throw input_error(key_path(origin, "vision_use_head"), "a pooling head is not priced (Gemma-3 has none)");
+  const std::uint64_t patches = checked_mul(image / patch, image / patch, "patches");
+  const std::uint64_t embeddings = checked_mul(channels * patch * patch, h, "patch embedding") + h +
+                                   checked_mul(patches, h, "position embedding");
+  const std::uint64_t layer = 2 * h + 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
+  return checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
+                     2 * h, "vision tower");
+}
+}  // namespace detail
+
+[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin);
+
+namespace detail {
+/// Gemma3ForConditionalGeneration: the language model from text_config (gemma3_text), the SigLIP tower from
+/// vision_config and Gemma3MultiModalProjector (mm_input_projection_weight: vision hidden × text hidden, and
+/// mm_soft_emb_norm), frozen.
+inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string& origin) {
+  const auto text = j.find("text_config");
+  if (text == j.end() || !text->is_object())
+    throw input_error(key_path(origin, "text_config"),
+                      "missing: a 'gemma3' config holds its language model there");
+  const auto vision = j.find("vision_config");
+  if (vision == j.end() || !vision->is_object())
+    throw input_error(key_path(origin, "vision_config"),
+                      "missing: a 'gemma3' config holds its SigLIP tower there");
+  nlohmann::json lm = *text;
+  const std::string text_type = read_string_or(lm, "model_type", origin + ": /text_config", "gemma3_text");
+  if (text_type != "gemma3_text")
+    throw input_error(origin + ": /text_config/model_type", "must be gemma3_text, got '" + text_type + "'");
+  lm["model_type"] = "gemma3_text";
+  if (j.contains("tie_word_embeddings") && !lm.contains("tie_word_embeddings"))
+    lm["tie_word_embeddings"] = j.at("tie_word_embeddings");
+  loaded_model out = model_from_config(lm, origin + ": /text_config");
+  out.origin = origin;
+  out.model_type = "gemma3";
+  const std::string vo = origin + ": /vision_config";
+  const std::uint64_t tower = siglip_params(*vision, vo);
+  const std::uint64_t projector = read_count(*vision, "hidden_size", vo) * out.spec.shape.hidden_size +
+                                  read_count(*vision, "hidden_size", vo);
+  out.spec.vision.params = tower + projector;
+  out.spec.vision.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
+  out.notes.push_back(
+      "Gemma-3 multimodal: the language model from text_config (" +
+      with_commas(parameter_count(out.spec.shape).count()) + " parameters); the SigLIP tower (" +
+      with_commas(tower) + ") and projector (" + with_commas(projector) +
+      ") priced frozen in the load dtype, also under QLoRA; each image is " +
+      std::to_string(out.spec.vision.tokens_per_image) +
+      " tokens of --seq-len; not priced: the tower's forward on images, training it, and the adapters PEFT's "
+      "all-linear also puts on its " +
+      std::to_string(6 * read_count(*vision, "num_hidden_layers", vo, 1000)) +
+      " linears (q/k/v/out_proj, fc1, fc2)");
+  read_meta(out, j, origin);
+  return out;
+}
+}  // namespace detail
+
 /// Builds a model from a parsed config.json object. `origin` names the file in errors.
 [[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
   using detail::read_count;
@@ -216,6 +297,7 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     family = detail::read_string_or(*meta, "architecture", origin + ": /_headroom", family);
     forced = true;
   }
+  if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
   const auto arch = std::find_if(architectures.begin(), architectures.end(),
                                  [&](const architecture& a) { return a.model_type == family; });
   if (forced)  // the escape hatch must not price a model whose extra parameters no supported family has
@@ -331,15 +413,7 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     throw input_error(origin, e.what());
   }
 
-  out.name = std::filesystem::path(origin).stem().string();
-  if (const auto meta = j.find("_headroom"); meta != j.end()) {
-    if (!meta->is_object()) throw input_error(detail::key_path(origin, "_headroom"), "must be an object");
-    const std::string meta_origin = origin + ": /_headroom";
-    out.name = detail::read_string_or(*meta, "name", meta_origin, out.name);
-    out.source = detail::read_string_or(*meta, "source", meta_origin, "");
-    out.spec.nominal_params =
-        detail::read_count_or(*meta, "nominal_params", meta_origin, 0, std::uint64_t{1} << 50);
-  }
+  detail::read_meta(out, j, origin);
   return out;
 }
 
@@ -395,7 +469,7 @@ inline std::optional<std::uint64_t> safetensors_values(const std::filesystem::pa
 inline void cross_check_checkpoint(loaded_model& m, const nlohmann::json& config,
                                    const std::filesystem::path& config_file) {
   const std::filesystem::path dir = config_file.parent_path();
-  const std::uint64_t count = parameter_count(m.spec.shape).count();
+  const std::uint64_t count = parameter_count(m.spec.shape).count() + m.spec.vision.params;
   auto compare = [&](const std::string& what, std::uint64_t stored) {
     if (stored == count) {
       m.checks.push_back(what + ": " + with_commas(stored) + " parameters, as the shapes give");

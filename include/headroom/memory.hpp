@@ -69,10 +69,18 @@ struct training_setup {
   return s.method != training_method::full && prompt_learning(s.lora);
 }
 
+/// A vision tower and projector beside the language model (Gemma-3's *ForConditionalGeneration), frozen: its
+/// weights are resident, it trains nothing, and a text-only batch never runs it.
+struct vision_tower {
+  std::uint64_t params = 0;            ///< tower + projector parameters
+  std::uint64_t tokens_per_image = 0;  ///< image tokens each image puts in the sequence (mm_tokens_per_image)
+};
+
 /// A model: its shapes plus, for presets, the nominal size the course's Table 1 uses.
 struct model_spec {
   model_shape shape{};
   std::uint64_t nominal_params = 0;  ///< e.g. 8e9 for llama-3.1-8b-like; 0 = none
+  vision_tower vision{};             ///< a multimodal model's frozen tower (0 parameters for a text model)
 };
 
 /// Memory per bucket. Activations, logits and overhead are filled by the dynamic model.
@@ -285,9 +293,16 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
           ? detail::for_loop_step_values(spec.shape, s)
           : 0;
   if (realistic_qlora) realistic_weights = detail::qlora_realistic_weights(spec.shape, s);
+  // A frozen vision tower: resident in the load dtype, never trained (priced apart from the language model).
+  const std::uint64_t frozen_tower = spec.vision.params;
+  if (frozen_tower > std::uint64_t{1} << 40) detail::fail("vision params", "is absurdly large");
+  model = checked_add(model, frozen_tower, "parameter count");
+  realistic_weights += detail::per_param(params(frozen_tower), detail::weight_bytes(s.precision));
 
   const params priced = priced_on == params_basis::nominal ? params(spec.nominal_params) : params(model);
-  const params trainable = full ? priced : params(checked_add(adapters, saved, "trainable parameters"));
+  const params trainable =
+      full ? params(priced.count() - (priced_on == params_basis::exact ? frozen_tower : 0))
+           : params(checked_add(adapters, saved, "trainable parameters"));
   const std::uint64_t wb = detail::weight_bytes(s.precision);
   qlora_layout layout = qlora_layout::not_applicable;
   bytes weights{0};
