@@ -211,10 +211,14 @@ inline void read_meta(loaded_model& out, const nlohmann::json& j, const std::str
   }
 }
 
+/// A SigLIP tower's width, depth and parameter count.
+struct siglip_shape {
+  std::uint64_t hidden = 0, layers = 0, params = 0;
+};
 /// SiglipVisionModel's parameters (transformers models/siglip/modeling_siglip.py): the patch embedding (a
 /// Conv2d with bias), one position embedding per patch, per layer two LayerNorms with bias, q/k/v/out_proj
 /// and fc1/fc2 with biases, and the post-layernorm; no pooling head (vision_use_head false).
-inline std::uint64_t siglip_params(const nlohmann::json& v, const std::string& origin) {
+inline siglip_shape siglip_params(const nlohmann::json& v, const std::string& origin) {
   const std::uint64_t h = read_count(v, "hidden_size", origin),
                       f = read_count(v, "intermediate_size", origin);
   const std::uint64_t layers = read_count(v, "num_hidden_layers", origin, 1000);
@@ -229,8 +233,9 @@ inline std::uint64_t siglip_params(const nlohmann::json& v, const std::string& o
   const std::uint64_t embeddings = checked_mul(channels * patch * patch, h, "patch embedding") + h +
                                    checked_mul(patches, h, "position embedding");
   const std::uint64_t layer = 2 * h + 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
-  return checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
-                     2 * h, "vision tower");
+  return {h, layers,
+          checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
+                      2 * h, "vision tower")};
 }
 }  // namespace detail
 
@@ -260,9 +265,9 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   out.origin = origin;
   out.model_type = "gemma3";
   const std::string vo = origin + ": /vision_config";
-  const std::uint64_t tower = siglip_params(*vision, vo);
-  const std::uint64_t projector = read_count(*vision, "hidden_size", vo) * out.spec.shape.hidden_size +
-                                  read_count(*vision, "hidden_size", vo);
+  const siglip_shape siglip = siglip_params(*vision, vo);
+  const std::uint64_t tower = siglip.params;
+  const std::uint64_t projector = siglip.hidden * out.spec.shape.hidden_size + siglip.hidden;
   out.spec.vision.params = tower + projector;
   out.spec.vision.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
   out.notes.push_back(
@@ -273,8 +278,7 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
       std::to_string(out.spec.vision.tokens_per_image) +
       " tokens of --seq-len; not priced: the tower's forward on images, training it, and the adapters PEFT's "
       "all-linear also puts on its " +
-      std::to_string(6 * read_count(*vision, "num_hidden_layers", vo, 1000)) +
-      " linears (q/k/v/out_proj, fc1, fc2)");
+      std::to_string(6 * siglip.layers) + " linears (q/k/v/out_proj, fc1, fc2)");
   read_meta(out, j, origin);
   return out;
 }
@@ -300,13 +304,16 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
   const auto arch = std::find_if(architectures.begin(), architectures.end(),
                                  [&](const architecture& a) { return a.model_type == family; });
-  if (forced)  // the escape hatch must not price a model whose extra parameters no supported family has
-    for (const auto& [type, what] : detail::unpriced_architectures)
-      if (out.model_type == type)
-        throw input_error(origin + ": /_headroom/architecture",
-                          "'" + out.model_type + "' has " + std::string(what) +
-                              ", which no supported family prices: forcing '" + family +
-                              "' would give a wrong count");
+  // A model_type whose parameters no supported family has: named with the missing feature, loaded as it is
+  // or forced through the escape hatch (which would give a wrong count).
+  const auto unpriced =
+      std::find_if(detail::unpriced_architectures.begin(), detail::unpriced_architectures.end(),
+                   [&](const auto& entry) { return entry.first == out.model_type; });
+  if (forced && unpriced != detail::unpriced_architectures.end())
+    throw input_error(origin + ": /_headroom/architecture",
+                      "'" + out.model_type + "' has " + std::string(unpriced->second) +
+                          ", which no supported family prices: forcing '" + family +
+                          "' would give a wrong count");
   if (arch == architectures.end() && forced)
     throw input_error(origin + ": /_headroom/architecture",
                       "unknown family '" + family + "'; valid: " + supported_model_types());
@@ -314,11 +321,10 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     throw input_error(detail::key_path(origin, "model_type"),
                       "missing: a config.json names its architecture in model_type (supported: " +
                           supported_model_types() + ")");
-  for (const auto& [type, what] : detail::unpriced_architectures)
-    if (arch == architectures.end() && family == type)
-      throw input_error(detail::key_path(origin, "model_type"),
-                        "unsupported '" + family + "': its " + std::string(what) +
-                            " are not priced yet; supported: " + supported_model_types());
+  if (unpriced != detail::unpriced_architectures.end())  // not forced here: family is the model_type
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "unsupported '" + family + "': its " + std::string(unpriced->second) +
+                          " are not priced yet; supported: " + supported_model_types());
   if (arch == architectures.end())
     throw input_error(detail::key_path(origin, "model_type"),
                       "unsupported '" + family + "'; supported: " + supported_model_types() +

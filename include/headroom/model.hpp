@@ -205,33 +205,29 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::experts, tr::bias, d, 0, E, false});
     add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
     if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
-    add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
-    add({mn::norm, tr::norm_weight, d, 0, 1});
-    if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
-    return;
-  }
-  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) plus router.
-  const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
-  const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
-  if (m.fused_gate_up) {
-    add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
-  } else {
-    add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
-    add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
-  }
-  add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
-  if (m.mlp_bias) {
-    add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
-    add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
-    add({mn::down_proj, tr::bias, d, 0, mlp_copies});
-  }
-  if (is_moe(m)) add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
-  if (m.shared_expert_intermediate_size != 0) {
-    const std::uint64_t sf = m.shared_expert_intermediate_size;
-    add({mn::gate_proj, tr::linear_weight, sf, d, L});
-    add({mn::up_proj, tr::linear_weight, sf, d, L});
-    add({mn::down_proj, tr::linear_weight, d, sf, L});
-    add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
+  } else {  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) + router
+    const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
+    const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
+    if (m.fused_gate_up) {
+      add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
+    } else {
+      add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
+      add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+    }
+    add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
+    if (m.mlp_bias) {
+      add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
+      add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
+      add({mn::down_proj, tr::bias, d, 0, mlp_copies});
+    }
+    if (is_moe(m)) add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
+    if (m.shared_expert_intermediate_size != 0) {
+      const std::uint64_t sf = m.shared_expert_intermediate_size;
+      add({mn::gate_proj, tr::linear_weight, sf, d, L});
+      add({mn::up_proj, tr::linear_weight, sf, d, L});
+      add({mn::down_proj, tr::linear_weight, d, sf, L});
+      add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
+    }
   }
   add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
   if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd)
@@ -281,6 +277,10 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
     }
     linear(mn::o_proj, d, q, m.o_proj_bias);
     if (m.attention_sinks) visit(param_tensor{mn::sinks, tr::bias, m.num_attention_heads, 0, 1});
+    if (m.qk_norm) {
+      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
+      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? kv : m.head_dim, 0, 1});
+    }
     if (m.experts_3d) {  // GptOssMLP: router (weight, bias), then experts' four tensors, each one 3-D tensor
       const std::uint64_t f = m.moe_intermediate_size, E = m.num_experts;
       visit(param_tensor{mn::router, tr::linear_weight, E, d, 1, false});
@@ -289,14 +289,7 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
       visit(param_tensor{mn::experts, tr::bias, E * 2 * f, 0, 1, false});
       visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
       visit(param_tensor{mn::experts, tr::bias, E * d, 0, 1, false});
-      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) visit(norm);
-      continue;
-    }
-    if (m.qk_norm) {
-      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
-      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? kv : m.head_dim, 0, 1});
-    }
-    if (is_moe(m)) {
+    } else if (is_moe(m)) {
       linear(mn::router, m.num_experts, d, false);
       for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, m.mlp_bias);
       if (m.shared_expert_intermediate_size != 0) {
