@@ -62,14 +62,14 @@ TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[acc
     CHECK(layer_inventory(m, s, activations_of(r)).total().count() ==
           r.count(dora(r) ? "live_after_forward_delta" : "saved_activation_bytes"));
     // One layer's parameters, from the per-tensor inventory.
-    const std::uint64_t outside =
-        m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size;
+    const std::uint64_t final_norm = m.hidden_size * (m.layer_norm ? 2 : 1);  // a LayerNorm has a bias
+    const std::uint64_t outside = m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + final_norm;
     const std::uint64_t layer = parameter_count(m).count() - outside;  // the row's model has one layer
     std::uint64_t adapters = s.method == training_method::lora ? adapter_count(m, s.lora).count() : 0;
     // The row measures the layer alone: not VeRA's shared projections, nor LN tuning's final-norm copy.
     if (s.method == training_method::lora) {
       visit_model_adapters(m, s.lora, [&](const param_tensor& t) { adapters -= t.total().count(); });
-      if (norms_train(s.lora)) adapters -= m.hidden_size;
+      if (norms_train(s.lora)) adapters -= final_norm;
     }
     CHECK(layer + adapters == r.count("params"));
   }

@@ -490,8 +490,8 @@ constexpr training_setup prefix20 = [] {
   s.lora.virtual_tokens = 20;
   return s;
 }();
-constexpr activation_config llama_prefix_batch(attention_impl a) {
-  activation_config c;  // docs/activations.md, prefix tuning: b 1, s 2,048
+constexpr activation_config one_sequence_2048(attention_impl a) {
+  activation_config c;  // one 2,048-token sequence, no checkpointing (docs/activations.md, prefix tuning)
   c.batch = 1;
   c.seq_len = 2048;
   c.ckpt = checkpointing::none;
@@ -508,37 +508,37 @@ bytes term(const activation_terms& terms, std::string_view name) {
 
 // Prefix tuning: each layer's kernel reads s + P keys; the cache of concatenated keys and values lives until
 // the loss is computed where the kernel saved copies instead.
-static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa)) ==
+static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, one_sequence_2048(attention_impl::sdpa)) ==
               bytes(32ull * 8'470'528));
-static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::flash)) ==
+static_assert(detail::prefix_cache_bytes(llama_3_1_8b, prefix20, one_sequence_2048(attention_impl::flash)) ==
               bytes(0));
 
 TEST_CASE(
     "Prefix tuning: the kernels read s + P keys, SDPA keeps the mask as a bias, the cache outlives them",
     "[activations]") {
   const activation_terms flash =
-      layer_inventory(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::flash));
+      layer_inventory(llama_3_1_8b, prefix20, one_sequence_2048(attention_impl::flash));
   CHECK(term(flash, "flash-attn k, v") == bytes(2068ull * 2 * 1024 * 2));  // 8,470,528
   CHECK(term(flash, "flash-attn k, v") == bytes(8'470'528));
   CHECK(term(flash, "flash-attn q") == bytes(2048ull * 4096 * 2));  // queries stay at s
   const activation_terms sdpa =
-      layer_inventory(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa));
+      layer_inventory(llama_3_1_8b, prefix20, one_sequence_2048(attention_impl::sdpa));
   CHECK(term(sdpa, "sdpa attention bias") == bytes(2048ull * 2080 * 2));  // 2,068 keys padded to 2,080
   CHECK(term(sdpa, "sdpa attention bias") == bytes(8'519'680));
   CHECK(term(sdpa, "sdpa k, v") == bytes(2068ull * 2 * 4096 * 2));  // repeat_kv: all 32 heads
-  activation_config eager = llama_prefix_batch(attention_impl::eager);
+  activation_config eager = one_sequence_2048(attention_impl::eager);
   const bytes scores = term(layer_inventory(llama_3_1_8b, prefix20, eager), "eager softmax output");
   CHECK(scores == bytes(32ull * 2048 * 2068 * 4));  // b·a·s·(s + P) in fp32
   // The step: the cache is forward-only, and the loss sees s positions (no virtual tokens).
   const activation_estimate e =
-      estimate_activations(llama_3_1_8b, prefix20, llama_prefix_batch(attention_impl::sdpa));
+      estimate_activations(llama_3_1_8b, prefix20, one_sequence_2048(attention_impl::sdpa));
   CHECK(e.forward_cached == bytes(271'056'896));
   CHECK(positions_seen(eager, prefix20).seq_len == 2048);
   // PEFT refuses it with gradient checkpointing; compile is not modelled.
   eager.ckpt = checkpointing::full;
   require_input_error([&] { (void)estimate_activations(llama_3_1_8b, prefix20, eager); },
                       "gradient_checkpointing", "PREFIX_TUNING does not work with gradient checkpointing");
-  activation_config compiled = llama_prefix_batch(attention_impl::flash);
+  activation_config compiled = one_sequence_2048(attention_impl::flash);
   compiled.compiled = true;
   require_input_error([&] { (void)layer_inventory(llama_3_1_8b, prefix20, compiled); }, "compile",
                       "prefix tuning");
@@ -552,7 +552,7 @@ TEST_CASE(
   s.lora.virtual_tokens = 20;
   s.lora.encoder_hidden_size = 1024;
   s.precision = precision_route::bf16_pure;
-  activation_config c = llama_prefix_batch(attention_impl::flash);
+  activation_config c = one_sequence_2048(attention_impl::flash);
   const bytes encoder = term(model_level_inventory(llama_3_1_8b, s, c), "prompt encoder");
   CHECK(encoder == bytes(20ull * 4096 * 4 + 2 * 20ull * 1024 * 4));  // fp32, P rows whatever the batch
   c.batch = 8;
@@ -562,7 +562,7 @@ TEST_CASE(
 
 TEST_CASE("OLMo-2: no input norm, q/k norms over the full width, norms on the attention and MLP outputs",
           "[activations]") {
-  const activation_terms olmo = layer_inventory(olmo2_7b, full_ft, llama_prefix_batch(attention_impl::flash));
+  const activation_terms olmo = layer_inventory(olmo2_7b, full_ft, one_sequence_2048(attention_impl::flash));
   const std::uint64_t t = 2048, d = 4096;
   CHECK(term(olmo, "input_layernorm") == bytes(0));
   // bf16 mixed: each norm keeps its fp32 input and rstd, and (full FT) the fp32 normalised input for w's grad
@@ -577,7 +577,7 @@ TEST_CASE("OLMo-2: no input norm, q/k norms over the full width, norms on the at
 
 TEST_CASE("gpt-oss eager attention: the softmax covers s + 1 columns in the logits' dtype, max keeps indices",
           "[activations]") {
-  activation_config c = llama_prefix_batch(attention_impl::eager);
+  activation_config c = one_sequence_2048(attention_impl::eager);
   c.seq_len = 256;
   const activation_terms oss = layer_inventory(gpt_oss_20b, full_ft, c);
   const std::uint64_t a = 64, s = 256;
@@ -586,4 +586,47 @@ TEST_CASE("gpt-oss eager attention: the softmax covers s + 1 columns in the logi
   CHECK(term(oss, "eager probabilities") == bytes(0));  // no separate cast: the softmax ran in bf16
   // the router: a softmax over the k chosen logits only, in their dtype
   CHECK(term(oss, "router softmax") == bytes(s * 4 * 2));
+}
+
+TEST_CASE("StarCoder2: LayerNorms keep input, mean and rstd; GELU keeps c_fc's output; dropouts keep masks",
+          "[activations]") {
+  const std::uint64_t t = 2048, d = 3072, ff = 12288;
+  const activation_terms sc =
+      layer_inventory(starcoder2_3b, full_ft, one_sequence_2048(attention_impl::flash));
+  // CUDA: native_layer_norm keeps its bf16 input and an fp32 mean and rstd per row
+  CHECK(term(sc, "input_layernorm") == bytes(t * d * 2 + t * 2 * 4));
+  CHECK(term(sc, "post_attention_layernorm") == bytes(t * d * 2 + t * 2 * 4));
+  CHECK(term(sc, "c_fc input") == bytes(t * d * 2));     // the LayerNorm's output, for c_fc's weight gradient
+  CHECK(term(sc, "c_fc output") == bytes(t * ff * 2));   // saved by GELU
+  CHECK(term(sc, "c_proj input") == bytes(t * ff * 2));  // GELU's output
+  CHECK(term(sc, "gate_proj output") == bytes(0));       // no gate
+  CHECK(term(sc, "o_proj output dropout") == bytes(t * d));  // residual_dropout: bool masks on CUDA
+  CHECK(term(sc, "c_proj output dropout") == bytes(t * d));
+  // A CPU keeps the statistics in the input's dtype and a scaled mask in it (as the measured rows do).
+  training_setup cpu = full_ft;
+  cpu.runtime.device = device_kind::cpu;
+  const activation_terms on_cpu =
+      layer_inventory(starcoder2_3b, cpu, one_sequence_2048(attention_impl::flash));
+  CHECK(term(on_cpu, "input_layernorm") == bytes(t * d * 2 + t * 2 * 2));
+  CHECK(term(on_cpu, "o_proj output dropout") == bytes(t * d * 2));
+  // The config's attention_dropout 0.1 is priced without --attention-dropout: eager keeps the mask.
+  activation_config eager = one_sequence_2048(attention_impl::eager);
+  eager.seq_len = 256;
+  CHECK(term(layer_inventory(starcoder2_3b, full_ft, eager), "eager dropout mask") ==
+        bytes(24ull * 256 * 256));
+  model_shape no_dropout = starcoder2_3b;
+  no_dropout.residual_dropout = no_dropout.attention_dropout = no_dropout.embedding_dropout = false;
+  CHECK(term(layer_inventory(no_dropout, full_ft, eager), "eager dropout mask") == bytes(0));
+  CHECK(layer_inventory(no_dropout, full_ft, one_sequence_2048(attention_impl::flash)).total() ==
+        layer_inventory(starcoder2_3b, full_ft, one_sequence_2048(attention_impl::flash)).total() -
+            bytes(2 * t * d));
+  // embedding_dropout keeps a mask once the embeddings need a gradient (full FT, or LoRA with checkpointing)
+  CHECK(term(model_level_inventory(starcoder2_3b, full_ft, one_sequence_2048(attention_impl::flash)),
+             "embedding dropout") == bytes(t * d));
+  CHECK(term(model_level_inventory(starcoder2_3b, lora16, one_sequence_2048(attention_impl::flash)),
+             "embedding dropout") == bytes(0));
+  activation_config compiled = one_sequence_2048(attention_impl::flash);
+  compiled.compiled = true;
+  test::require_input_error([&] { (void)layer_inventory(starcoder2_3b, full_ft, compiled); }, "compile",
+                            "StarCoder2");
 }

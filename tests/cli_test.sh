@@ -48,6 +48,9 @@ expect "raw config.json" 0 '"params": 4022468096,' -- --config "$data/qwen3-4b-h
 expect "olmo2" 0 'olmo2\), 7,298,617,344 parameters' -- --config "$data/configs/olmo-2-1124-7b-instruct.json"
 expect "granite" 0 'granite\), 8,170,864,640 parameters' -- --config "$data/configs/granite-3.3-8b-instruct.json"
 expect "gpt-oss" 0 'gpt_oss\), 20,914,757,184 parameters' -- --config "$data/configs/gpt-oss-20b.json" --method qlora
+expect "starcoder2" 0 'starcoder2\), 3,030,371,328 parameters' -- --config "$data/configs/starcoder2-3b.json"
+expect "starcoder2 c_fc" 0 '"attention_dropout": true' -- --config "$data/configs/starcoder2-3b.json" --method lora --targets c_fc,c_proj --json
+expect "starcoder2 compile" 2 'compile: StarCoder2' -- --config "$data/configs/starcoder2-3b.json" --compile
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full

@@ -139,6 +139,38 @@ TEST_CASE("OLMo-2 and Granite config.json files load with their published counts
   test::require_input_error([&] { (void)model_from_config(g, "g.json"); }, "/logits_scaling");
 }
 
+TEST_CASE("StarCoder2's config.json loads with its published count, dropouts and GELU", "[config_io]") {
+  const auto file = data_dir / "configs" / "starcoder2-3b.json";
+  const loaded_model sc = load_model_config(file);
+  CHECK(parameter_count(sc.spec.shape).count() == 3'030'371'328);
+  const model_shape& m = sc.spec.shape;
+  CHECK((m.layer_norm && m.plain_mlp && m.tie_word_embeddings && m.mlp_bias && m.o_proj_bias));
+  CHECK((m.residual_dropout && m.embedding_dropout && m.attention_dropout));  // 0.1 each in the file
+  nlohmann::json j = detail::parse_json_file(file);
+  j["use_bias"] = false;  // no biases: 30·(3,072 + 2·256 + 3,072 + 12,288 + 3,072) fewer
+  CHECK(parameter_count(model_from_config(j, "s.json").spec.shape).count() ==
+        3'030'371'328 - 30ull * (3072 + 2 * 256 + 3072 + 12288 + 3072));
+  j["residual_dropout"] = 0.0;
+  j.erase("embedding_dropout");
+  j["attention_dropout"] = nullptr;
+  const model_shape quiet = model_from_config(j, "s.json").spec.shape;
+  CHECK_FALSE((quiet.residual_dropout || quiet.embedding_dropout || quiet.attention_dropout));
+  j["residual_dropout"] = 1.0;
+  test::require_input_error([&] { (void)model_from_config(j, "s.json"); }, "s.json: /residual_dropout",
+                            "[0, 1)");
+  j["residual_dropout"] = "0.1";
+  test::require_input_error([&] { (void)model_from_config(j, "s.json"); }, "/residual_dropout");
+  j["residual_dropout"] = 0.1;
+  j["hidden_act"] = "gelu_new";
+  test::require_input_error([&] { (void)model_from_config(j, "s.json"); }, "s.json: /hidden_act",
+                            "gelu_pytorch_tanh");
+  // Any family's attention_dropout is read: a Llama config with 0.1 prices the dropout mask.
+  const nlohmann::json llama = {{"model_type", "llama"},   {"hidden_size", 64}, {"num_attention_heads", 4},
+                                {"num_hidden_layers", 2},  {"vocab_size", 128}, {"intermediate_size", 128},
+                                {"attention_dropout", 0.1}};
+  CHECK(model_from_config(llama, "l.json").spec.shape.attention_dropout);
+}
+
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
           "[config_io][errors]") {
   const nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");

@@ -92,6 +92,8 @@ inline model_shape shape_of(const measured_row& r) {
   } else {
     j["intermediate_size"] = r.count("intermediate");
   }
+  if (family == "starcoder2")
+    j["residual_dropout"] = j["embedding_dropout"] = 0.1;  // the harness's (the 3B's)
   if (family == "gemma2") {
     j["attn_logit_softcapping"] = r.number("attn_softcap");
     j["final_logit_softcapping"] = r.number("final_softcap");

@@ -187,3 +187,35 @@ TEST_CASE("gpt-oss: sinks, biased router and experts, and 3-D expert tensors tha
   bad.shared_expert_intermediate_size = 128;
   test::require_input_error([&] { (void)parameter_count(bad); }, "experts_3d", "no shared expert");
 }
+
+// StarCoder2-3B (tests/data/configs/README.md): 30·(q 3,072² + k, v 2·3,072·256 + o 3,072² with their biases,
+// c_fc 3,072·12,288 + 12,288, c_proj 12,288·3,072 + 3,072, two LayerNorms 2·2·3,072) + the tied 49,152·3,072
+// table + the final LayerNorm 2·3,072; the model card's 3.03B.
+static_assert(parameter_count(starcoder2_3b).count() == 3'030'371'328);
+
+TEST_CASE("StarCoder2: LayerNorms with bias, biased linears and a two-matrix GELU MLP", "[model]") {
+  std::uint64_t norm_values = 0, mlp = 0, biases = 0, tensors = 0;
+  for (const param_tensor& t : parameter_inventory(starcoder2_3b)) {
+    if (t.module == module_name::norm) norm_values += t.total().count();
+    if (t.module == module_name::c_fc || t.module == module_name::c_proj) mlp += t.total().count();
+    if (t.role == tensor_role::bias) biases += t.total().count();
+  }
+  CHECK(norm_values == 30ull * 2 * 2 * 3072 + 2 * 3072);  // weight and bias per LayerNorm
+  CHECK(mlp == 30ull * (2 * 3072 * 12288 + 12288 + 3072));
+  CHECK(biases == 30ull * (3072 + 2 * 256 + 3072 + 12288 + 3072));
+  // model.parameters(): per layer q, k, v, o, c_fc, c_proj (weight then bias), then two norms (weight, bias)
+  visit_parameters_in_order(starcoder2_3b, [&](const param_tensor&) { ++tensors; });
+  CHECK(tensors == 1 + 30 * (12 + 4) + 2);
+  // Nothing is routed or adapted by default; all-linear includes c_fc and c_proj.
+  CHECK(active_parameter_count(starcoder2_3b) == parameter_count(starcoder2_3b));
+  CHECK(lora_targets::all_linear().contains(module_name::c_fc));
+  CHECK(parse_lora_targets("c_fc,c_proj") == lora_targets{}.add(module_name::c_fc).add(module_name::c_proj));
+  model_shape bad = starcoder2_3b;
+  bad.qk_norm = true;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "layer_norm", "q/k norms");
+  bad = starcoder2_3b;
+  bad.num_experts = 8;
+  bad.num_experts_per_tok = 2;
+  bad.moe_intermediate_size = 64;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "plain_mlp", "no experts");
+}

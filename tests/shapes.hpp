@@ -89,6 +89,18 @@ constexpr model_shape gpt_oss_20b_shape() {
 }
 constexpr model_shape gpt_oss_20b = gpt_oss_20b_shape();
 
+// StarCoder2-3B (tests/data/configs/starcoder2-3b.json): LayerNorms, use_bias on every linear, a GELU MLP,
+// tied head; trained with residual, embedding and attention dropout 0.1.
+constexpr model_shape starcoder2_3b_shape() {
+  model_shape m = dense(3072, 12288, 30, 24, 2, 128, 49152, true);
+  m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
+  m.layer_norm = true;
+  m.plain_mlp = true;
+  m.residual_dropout = m.embedding_dropout = m.attention_dropout = true;
+  return m;
+}
+constexpr model_shape starcoder2_3b = starcoder2_3b_shape();
+
 /// Training setups the tests share: the default route A with one method changed.
 constexpr training_setup with_method(training_method m, precision_route p = precision_route::bf16_mixed) {
   training_setup s;

@@ -114,6 +114,8 @@ struct activation_config {
 [[nodiscard]] constexpr const char* compile_not_modelled(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   if (!c.compiled) return nullptr;
+  if (m.layer_norm || m.plain_mlp)
+    return "StarCoder2's LayerNorm and GELU MLP under Inductor are not modelled (measured eager only)";
   if (m.num_experts != 0)
     return "MoE blocks: the data-dependent expert loop breaks the graph; the routed part is not modelled";
   if (c.attention == attention_impl::eager || c.attention == attention_impl::sdpa_math)
@@ -222,9 +224,10 @@ constexpr block_dtypes dtypes_of(const training_setup& s) {
 /// The name PEFT and transformers give a module (for the itemised terms).
 constexpr std::string_view module_label(module_name m) {
   // Indexed by module_name (a table lookup: the estimates call this for every linear).
-  constexpr std::array<std::string_view, 16> labels{
-      {"embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj", "gate_proj", "up_proj", "down_proj", "gate",
-       "shared_expert_gate", "norm", "lm_head", "qkv_proj", "gate_up_proj", "sinks", "experts"}};
+  constexpr std::array<std::string_view, 18> labels{{"embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj",
+                                                     "gate_proj", "up_proj", "down_proj", "gate",
+                                                     "shared_expert_gate", "norm", "lm_head", "qkv_proj",
+                                                     "gate_up_proj", "sinks", "experts", "c_fc", "c_proj"}};
   return labels[static_cast<std::size_t>(m)];
 }
 
@@ -312,6 +315,39 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
     out.add(name, bytes(checked_mul(values, in_bytes, "activation size")),
             "the normalised input in the input dtype, for the weight's gradient");
   }
+}
+
+/// One nn.LayerNorm (F.layer_norm → native_layer_norm, StarCoder2) over `rows` rows of `width` values: it
+/// saves its input for both gradients and each row's mean and rstd — in the input's dtype on a CPU
+/// (layer_norm_cpu), in fp32 on CUDA (the accumulate type). Its weight and bias are parameters, not
+/// activations.
+template <class Out>
+HEADROOM_INLINE constexpr void add_layer_norm(Out& out, std::string_view name, std::uint64_t rows,
+                                              std::uint64_t width, std::uint64_t in_bytes,
+                                              const block_context& k, bool input_grad = true) {
+  if (!input_grad && !k.norm_weights_train()) return;  // nothing in it requires grad
+  const std::uint64_t stats = k.s.runtime.device == device_kind::cpu ? in_bytes : fp32_bytes;
+  out.add(name, act(rows, width, in_bytes), "the input, saved by native_layer_norm");
+  out.add(name, act(rows, 2, stats), "each row's mean and rstd, saved by native_layer_norm");
+}
+/// The model's norm: an nn.LayerNorm (StarCoder2) or an RMSNorm (every other family).
+template <class Out>
+HEADROOM_INLINE constexpr void add_norm(Out& out, std::string_view name, std::uint64_t rows,
+                                        std::uint64_t width, std::uint64_t in_bytes, const block_context& k,
+                                        bool input_grad = true) {
+  if (k.m.layer_norm)
+    add_layer_norm(out, name, rows, width, in_bytes, k, input_grad);
+  else
+    add_rms_norm(out, name, rows, width, in_bytes, k, input_grad);
+}
+/// F.dropout in training on `values` values of `in_bytes` each: a CPU multiplies by a scaled noise tensor in
+/// the input's dtype and saves it; CUDA's native_dropout saves a bool mask (mask_bytes).
+template <class Out>
+HEADROOM_INLINE constexpr void add_dropout(Out& out, std::string_view name, std::uint64_t rows,
+                                           std::uint64_t width, std::uint64_t in_bytes,
+                                           const block_context& k) {
+  out.add(name, act(rows, width, mask_bytes(k, in_bytes)),
+          "the dropout mask, saved for the input's gradient");
 }
 }  // namespace detail
 }  // namespace headroom

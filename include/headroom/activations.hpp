@@ -51,6 +51,23 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
                    std::array<linear_site, 1>{{{expert_params ? mn::experts : mn::down_proj, d, copies}}});
 }
 
+/// Starcoder2MLP on `rows` rows: c_fc, GELU(tanh) (which saves c_fc's output), c_proj reading GELU's output,
+/// and in training the residual dropout on c_proj's output.
+template <class Out>
+HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, std::uint64_t rows,
+                                             std::uint64_t in_bytes) {
+  const std::uint64_t d = k.m.hidden_size, ff = k.m.intermediate_size;
+  using mn = module_name;
+  add_linear_group(out, k, "c_fc input", rows, d, in_bytes, std::array<linear_site, 1>{{{mn::c_fc, ff}}});
+  // VeRA under autocast returns in its input's dtype (vera/layer.py Linear.forward:
+  // result.to(previous_dtype)).
+  const bool vera_out = k.dt.autocast && k.s.lora.method == peft_method::vera && k.adapted(mn::c_fc);
+  const std::uint64_t fc = vera_out ? in_bytes : k.dt.compute;
+  out.add("c_fc output", act(rows, ff, fc), "saved by GELU(tanh)");
+  add_linear_group(out, k, "c_proj input", rows, ff, fc, std::array<linear_site, 1>{{{mn::c_proj, d}}});
+  if (k.m.residual_dropout) add_dropout(out, "c_proj output dropout", rows, d, k.dt.compute, k);
+}
+
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
 template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
@@ -70,7 +87,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   const bool gemma_post_norms = m.norms_per_layer >= 4;
 
   // OLMo-2 has no norm before the projections: they read the block input itself.
-  if (!m.post_norms) add_rms_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
+  if (!m.post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
   // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
   const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
   if (m.fused_qkv)
@@ -90,6 +107,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   const block_context rest = context_of(m, s, c);  // from o_proj on, everything requires grad
   add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}},
                    c.attention == attention_impl::flash);
+  if (m.residual_dropout)  // Starcoder2Attention: dropout(o_proj(…), residual_dropout)
+    add_dropout(out, "o_proj output dropout", t, d, ab, rest);
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
   if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
     out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
@@ -99,12 +118,14 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
     add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
   } else {
-    add_rms_norm(out, "post_attention_layernorm", t, d, sb, rest);
+    add_norm(out, "post_attention_layernorm", t, d, sb, rest);
   }
   for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
     add_rms_norm(out, "extra norm", t, d, sb, rest);
 
-  if (!is_moe(m)) {
+  if (m.plain_mlp) {
+    add_plain_mlp(out, rest, t, sb);
+  } else if (!is_moe(m)) {
     add_gated_mlp(out, rest, t, m.intermediate_size, sb, 1);
   } else {
     // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
@@ -198,11 +219,14 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   // block's checkpointed input: Gemma and Granite scale it, prompt tuning concatenates the prompts before it.
   const std::uint64_t prompts = prompt_positions(s.lora);
   const bool leaf = !k.full && !k.adapted(module_name::embed_tokens) && c.ckpt != checkpointing::none;
-  if (leaf && (m.scaled_embeddings || m.scalar_multipliers || prompts != 0))
+  if (leaf && (m.scaled_embeddings || m.scalar_multipliers || m.embedding_dropout || prompts != 0))
     out.add("embedding output", act(c.batch, checked_mul(c.seq_len - prompts, m.hidden_size), sb),
             "a leaf requiring grad (enable_input_require_grads), kept by its AccumulateGrad node");
+  // Starcoder2Model: dropout(inputs_embeds, embedding_dropout), recorded when the embeddings need a gradient.
+  if (m.embedding_dropout && first_layer_input_grad(s, c))
+    add_dropout(out, "embedding dropout", t, m.hidden_size, sb, k);
   add_prompt_encoder(out, k);
-  add_rms_norm(out, "final norm", t, m.hidden_size, sb, k);
+  add_norm(out, "final norm", t, m.hidden_size, sb, k);
   // The head matmul and whether it keeps the final hidden states belong to the loss head (logits.hpp).
 }
 

@@ -19,6 +19,7 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
   const model_shape& m = k.m;
   const activation_config& c = k.c;
+  const bool dropout = c.attention_dropout || m.attention_dropout;  // the run's flag or the config's value
   const std::uint64_t ab = k.dt.compute, q = query_width(m), kv = kv_width(m);
   const std::uint64_t prefix = k.full ? 0 : prefix_positions(k.s.lora);
   const std::uint64_t keys = c.seq_len + prefix;                        // validated sizes: no overflow
@@ -72,7 +73,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
       if (scores_grad || vg)
         out.add("sdpa-math probabilities", scores * ab,
                 "softmax output in the input dtype, saved by softmax and ·v");
-      if (c.attention_dropout) {
+      if (dropout) {
         if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
         if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
       }
@@ -94,7 +95,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
               "int64 indices of each row's maximum, saved by max");
     out.add("eager softmax output", with_sink * ab,
             "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
-    if (c.attention_dropout && scores_grad) {
+    if (dropout && scores_grad) {
       out.add("eager dropout mask", score_bytes() * mask_bytes(k, ab), "the dropout mask");
       if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");
     }
@@ -116,7 +117,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
     }
     out.add("eager softmax output", scores * fp32_bytes, "softmax(dtype=float32) saves its output");
   }
-  if (c.attention_dropout) {
+  if (dropout) {
     if (scores_grad) out.add("eager dropout mask", scores * mask_bytes(k, query_bytes), "the dropout mask");
     if (vg)
       out.add("eager dropped probabilities", scores * ab,

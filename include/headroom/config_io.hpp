@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 13> architectures{{
+inline constexpr std::array<architecture, 14> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -66,6 +66,8 @@ inline constexpr std::array<architecture, 13> architectures{{
     {"olmo2", 2, true, false, false, 0, "", ""},
     {"granite", 2, false, false, false, 0, "", ""},
     {"gpt_oss", 2, false, false, false, 64, "num_local_experts", "intermediate_size"},
+    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (set below).
+    {"starcoder2", 2, false, false, true, 0, "", ""},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -98,7 +100,7 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 15> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> unpriced_architectures{{
     {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
     {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
     {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
@@ -110,9 +112,8 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 15> u
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"cohere", "parallel attention/MLP blocks with one LayerNorm"},
     {"cohere2", "parallel attention/MLP blocks with one LayerNorm"},
-    {"starcoder2", "LayerNorms with bias and a non-gated MLP"},
-    {"gpt_neox", "LayerNorms with bias, parallel blocks and a non-gated MLP"},
-    {"gpt_bigcode", "LayerNorms with bias, multi-query c_attn and a non-gated MLP"},
+    {"gpt_neox", "parallel attention/MLP blocks, an interleaved fused query_key_value and partial rotary"},
+    {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
     {"qwen2_moe", "a sigmoid-gated shared expert, q/k/v biases and decoder_sparse_step"},
 }};
 
@@ -157,6 +158,14 @@ inline bool read_optional_number(const json& j, std::string_view key, const std:
   if (!it->is_number() || !(it->get<double>() > 0))
     throw input_error(key_path(origin, key), "must be a positive number or null, got " + it->dump());
   return true;
+}
+/// A dropout probability in [0, 1) (0 when absent or null): whether dropout runs in training.
+inline bool read_dropout(const json& j, std::string_view key, const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return false;
+  if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() < 1))
+    throw input_error(key_path(origin, key), "must be a probability in [0, 1), got " + it->dump());
+  return it->get<double>() > 0;
 }
 inline std::string read_string_or(const json& j, std::string_view key, const std::string& origin,
                                   std::string fallback) {
@@ -380,6 +389,23 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
         "priced; "
         "the clamped SwiGLU's activations are priced as SwiGLU's");
   }
+  if (arch->model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
+    m.attention_bias = m.o_proj_bias = m.mlp_bias = detail::read_bool_or(j, "use_bias", origin, true);
+    m.layer_norm = true;
+    m.plain_mlp = true;
+    m.residual_dropout = detail::read_dropout(j, "residual_dropout", origin);
+    m.embedding_dropout = detail::read_dropout(j, "embedding_dropout", origin);
+    // ACT2FN: both save only their input; gelu_new and the others are other modules.
+    const std::string act = detail::read_string_or(j, "hidden_act", origin, "gelu_pytorch_tanh");
+    if (act != "gelu_pytorch_tanh" && act != "gelu")
+      throw input_error(detail::key_path(origin, "hidden_act"),
+                        "'" + act + "' is not priced; valid: gelu_pytorch_tanh (StarCoder2's), gelu");
+  }
+  m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
+  if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)
+    out.notes.emplace_back(
+        "config.json trains with dropout (attention_dropout, residual_dropout or embedding_dropout above 0): "
+        "its masks are priced in the activations (bool on CUDA)");
   if (arch->model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
     m.scalar_multipliers = true;        // applied even at their 1.0 defaults
     for (const std::string_view key :

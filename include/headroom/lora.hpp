@@ -32,10 +32,10 @@ struct lora_targets {
   /// and lm_head is not.
   [[nodiscard]] static constexpr lora_targets all_linear() {
     lora_targets t;
-    for (module_name m :
-         {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
-          module_name::gate_proj, module_name::up_proj, module_name::down_proj, module_name::router,
-          module_name::shared_expert_gate, module_name::qkv_proj, module_name::gate_up_proj})
+    for (module_name m : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
+                          module_name::gate_proj, module_name::up_proj, module_name::down_proj,
+                          module_name::router, module_name::shared_expert_gate, module_name::qkv_proj,
+                          module_name::gate_up_proj, module_name::c_fc, module_name::c_proj})
       t.add(m);
     return t;
   }
@@ -48,7 +48,7 @@ struct target_name {
   module_name module;
 };
 /// `gate` is the MoE router's attribute name (mlp.gate); PEFT matches by name suffix.
-inline constexpr std::array<target_name, 13> lora_target_names{{
+inline constexpr std::array<target_name, 15> lora_target_names{{
     {"q_proj", module_name::q_proj},
     {"k_proj", module_name::k_proj},
     {"v_proj", module_name::v_proj},
@@ -62,6 +62,8 @@ inline constexpr std::array<target_name, 13> lora_target_names{{
     {"embed_tokens", module_name::embed_tokens},
     {"qkv_proj", module_name::qkv_proj},
     {"gate_up_proj", module_name::gate_up_proj},
+    {"c_fc", module_name::c_fc},
+    {"c_proj", module_name::c_proj},
 }};
 
 [[nodiscard]] inline std::string lora_target_choices() {

@@ -50,6 +50,12 @@ struct model_shape {
   bool router_bias = false;      ///< the router has a bias
   bool experts_3d =
       false;  ///< experts and router are nn.Parameter tensors (E × d × 2f, with biases), not nn.Linear
+  // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP).
+  bool layer_norm = false;  ///< every norm is an nn.LayerNorm with weight and bias, not an RMSNorm
+  bool plain_mlp = false;   ///< c_fc → GELU(tanh) → c_proj, biased by mlp_bias: no gate (StarCoder2)
+  bool residual_dropout = false;  ///< dropout on the attention and MLP outputs in training (residual_dropout)
+  bool embedding_dropout = false;  ///< dropout on the embedding output in training (embedding_dropout)
+  bool attention_dropout = false;  ///< config.json attention_dropout > 0: dropout on the attention weights
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -70,6 +76,8 @@ enum class module_name : std::uint8_t {
   gate_up_proj,  ///< Phi-3's fused gate/up projection
   sinks,         ///< gpt-oss attention sinks (a per-head vector)
   experts,       ///< gpt-oss mlp.experts: 3-D gate_up_proj / down_proj parameters (PEFT target_parameters)
+  c_fc,          ///< StarCoder2's MLP input projection d → d_ff (no gate)
+  c_proj,        ///< StarCoder2's MLP output projection d_ff → d
 };
 
 /// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
@@ -77,7 +85,7 @@ enum class tensor_role : std::uint8_t {
   linear_weight,  ///< 2-D weight of an nn.Linear (quantised by bitsandbytes, LoRA-targetable)
   bias,           ///< 1-D bias of an nn.Linear
   embedding,      ///< nn.Embedding table (2-D, never quantised)
-  norm_weight,    ///< 1-D RMSNorm scale
+  norm_weight,    ///< 1-D norm parameter: an RMSNorm scale, or a LayerNorm's weight or bias
 };
 
 /// One weight tensor shape and how many identical copies the model holds.
@@ -167,6 +175,11 @@ constexpr void validate(const model_shape& m) {
     detail::fail("experts_3d",
                  "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
   if (m.router_bias && !m.experts_3d) detail::fail("router_bias", "is modelled for gpt-oss's router only");
+  if (m.plain_mlp && (is_moe(m) || m.fused_gate_up))
+    detail::fail("plain_mlp", "is StarCoder2's dense c_fc/c_proj MLP: no experts or fused gate_up_proj");
+  if (m.layer_norm &&
+      (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
+    detail::fail("layer_norm", "is StarCoder2's two pre-norm LayerNorms: no RMSNorm options or q/k norms");
 }
 
 /// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
@@ -205,6 +218,13 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::experts, tr::bias, d, 0, E, false});
     add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
     if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
+  } else if (m.plain_mlp) {  // Starcoder2MLP: c_fc d → d_ff, c_proj d_ff → d (biases: use_bias)
+    add({mn::c_fc, tr::linear_weight, m.intermediate_size, d, L});
+    add({mn::c_proj, tr::linear_weight, d, m.intermediate_size, L});
+    if (m.mlp_bias) {
+      add({mn::c_fc, tr::bias, m.intermediate_size, 0, L});
+      add({mn::c_proj, tr::bias, d, 0, L});
+    }
   } else {  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) + router
     const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
     const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
@@ -229,14 +249,16 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
       add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
     }
   }
-  add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer, "norms")});
+  // nn.LayerNorm holds a bias beside its weight, so its parameters are twice an RMSNorm's.
+  const std::uint64_t norm_tensors = m.layer_norm ? 2 : 1;
+  add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer * norm_tensors, "norms")});
   if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd)
     add({mn::norm, tr::norm_weight, q, 0, L});
     add({mn::norm, tr::norm_weight, kv, 0, L});
   } else if (m.qk_norm) {
     add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
   }
-  add({mn::norm, tr::norm_weight, d, 0, 1});  // final norm
+  add({mn::norm, tr::norm_weight, d, 0, norm_tensors});  // final norm
   if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
 }
 
@@ -265,7 +287,11 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
     }
     linear(mn::down_proj, d, ff, bias);
   };
-  const param_tensor norm{mn::norm, tr::norm_weight, d, 0, 1};
+  const param_tensor norm_part{mn::norm, tr::norm_weight, d, 0, 1};
+  auto norm = [&] {  // an RMSNorm's weight, or a LayerNorm's weight then bias
+    visit(norm_part);
+    if (m.layer_norm) visit(norm_part);
+  };
   visit(param_tensor{mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});
   for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
     if (m.fused_qkv) {
@@ -296,12 +322,15 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
         mlp(m.shared_expert_intermediate_size, false);
         linear(mn::shared_expert_gate, 1, d, false);
       }
+    } else if (m.plain_mlp) {
+      linear(mn::c_fc, m.intermediate_size, d, m.mlp_bias);
+      linear(mn::c_proj, d, m.intermediate_size, m.mlp_bias);
     } else {
       mlp(m.intermediate_size, m.mlp_bias);
     }
-    for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) visit(norm);
+    for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
   }
-  visit(norm);
+  norm();
   if (!m.tie_word_embeddings) visit(param_tensor{mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
 }
 

@@ -98,7 +98,7 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                    {"ce_chunk", r.loss.chunk_tokens},
                    {"output_chunks", r.loss.output_chunks},
                    {"checkpoint_reentrant", a.reentrant},
-                   {"attention_dropout", a.attention_dropout}};
+                   {"attention_dropout", a.attention_dropout || model.spec.shape.attention_dropout}};
   if (offloads_activations(a.ckpt)) {  // only when offloading, so other runs print what they printed
     j["workload"]["offload_scope"] = choice_name(offload_scope_names, a.offload_wraps);
     j["activation_host_bytes"] = e.activations.host.count();

@@ -84,8 +84,10 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   constexpr double rms_norm = 8;    // to(fp32), pow, mean, + eps, rsqrt, ·, to(dtype), · weight
   constexpr double rope = 10;       // per q and k: · cos, rotate_half's neg and cat, · sin, +
   constexpr double expert_ops = 8;  // per expert: where, index, gate, up, act, ·, down, · weight, index_add_
+  constexpr double layer_norm = 1;  // native_layer_norm is one kernel
   const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0));
-  double k = rms_norm * norms + rope + 2;  // + the two residual adds
+  double k = (m.layer_norm ? layer_norm : rms_norm) * norms + rope + 2;  // + the two residual adds
+  if (m.residual_dropout) k += 2 * 2;  // StarCoder2: bernoulli and the product, after o_proj and c_proj
   switch (a.attention) {
     case attention_impl::flash:
       k += 1;
@@ -105,7 +107,7 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
     k += 6 + expert_ops * static_cast<double>(m.num_experts);
   } else {
-    k += 2;  // act(gate) · up
+    k += m.plain_mlp ? 1 : 2;  // GELU (StarCoder2), or act(gate) · up
   }
   return k;
 }
@@ -204,9 +206,11 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
   const double ff =
       static_cast<double>(is_moe(m) ? m.moe_intermediate_size * m.num_experts_per_tok : m.intermediate_size);
+  // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
   const double norms = static_cast<double>(m.norms_per_layer);
-  const double elem_bytes =
-      norms * t * d * (2 + 4 + 4 + 2) + t * ff * (2 + 2 + 2) * 2 + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
+  const double norm_bytes = m.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
+  const double mlp_bytes = m.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
+  const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
   p.elementwise = L * roof.time(0, elem_bytes) * 3;
   forward_only += L * (roof.time(0, elem_bytes));
   // Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.

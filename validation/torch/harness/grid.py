@@ -25,6 +25,8 @@ SHAPES = {
     "granite": dict(hidden=128, intermediate=400, heads=8, kv_heads=2, head_dim=16, vocab=2048, tied=1),
 }
 LATER_FAMILIES = ("olmo2", "granite")
+# StarCoder2 (LayerNorms, biased linears, GELU MLP, residual and embedding dropout 0.1), GQA and tied as the 3B.
+SHAPES["starcoder2"] = dict(hidden=96, intermediate=384, heads=6, kv_heads=2, head_dim=16, vocab=2048, tied=1)
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -82,7 +84,7 @@ def family_block_rows(family):
 
 def block_rows():
     rows = []
-    for family in (f for f in SHAPES if f not in LATER_FAMILIES):
+    for family in (f for f in SHAPES if f not in LATER_FAMILIES and f != "starcoder2"):
         rows += family_block_rows(family)
     # Sizes and the remaining switches on Llama and Qwen3.
     for family in ("llama", "qwen3"):
@@ -293,8 +295,24 @@ def later_rows():
     return rows
 
 
+def starcoder2_rows():
+    """StarCoder2's blocks under every variant, attention dropout, LN tuning (weight and bias), its MLP adapted
+    alone, and whole steps (embedding dropout, the final LayerNorm)."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("starcoder2")
+    rows.append(_row("block", "starcoder2", attention="eager", attention_dropout=0.1))
+    rows.append(_row("block", "starcoder2", dtype="autocast", attention="eager", attention_dropout=0.1, **lora()))
+    rows.append(_row("block", "starcoder2", **lora("c_fc,c_proj", rank=16)))
+    rows.append(_row("block", "starcoder2", dtype="bf16", **peft("ln_tuning")))
+    rows.append(_row("step", "starcoder2", dtype="bf16", **step_kw))
+    rows.append(_row("step", "starcoder2", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    rows.append(_row("step", "starcoder2", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("loss", "starcoder2", dtype="bf16", loss="hf", head_trainable="1"))
+    return rows
+
+
 def rows():
-    out = block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows()
+    out = block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

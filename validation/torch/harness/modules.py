@@ -66,6 +66,8 @@ FAMILIES = {
     # Granite-3.3-8B-Instruct's multipliers (its config.json; tests/data/configs)
     "granite": dict(granite=True, embedding_multiplier=12.0, residual_multiplier=0.22,
                     attention_multiplier=0.0078125, logits_scaling=16.0),
+    # StarCoder2-3B's dropouts (its config.json; tests/data/configs): residual and embedding 0.1
+    "starcoder2": dict(starcoder2=True, residual_dropout=0.1, embedding_dropout=0.1),
 }
 
 
@@ -294,7 +296,7 @@ class LNTuningLayer(nn.Module):
         super().__init__()
         self.base_layer = base
         self.ln_tuning_layer = copy.deepcopy(base).to(dtype)
-        self.ln_tuning_layer.weight.requires_grad_(True)
+        self.ln_tuning_layer.requires_grad_(True)  # every parameter of the copy: a LayerNorm's bias too
 
     def forward(self, x):
         return self.ln_tuning_layer(x)
@@ -307,14 +309,15 @@ class Attention(nn.Module):
         d, a, g, hd = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
         self.head_dim, self.groups, self.fused = hd, a // g, fam.get("fused", False)
         self.q_width, self.kv_width = a * hd, g * hd
-        bias = fam.get("qkv_bias", False)
+        bias = fam.get("qkv_bias", False) or fam.get("starcoder2", False)  # Starcoder2: use_bias on q/k/v/o
         if self.fused:
             self.qkv_proj = nn.Linear(d, a * hd + 2 * g * hd, bias=False)
         else:
             self.q_proj = nn.Linear(d, a * hd, bias=bias)
             self.k_proj = nn.Linear(d, g * hd, bias=bias)
             self.v_proj = nn.Linear(d, g * hd, bias=bias)
-        self.o_proj = nn.Linear(a * hd, d, bias=False)
+        self.o_proj = nn.Linear(a * hd, d, bias=fam.get("starcoder2", False))
+        self.residual_dropout = fam.get("residual_dropout", 0.0)
         self.qk_norm = fam.get("qk_norm", False)
         self.olmo2 = fam.get("olmo2", False)
         if self.olmo2:  # Olmo2Attention: one norm over each projection's full width
@@ -366,7 +369,10 @@ class Attention(nn.Module):
         attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout,
                                   self.scaling, self.softcap)
         attn_output = attn_output.reshape(*input_shape, -1).contiguous()
-        return self.o_proj(attn_output)
+        attn_output = self.o_proj(attn_output)
+        if self.residual_dropout:  # Starcoder2Attention.forward: dropout(o_proj(...), residual_dropout)
+            attn_output = F.dropout(attn_output, p=self.residual_dropout, training=self.training)
+        return attn_output
 
 
 class MLP(nn.Module):
@@ -375,6 +381,12 @@ class MLP(nn.Module):
         fam = FAMILIES[cfg["family"]]
         d, f = cfg["hidden"], width or cfg["intermediate"]
         self.fused = fam.get("fused", False)
+        self.starcoder2 = fam.get("starcoder2", False)
+        if self.starcoder2:  # Starcoder2MLP: c_fc, gelu_pytorch_tanh, c_proj (use_bias), residual dropout
+            self.c_fc = nn.Linear(d, f, bias=True)
+            self.c_proj = nn.Linear(f, d, bias=True)
+            self.residual_dropout = fam["residual_dropout"]
+            return
         if self.fused:
             self.gate_up_proj = nn.Linear(d, 2 * f, bias=False)
         else:
@@ -387,6 +399,11 @@ class MLP(nn.Module):
         return F.gelu(x, approximate="tanh") if self.gelu else F.silu(x)
 
     def forward(self, x):
+        if self.starcoder2:
+            x = self.c_fc(x)
+            x = F.gelu(x, approximate="tanh")
+            x = self.c_proj(x)
+            return F.dropout(x, p=self.residual_dropout, training=self.training)
         if self.fused:
             up_states = self.gate_up_proj(x)
             gate, up_states = up_states.chunk(2, dim=-1)
@@ -433,6 +450,8 @@ class DecoderLayer(nn.Module):
         self.olmo2 = fam.get("olmo2", False)
         self.residual_multiplier = fam.get("residual_multiplier")
         norm = GemmaRMSNorm if self.gemma else Olmo2RMSNorm if self.olmo2 else LlamaRMSNorm
+        if fam.get("starcoder2", False):  # Starcoder2DecoderLayer: nn.LayerNorm(hidden, eps=norm_epsilon)
+            norm = functools.partial(nn.LayerNorm, eps=1e-5)
         self.self_attn = Attention(cfg, layer_idx)
         self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
         if not self.olmo2:  # Olmo2DecoderLayer has no input_layernorm
@@ -527,6 +546,9 @@ class CausalLM(nn.Module):
         self.embed_tokens = nn.Embedding(v, d)
         self.layers = nn.ModuleList([DecoderLayer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
+        if fam.get("starcoder2", False):  # Starcoder2Model.norm
+            self.norm = nn.LayerNorm(d, eps=1e-5)
+        self.embedding_dropout = fam.get("embedding_dropout", 0.0)
         self.granite = fam.get("granite", False)
         self.rotary_emb = Rotary(cfg["head_dim"])
         self.lm_head = nn.Linear(d, v, bias=False)
@@ -582,6 +604,8 @@ class CausalLM(nn.Module):
             hidden_states = hidden_states * normalizer
         if self.granite:  # GraniteModel.forward: inputs_embeds * embedding_multiplier (a Python float)
             hidden_states = hidden_states * FAMILIES["granite"]["embedding_multiplier"]
+        if self.embedding_dropout:  # Starcoder2Model.forward: dropout(inputs_embeds, embedding_dropout)
+            hidden_states = F.dropout(hidden_states, p=self.embedding_dropout, training=self.training)
         position_ids = torch.arange(start, start + s).unsqueeze(0)
         # transformers skips the mask for SDPA only when the key length equals the query length
         mask = causal_mask(b, s, hidden_states.dtype, start) if self.cfg["attention"] == "eager" or start else None
@@ -717,7 +741,7 @@ def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
 # ----- building a model for a row ------------------------------------------------------------------------
 
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj",
-                "gate_up_proj", "gate")
+                "gate_up_proj", "gate", "c_fc", "c_proj")
 
 
 def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
@@ -748,7 +772,7 @@ def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="dow
     if peft_type == "ln_tuning":  # the Llama mapping: every RMSNorm of the blocks and the final norm
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
-                if isinstance(child, (LlamaRMSNorm, GemmaRMSNorm)):
+                if isinstance(child, (LlamaRMSNorm, GemmaRMSNorm, nn.LayerNorm)):
                     setattr(parent, name, LNTuningLayer(child, dtype or child.weight.dtype))
         return model
     wanted = set(LINEAR_NAMES) if targets == "all-linear" else set(targets.split(","))
