@@ -630,3 +630,31 @@ TEST_CASE("StarCoder2: LayerNorms keep input, mean and rstd; GELU keeps c_fc's o
   test::require_input_error([&] { (void)layer_inventory(starcoder2_3b, full_ft, compiled); }, "compile",
                             "StarCoder2");
 }
+
+TEST_CASE(
+    "GPT-NeoX: both LayerNorms read the block input (saved once); over frozen embeddings the parallel MLP "
+    "keeps nothing",
+    "[activations]") {
+  const std::uint64_t t = 2048, d = 4096, ff = 16384;
+  const activation_config c = one_sequence_2048(attention_impl::flash);
+  const activation_terms neox = layer_inventory(pythia_6_9b, full_ft, c);
+  CHECK(term(neox, "input_layernorm") == bytes(t * d * 2 + t * 2 * 4));
+  CHECK(term(neox, "post_attention_layernorm") == bytes(t * 2 * 4));  // its input is the same block input
+  CHECK(term(neox, "query_key_value input") == bytes(t * d * 2));
+  CHECK(term(neox, "dense_h_to_4h input") == bytes(t * d * 2));  // the second norm's output
+  CHECK(term(neox, "dense_h_to_4h output") == bytes(t * ff * 2));
+  CHECK(term(neox, "dense_4h_to_h input") == bytes(t * ff * 2));
+  // RoPE on a quarter of each head: the tables are s × 2·32, not s × 2·128
+  CHECK(term(model_level_inventory(pythia_6_9b, full_ft, c), "RoPE cos/sin") == bytes(2048 * 2 * 32 * 2));
+  // PEFT's default LoRA target (query_key_value) without checkpointing: the first layer's MLP branch reads
+  // the frozen embeddings and saves nothing.
+  training_setup lora = lora16;
+  lora.lora.targets = parse_lora_targets("query_key_value");
+  activation_terms first;
+  detail::layer_terms(pythia_6_9b, lora, c, first, false);
+  CHECK(term(first, "dense_h_to_4h output") == bytes(0));
+  CHECK(term(first, "input_layernorm") == bytes(0));
+  CHECK(term(layer_inventory(pythia_6_9b, lora, c), "dense_h_to_4h output") == bytes(t * ff * 2));
+  const activation_estimate e = estimate_activations(pythia_6_9b, lora, c);
+  CHECK(e.first_layer_saving == layer_inventory(pythia_6_9b, lora, c).total() - first.total());
+}

@@ -51,6 +51,9 @@ expect "gpt-oss" 0 'gpt_oss\), 20,914,757,184 parameters' -- --config "$data/con
 expect "starcoder2" 0 'starcoder2\), 3,030,371,328 parameters' -- --config "$data/configs/starcoder2-3b.json"
 expect "starcoder2 c_fc" 0 '"attention_dropout": true' -- --config "$data/configs/starcoder2-3b.json" --method lora --targets c_fc,c_proj --json
 expect "starcoder2 compile" 2 'compile: StarCoder2' -- --config "$data/configs/starcoder2-3b.json" --compile
+expect "pythia" 0 'gpt_neox\), 6,857,302,016 parameters' -- --config "$data/configs/pythia-6.9b.json"
+expect "pythia targets" 0 'rank 8 on query_key_value,dense_h_to_4h' -- --config "$data/configs/pythia-160m.json" --method lora --rank 8 --targets query_key_value,dense_h_to_4h
+expect "pythia default target" 0 'rank 16 on query_key_value: 589,824 adapter parameters' -- --config "$data/configs/pythia-160m.json" --method lora --targets query_key_value
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full

@@ -171,6 +171,42 @@ TEST_CASE("StarCoder2's config.json loads with its published count, dropouts and
   CHECK(model_from_config(llama, "l.json").spec.shape.attention_dropout);
 }
 
+TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[config_io]") {
+  const loaded_model small = load_model_config(data_dir / "configs" / "pythia-160m.json");
+  CHECK(parameter_count(small.spec.shape).count() == 162'322'944);
+  const loaded_model big = load_model_config(data_dir / "configs" / "pythia-6.9b.json");
+  CHECK(parameter_count(big.spec.shape).count() == 6'857'302'016);
+  const model_shape& m = small.spec.shape;
+  CHECK((m.neox_names && m.parallel_residual && m.fused_qkv && m.layer_norm && m.plain_mlp));
+  CHECK(m.rotary_dim == 16);  // int(64 · 0.25)
+  CHECK_FALSE((m.residual_dropout || m.attention_dropout || m.tie_word_embeddings));
+  nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "pythia-160m.json");
+  j["attention_bias"] = false;  // no query_key_value and dense biases: 12·(3·768 + 768) fewer
+  CHECK(parameter_count(model_from_config(j, "p.json").spec.shape).count() == 162'322'944 - 12ull * 4 * 768);
+  j.erase("attention_bias");
+  j["use_parallel_residual"] = false;
+  j["partial_rotary_factor"] = 1.0;
+  j["hidden_dropout"] = 0.1;
+  const model_shape sequential = model_from_config(j, "p.json").spec.shape;
+  CHECK_FALSE(sequential.parallel_residual);
+  CHECK(sequential.rotary_dim == 0);  // all of the head
+  CHECK((sequential.residual_dropout && sequential.embedding_dropout));
+  j["partial_rotary_factor"] = 0.01;  // int(64 · 0.01) = 0 dimensions
+  test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "p.json: /partial_rotary_factor",
+                            "even, positive");
+  j["partial_rotary_factor"] = 1.5;
+  test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "/partial_rotary_factor",
+                            "(0, 1]");
+  j.erase("partial_rotary_factor");
+  j["hidden_act"] = "gelu_fast";
+  test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "p.json: /hidden_act",
+                            "gelu_fast");
+  j["hidden_act"] = "gelu";
+  j["num_key_value_heads"] = 4;
+  test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "/num_key_value_heads",
+                            "grouped-query");
+}
+
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
           "[config_io][errors]") {
   const nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");

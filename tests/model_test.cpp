@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Exact parameter counts from shapes (model-configs.md), the inventory, and shape validation.
+#include <vector>
+
 #include <headroom/flops.hpp>
 #include <headroom/model.hpp>
 
@@ -218,4 +220,42 @@ TEST_CASE("StarCoder2: LayerNorms with bias, biased linears and a two-matrix GEL
   bad.num_experts_per_tok = 2;
   bad.moe_intermediate_size = 64;
   test::require_input_error([&] { (void)parameter_count(bad); }, "plain_mlp", "no experts");
+}
+
+// Pythia (Biderman et al. 2023, arXiv 2304.01373, Table 1): 12·d² + 13·d per layer (query_key_value 3d² + 3d,
+// dense d² + d, dense_h_to_4h 4d² + 4d, dense_4h_to_h 4d² + d, two LayerNorms 4d), 2·V·d for embed_in and
+// embed_out, 2·d for the final LayerNorm.
+static_assert(parameter_count(pythia_160m).count() == 162'322'944);
+static_assert(parameter_count(pythia(2048, 16, 8, 50304)).count() == 1'011'781'632);  // Pythia-1B
+static_assert(parameter_count(pythia_6_9b).count() == 6'857'302'016);
+static_assert(parameter_count(pythia(5120, 36, 40, 50688)).count() == 11'846'072'320);  // Pythia-12B
+
+TEST_CASE("GPT-NeoX: query_key_value, dense, dense_h_to_4h and dense_4h_to_h, norms first in each layer",
+          "[model]") {
+  std::uint64_t qkv = 0, mlp = 0;
+  for (const param_tensor& t : parameter_inventory(pythia_160m)) {
+    if (t.module == module_name::query_key_value) qkv += t.total().count();
+    if (t.module == module_name::dense_h_to_4h || t.module == module_name::dense_4h_to_h)
+      mlp += t.total().count();
+  }
+  CHECK(qkv == 12ull * (3 * 768 * 768 + 3 * 768));
+  CHECK(mlp == 12ull * (2 * 768 * 3072 + 3072 + 768));
+  // model.parameters(): embed_in; per layer the two LayerNorms' weight and bias, then query_key_value, dense,
+  // dense_h_to_4h and dense_4h_to_h (weight then bias); final_layer_norm; embed_out.
+  std::vector<module_name> order;
+  visit_parameters_in_order(pythia_160m, [&](const param_tensor& t) { order.push_back(t.module); });
+  REQUIRE(order.size() == 1 + 12 * (4 + 8) + 2 + 1);
+  CHECK(order[1] == module_name::norm);
+  CHECK(order[5] == module_name::query_key_value);
+  CHECK(order[12] == module_name::dense_4h_to_h);
+  CHECK(order.back() == module_name::lm_head);
+  CHECK(parse_lora_targets("query_key_value") == lora_targets{}.add(module_name::query_key_value));
+  CHECK(parse_lora_targets("embed_out") == lora_targets{}.add(module_name::lm_head));  // GPT-NeoX's head
+  CHECK(lora_targets_text(parse_lora_targets("embed_out,dense")) == "lm_head,dense");
+  model_shape bad = pythia_160m;
+  bad.rotary_dim = 15;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "rotary_dim", "even");
+  bad = pythia_160m;
+  bad.layer_norm = false;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "parallel_residual");
 }

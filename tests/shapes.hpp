@@ -101,6 +101,19 @@ constexpr model_shape starcoder2_3b_shape() {
 }
 constexpr model_shape starcoder2_3b = starcoder2_3b_shape();
 
+// Pythia (tests/data/configs/pythia-*.json): GPT-NeoX with parallel blocks, a biased query_key_value and
+// dense, a biased GELU MLP, LayerNorms, RoPE on a quarter of each head, an untied embed_out.
+constexpr model_shape pythia(std::uint64_t d, std::uint64_t layers, std::uint64_t heads,
+                             std::uint64_t vocab) {
+  model_shape m = dense(d, 4 * d, layers, heads, heads, d / heads, vocab, false);
+  m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
+  m.layer_norm = m.plain_mlp = m.fused_qkv = m.neox_names = m.parallel_residual = true;
+  m.rotary_dim = d / heads / 4;
+  return m;
+}
+constexpr model_shape pythia_160m = pythia(768, 12, 12, 50304);
+constexpr model_shape pythia_6_9b = pythia(4096, 32, 32, 50432);
+
 /// Training setups the tests share: the default route A with one method changed.
 constexpr training_setup with_method(training_method m, precision_route p = precision_route::bf16_mixed) {
   training_setup s;

@@ -305,6 +305,21 @@ TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defau
   j = {{"peft_config", {{"peft_type", "IA3"}}}};
   CHECK(lora_targets_text(training_args_from_json(j, llama, "inline").run.setup.lora.targets) ==
         "k_proj,v_proj,down_proj");
+  // GPT-NeoX's mappings: LoRA query_key_value; IA3 query_key_value and dense_4h_to_h, the latter feedforward
+  const loaded_model pythia = load_model_config(data_dir / "configs" / "pythia-160m.json");
+  a = training_args_from_json(j, pythia, "inline");
+  CHECK(lora_targets_text(a.run.setup.lora.targets) == "query_key_value,dense_4h_to_h");
+  CHECK(lora_targets_text(a.run.setup.lora.feedforward) == "dense_4h_to_h");
+  j = {{"peft_config", {{"peft_type", "LORA"}}}};
+  CHECK(lora_targets_text(training_args_from_json(j, pythia, "inline").run.setup.lora.targets) ==
+        "query_key_value");
+  j = {{"peft_config", {{"peft_type", "LORA"}}}};
+  test::require_input_error(
+      [&] {
+        (void)training_args_from_json(j, load_model_config(data_dir / "configs" / "starcoder2-3b.json"),
+                                      "inline");
+      },
+      "target_modules", "no default for 'starcoder2'");
   j = {{"peft_config", {{"peft_type", "VERA"}, {"target_modules", "all-linear"}, {"vera_dropout", 0.1}}}};
   a = training_args_from_json(j, qwen, "inline");
   CHECK(a.run.setup.lora.method == peft_method::vera);

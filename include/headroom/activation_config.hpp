@@ -224,10 +224,28 @@ constexpr block_dtypes dtypes_of(const training_setup& s) {
 /// The name PEFT and transformers give a module (for the itemised terms).
 constexpr std::string_view module_label(module_name m) {
   // Indexed by module_name (a table lookup: the estimates call this for every linear).
-  constexpr std::array<std::string_view, 18> labels{{"embed_tokens", "q_proj", "k_proj", "v_proj", "o_proj",
-                                                     "gate_proj", "up_proj", "down_proj", "gate",
-                                                     "shared_expert_gate", "norm", "lm_head", "qkv_proj",
-                                                     "gate_up_proj", "sinks", "experts", "c_fc", "c_proj"}};
+  constexpr std::array<std::string_view, 22> labels{{"embed_tokens",
+                                                     "q_proj",
+                                                     "k_proj",
+                                                     "v_proj",
+                                                     "o_proj",
+                                                     "gate_proj",
+                                                     "up_proj",
+                                                     "down_proj",
+                                                     "gate",
+                                                     "shared_expert_gate",
+                                                     "norm",
+                                                     "lm_head",
+                                                     "qkv_proj",
+                                                     "gate_up_proj",
+                                                     "sinks",
+                                                     "experts",
+                                                     "c_fc",
+                                                     "c_proj",
+                                                     "query_key_value",
+                                                     "dense",
+                                                     "dense_h_to_4h",
+                                                     "dense_4h_to_h"}};
   return labels[static_cast<std::size_t>(m)];
 }
 
@@ -255,7 +273,7 @@ struct block_context {
   /// Whether a projection of the block input has an output that requires grad.
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {
     return input_grad || full || adapted(mod) ||
-           (mod != module_name::qkv_proj && m.fused_qkv && adapted(module_name::qkv_proj));
+           (mod != block_modules(m).qkv && m.fused_qkv && adapted(block_modules(m).qkv));
   }
 };
 constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,
@@ -324,10 +342,14 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
 template <class Out>
 HEADROOM_INLINE constexpr void add_layer_norm(Out& out, std::string_view name, std::uint64_t rows,
                                               std::uint64_t width, std::uint64_t in_bytes,
-                                              const block_context& k, bool input_grad = true) {
+                                              const block_context& k, bool input_grad = true,
+                                              bool input_saved = false) {
   if (!input_grad && !k.norm_weights_train()) return;  // nothing in it requires grad
   const std::uint64_t stats = k.s.runtime.device == device_kind::cpu ? in_bytes : fp32_bytes;
-  out.add(name, act(rows, width, in_bytes), "the input, saved by native_layer_norm");
+  if (input_saved)  // GPT-NeoX's parallel block: the other norm saved this very tensor
+    out.add(name, bytes(0), "the input, the block input the other LayerNorm saved (counted there)");
+  else
+    out.add(name, act(rows, width, in_bytes), "the input, saved by native_layer_norm");
   out.add(name, act(rows, 2, stats), "each row's mean and rstd, saved by native_layer_norm");
 }
 /// The model's norm: an nn.LayerNorm (StarCoder2) or an RMSNorm (every other family).

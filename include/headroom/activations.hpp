@@ -57,15 +57,23 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, std::uint64_t rows,
                                              std::uint64_t in_bytes) {
   const std::uint64_t d = k.m.hidden_size, ff = k.m.intermediate_size;
-  using mn = module_name;
-  add_linear_group(out, k, "c_fc input", rows, d, in_bytes, std::array<linear_site, 1>{{{mn::c_fc, ff}}});
+  const block_module_names names = block_modules(k.m);
+  const bool neox = k.m.neox_names;
+  add_linear_group(out, k, neox ? "dense_h_to_4h input" : "c_fc input", rows, d, in_bytes,
+                   std::array<linear_site, 1>{{{names.mlp_in, ff}}});
   // VeRA under autocast returns in its input's dtype (vera/layer.py Linear.forward:
   // result.to(previous_dtype)).
-  const bool vera_out = k.dt.autocast && k.s.lora.method == peft_method::vera && k.adapted(mn::c_fc);
+  const bool vera_out = k.dt.autocast && k.s.lora.method == peft_method::vera && k.adapted(names.mlp_in);
   const std::uint64_t fc = vera_out ? in_bytes : k.dt.compute;
-  out.add("c_fc output", act(rows, ff, fc), "saved by GELU(tanh)");
-  add_linear_group(out, k, "c_proj input", rows, ff, fc, std::array<linear_site, 1>{{{mn::c_proj, d}}});
-  if (k.m.residual_dropout) add_dropout(out, "c_proj output dropout", rows, d, k.dt.compute, k);
+  // GPT-NeoX's parallel MLP over frozen embeddings: nothing requires grad unless a linear trains.
+  block_context after = k;
+  after.input_grad = k.input_grad || k.full || k.adapted(names.mlp_in);
+  if (after.input_grad)
+    out.add(neox ? "dense_h_to_4h output" : "c_fc output", act(rows, ff, fc), "saved by GELU");
+  add_linear_group(out, after, neox ? "dense_4h_to_h input" : "c_proj input", rows, ff, fc,
+                   std::array<linear_site, 1>{{{names.mlp_out, d}}});
+  if (k.m.residual_dropout && (after.input_grad || k.full || k.adapted(names.mlp_out)))
+    add_dropout(out, neox ? "MLP output dropout" : "c_proj output dropout", rows, d, k.dt.compute, k);
 }
 
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
@@ -90,9 +98,10 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   if (!m.post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
   // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
   const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
+  const block_module_names names = block_modules(m);
   if (m.fused_qkv)
-    add_linear_group(out, k, "qkv_proj input", t, d, sb,
-                     std::array<linear_site, 1>{{{mn::qkv_proj, q + 2 * kv}}});
+    add_linear_group(out, k, m.neox_names ? "query_key_value input" : "qkv_proj input", t, d, sb,
+                     std::array<linear_site, 1>{{{names.qkv, q + 2 * kv}}});
   else
     add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
                      std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
@@ -104,11 +113,19 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
   }
   add_attention_core(out, k, t);
-  const block_context rest = context_of(m, s, c);  // from o_proj on, everything requires grad
-  add_linear_group(out, rest, "o_proj input", t, q, ab, std::array<linear_site, 1>{{{mn::o_proj, d}}},
-                   c.attention == attention_impl::flash);
-  if (m.residual_dropout)  // Starcoder2Attention: dropout(o_proj(…), residual_dropout)
-    add_dropout(out, "o_proj output dropout", t, d, ab, rest);
+  // o_proj's input requires grad when q, k or v does (in a first layer over frozen embeddings: an adapted
+  // projection, or prefix tuning's keys and values); its output also when o_proj itself trains.
+  block_context attn = k;
+  attn.input_grad = k.output_grad(mn::q_proj) || k.output_grad(mn::k_proj) || k.output_grad(mn::v_proj) ||
+                    (!k.full && prefix_positions(s.lora) != 0);
+  add_linear_group(out, attn, m.neox_names ? "dense input" : "o_proj input", t, q, ab,
+                   std::array<linear_site, 1>{{{names.out, d}}}, c.attention == attention_impl::flash);
+  // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
+  if (m.residual_dropout && (attn.input_grad || k.full || k.adapted(names.out)))
+    add_dropout(out, m.neox_names ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
+  // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
+  // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
+  const block_context rest = context_of(m, s, c);
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
   if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
     out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
@@ -117,6 +134,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   } else if (gemma_post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
     add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
+  } else if (m.parallel_residual) {  // GPTNeoXLayer: post_attention_layernorm reads the block input too
+    add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
   } else {
     add_norm(out, "post_attention_layernorm", t, d, sb, rest);
   }
@@ -124,7 +143,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_rms_norm(out, "extra norm", t, d, sb, rest);
 
   if (m.plain_mlp) {
-    add_plain_mlp(out, rest, t, sb);
+    add_plain_mlp(out, m.parallel_residual ? k : rest, t, sb);
   } else if (!is_moe(m)) {
     add_gated_mlp(out, rest, t, m.intermediate_size, sb, 1);
   } else {
@@ -213,7 +232,8 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   if (m.scaled_embeddings)
     out.add("embedding normalizer", bytes(sb), "sqrt(hidden_size) as a 0-dim tensor, saved by the product");
   // LlamaRotaryEmbedding: position_ids of shape (1, s), so the tables are (1, s, head_dim), broadcast.
-  out.add("RoPE cos/sin", act(c.seq_len, 2 * m.head_dim, sb), "position tables shared by every layer's RoPE");
+  out.add("RoPE cos/sin", act(c.seq_len, 2 * rope_width(m), sb),
+          "position tables shared by every layer's RoPE");
   // enable_input_require_grads (with checkpointing over a frozen table) makes the embedding output a leaf
   // that requires grad; its AccumulateGrad node keeps it until backward whenever it is not itself the first
   // block's checkpointed input: Gemma and Granite scale it, prompt tuning concatenates the prompts before it.
@@ -381,10 +401,17 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
     // layer's lora_A casts are cached but not saved, so they count in forward only.
     if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes) {
       std::uint64_t sites = 0;
-      for (module_name mod :
-           {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::qkv_proj})
-        if (s.lora.targets.contains(mod) && (mod == module_name::qkv_proj) == m.fused_qkv) ++sites;
+      const module_name qkv = block_modules(m).qkv;
+      for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
+        if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
       e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
+      // GPT-NeoX's parallel MLP reads the frozen input too: its first adapted linear's cast is not saved
+      // either.
+      const block_module_names names = block_modules(m);
+      if (m.parallel_residual && s.lora.targets.contains(names.mlp_in))
+        e.forward_cached += act(s.lora.rank, m.hidden_size, bf16_bytes);
+      else if (m.parallel_residual && s.lora.targets.contains(names.mlp_out))
+        e.forward_cached += act(s.lora.rank, m.intermediate_size, bf16_bytes);
     }
   }
   // Prefix tuning's cache and a prompt encoder's cached bias casts live until the loss is computed.
@@ -402,7 +429,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per
   // layer.
   if (checkpoints && c.reentrant && !korthikanti)
-    e.retained = e.checkpoint_state + act(c.seq_len, 2 * m.head_dim, weight_bytes(s.precision));
+    e.retained = e.checkpoint_state + act(c.seq_len, 2 * rope_width(m), weight_bytes(s.precision));
   e.kept = kept_per_layer * L + e.model_level + e.checkpoint_state - e.first_layer_saving;
   e.gpu = e.kept + e.recompute;
   e.host = host_per_layer * L;

@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 14> architectures{{
+inline constexpr std::array<architecture, 15> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -68,6 +68,8 @@ inline constexpr std::array<architecture, 14> architectures{{
     {"gpt_oss", 2, false, false, false, 64, "num_local_experts", "intermediate_size"},
     // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (set below).
     {"starcoder2", 2, false, false, true, 0, "", ""},
+    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (set below).
+    {"gpt_neox", 2, false, false, false, 0, "", ""},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -100,7 +102,7 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 13> unpriced_architectures{{
     {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
     {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
     {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
@@ -112,7 +114,6 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> u
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"cohere", "parallel attention/MLP blocks with one LayerNorm"},
     {"cohere2", "parallel attention/MLP blocks with one LayerNorm"},
-    {"gpt_neox", "parallel attention/MLP blocks, an interleaved fused query_key_value and partial rotary"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
     {"qwen2_moe", "a sigmoid-gated shared expert, q/k/v biases and decoder_sparse_step"},
 }};
@@ -362,8 +363,8 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   m.vocab_size = read_count(j, "vocab_size", origin);
   m.tie_word_embeddings = detail::read_bool_or(j, "tie_word_embeddings", origin, arch->tie_default);
   // GptOssConfig defaults attention_bias to true; the others to false.
-  const bool attention_bias =
-      detail::read_bool_or(j, "attention_bias", origin, arch->model_type == "gpt_oss");
+  const bool attention_bias = detail::read_bool_or(
+      j, "attention_bias", origin, arch->model_type == "gpt_oss" || arch->model_type == "gpt_neox");
   m.attention_bias = arch->qkv_bias || attention_bias;
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
   m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
@@ -400,6 +401,33 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     if (act != "gelu_pytorch_tanh" && act != "gelu")
       throw input_error(detail::key_path(origin, "hidden_act"),
                         "'" + act + "' is not priced; valid: gelu_pytorch_tanh (StarCoder2's), gelu");
+  }
+  if (arch->model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
+    m.layer_norm = m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
+    m.parallel_residual = detail::read_bool_or(j, "use_parallel_residual", origin, true);
+    // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
+    m.residual_dropout = m.embedding_dropout = detail::read_dropout(j, "hidden_dropout", origin);
+    // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
+    const char* pct_key = j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
+    const auto pct = j.find(pct_key);
+    const double fraction = pct == j.end() ? 0.25 : pct->is_number() ? pct->get<double>() : -1.0;
+    if (!(fraction > 0 && fraction <= 1))
+      throw input_error(detail::key_path(origin, pct_key), "must be a fraction in (0, 1]");
+    m.rotary_dim = static_cast<std::uint64_t>(static_cast<double>(m.head_dim) * fraction);
+    if (m.rotary_dim == m.head_dim) m.rotary_dim = 0;
+    if (m.rotary_dim % 2 != 0 || (m.rotary_dim == 0 && fraction < 1))
+      throw input_error(detail::key_path(origin, pct_key),
+                        "gives " + std::to_string(m.rotary_dim) +
+                            " rotary dimensions per head; RoPE needs an even, positive number");
+    const std::string act = detail::read_string_or(j, "hidden_act", origin, "gelu");
+    if (act != "gelu" && act != "gelu_pytorch_tanh")
+      throw input_error(detail::key_path(origin, "hidden_act"),
+                        "'" + act +
+                            "' is not priced (its Python GELU keeps more tensors); valid: gelu (Pythia's), "
+                            "gelu_pytorch_tanh");
+    if (m.num_key_value_heads != m.num_attention_heads)
+      throw input_error(detail::key_path(origin, "num_key_value_heads"),
+                        "GPT-NeoX has no grouped-query attention");
   }
   m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
   if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)

@@ -32,10 +32,12 @@ struct lora_targets {
   /// and lm_head is not.
   [[nodiscard]] static constexpr lora_targets all_linear() {
     lora_targets t;
-    for (module_name m : {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
-                          module_name::gate_proj, module_name::up_proj, module_name::down_proj,
-                          module_name::router, module_name::shared_expert_gate, module_name::qkv_proj,
-                          module_name::gate_up_proj, module_name::c_fc, module_name::c_proj})
+    for (module_name m :
+         {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
+          module_name::gate_proj, module_name::up_proj, module_name::down_proj, module_name::router,
+          module_name::shared_expert_gate, module_name::qkv_proj, module_name::gate_up_proj,
+          module_name::c_fc, module_name::c_proj, module_name::query_key_value, module_name::dense,
+          module_name::dense_h_to_4h, module_name::dense_4h_to_h})
       t.add(m);
     return t;
   }
@@ -46,9 +48,10 @@ struct lora_targets {
 struct target_name {
   std::string_view name;
   module_name module;
+  bool alias = false;  ///< another family's name for the same module (GPT-NeoX's embed_in, embed_out)
 };
 /// `gate` is the MoE router's attribute name (mlp.gate); PEFT matches by name suffix.
-inline constexpr std::array<target_name, 15> lora_target_names{{
+inline constexpr std::array<target_name, 21> lora_target_names{{
     {"q_proj", module_name::q_proj},
     {"k_proj", module_name::k_proj},
     {"v_proj", module_name::v_proj},
@@ -64,6 +67,12 @@ inline constexpr std::array<target_name, 15> lora_target_names{{
     {"gate_up_proj", module_name::gate_up_proj},
     {"c_fc", module_name::c_fc},
     {"c_proj", module_name::c_proj},
+    {"query_key_value", module_name::query_key_value},
+    {"dense", module_name::dense},
+    {"dense_h_to_4h", module_name::dense_h_to_4h},
+    {"dense_4h_to_h", module_name::dense_4h_to_h},
+    {"embed_in", module_name::embed_tokens, true},
+    {"embed_out", module_name::lm_head, true},
 }};
 
 [[nodiscard]] inline std::string lora_target_choices() {
@@ -101,7 +110,7 @@ inline constexpr std::array<target_name, 15> lora_target_names{{
   if (t == lora_targets::all_linear()) return "all-linear";
   std::string out;
   for (const target_name& n : lora_target_names)
-    if (t.contains(n.module)) detail::append_listed(out, n.name, ",");
+    if (t.contains(n.module) && !n.alias) detail::append_listed(out, n.name, ",");
   return out;
 }
 

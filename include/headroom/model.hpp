@@ -56,6 +56,10 @@ struct model_shape {
   bool residual_dropout = false;  ///< dropout on the attention and MLP outputs in training (residual_dropout)
   bool embedding_dropout = false;  ///< dropout on the embedding output in training (embedding_dropout)
   bool attention_dropout = false;  ///< config.json attention_dropout > 0: dropout on the attention weights
+  // GPT-NeoX (GPTNeoXLayer, GPTNeoXAttention); the LayerNorms, GELU MLP and dropouts are StarCoder2's fields.
+  bool neox_names = false;  ///< modules named query_key_value, dense, dense_h_to_4h, dense_4h_to_h (GPT-NeoX)
+  bool parallel_residual = false;  ///< x + attn(ln1(x)) + mlp(ln2(x)): both norms read the block input
+  std::uint64_t rotary_dim = 0;  ///< RoPE on the first rotary_dim of each head (GPT-NeoX rotary_pct); 0 = all
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -72,13 +76,32 @@ enum class module_name : std::uint8_t {
   shared_expert_gate,  ///< Qwen2-MoE's sigmoid gate of the shared expert (hidden → 1)
   norm,                ///< every RMSNorm weight (input/post-attention/pre/post-FFN, q/k, final)
   lm_head,
-  qkv_proj,      ///< Phi-3's fused q/k/v projection
-  gate_up_proj,  ///< Phi-3's fused gate/up projection
-  sinks,         ///< gpt-oss attention sinks (a per-head vector)
-  experts,       ///< gpt-oss mlp.experts: 3-D gate_up_proj / down_proj parameters (PEFT target_parameters)
-  c_fc,          ///< StarCoder2's MLP input projection d → d_ff (no gate)
-  c_proj,        ///< StarCoder2's MLP output projection d_ff → d
+  qkv_proj,         ///< Phi-3's fused q/k/v projection
+  gate_up_proj,     ///< Phi-3's fused gate/up projection
+  sinks,            ///< gpt-oss attention sinks (a per-head vector)
+  experts,          ///< gpt-oss mlp.experts: 3-D gate_up_proj / down_proj parameters (PEFT target_parameters)
+  c_fc,             ///< StarCoder2's MLP input projection d → d_ff (no gate)
+  c_proj,           ///< StarCoder2's MLP output projection d_ff → d
+  query_key_value,  ///< GPT-NeoX's fused q/k/v (interleaved per head)
+  dense,            ///< GPT-NeoX's attention output projection
+  dense_h_to_4h,    ///< GPT-NeoX's MLP input projection d → d_ff
+  dense_4h_to_h,    ///< GPT-NeoX's MLP output projection d_ff → d
 };
+
+/// The names a family gives the fused q/k/v, the attention output and a non-gated MLP's two linears.
+struct block_module_names {
+  module_name qkv, out, mlp_in, mlp_out;
+};
+[[nodiscard]] constexpr block_module_names block_modules(const model_shape& m) {
+  if (m.neox_names)
+    return {module_name::query_key_value, module_name::dense, module_name::dense_h_to_4h,
+            module_name::dense_4h_to_h};
+  return {module_name::qkv_proj, module_name::o_proj, module_name::c_fc, module_name::c_proj};
+}
+/// The width RoPE rotates in each head, and so the width of its cos/sin tables.
+[[nodiscard]] constexpr std::uint64_t rope_width(const model_shape& m) {
+  return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
+}
 
 /// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
 enum class tensor_role : std::uint8_t {
@@ -176,10 +199,18 @@ constexpr void validate(const model_shape& m) {
                  "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
   if (m.router_bias && !m.experts_3d) detail::fail("router_bias", "is modelled for gpt-oss's router only");
   if (m.plain_mlp && (is_moe(m) || m.fused_gate_up))
-    detail::fail("plain_mlp", "is StarCoder2's dense c_fc/c_proj MLP: no experts or fused gate_up_proj");
+    detail::fail("plain_mlp",
+                 "is StarCoder2's and GPT-NeoX's dense GELU MLP: no experts or fused gate_up_proj");
+  if (m.rotary_dim > m.head_dim || m.rotary_dim % 2 != 0)
+    detail::fail("rotary_dim", "must be an even width no larger than head_dim");
+  if (m.neox_names && !(m.fused_qkv && m.plain_mlp))
+    detail::fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
+  if (m.parallel_residual && !m.layer_norm)
+    detail::fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms only");
   if (m.layer_norm &&
       (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
-    detail::fail("layer_norm", "is StarCoder2's two pre-norm LayerNorms: no RMSNorm options or q/k norms");
+    detail::fail("layer_norm",
+                 "is StarCoder2's and GPT-NeoX's two LayerNorms: no RMSNorm options or q/k norms");
 }
 
 /// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
@@ -195,20 +226,22 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   using mn = module_name;
   using tr = tensor_role;
   add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
+  const block_module_names names = block_modules(m);
   if (m.fused_qkv) {
-    add({mn::qkv_proj, tr::linear_weight, q + 2 * kv, d, L});  // qkv_proj: d → (a + 2g)·head_dim
+    add({names.qkv, tr::linear_weight, q + 2 * kv, d, L});               // qkv_proj: d → (a + 2g)·head_dim
+    if (m.attention_bias) add({names.qkv, tr::bias, q + 2 * kv, 0, L});  // GPT-NeoX's query_key_value
   } else {
     add({mn::q_proj, tr::linear_weight, q, d, L});   // q_proj: d → a·head_dim
     add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
     add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
   }
-  add({mn::o_proj, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
-  if (m.attention_bias) {
+  add({names.out, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
+  if (m.attention_bias && !m.fused_qkv) {
     add({mn::q_proj, tr::bias, q, 0, L});
     add({mn::k_proj, tr::bias, kv, 0, L});
     add({mn::v_proj, tr::bias, kv, 0, L});
   }
-  if (m.o_proj_bias) add({mn::o_proj, tr::bias, d, 0, L});
+  if (m.o_proj_bias) add({names.out, tr::bias, d, 0, L});
   if (m.attention_sinks) add({mn::sinks, tr::bias, m.num_attention_heads, 0, L});  // GptOssAttention.sinks
   if (m.experts_3d) {  // GptOssExperts: gate_up_proj (E, d, 2f) + bias, down_proj (E, f, d) + bias; router
     const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(L, m.num_experts, "experts");
@@ -219,11 +252,11 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
     if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
   } else if (m.plain_mlp) {  // Starcoder2MLP: c_fc d → d_ff, c_proj d_ff → d (biases: use_bias)
-    add({mn::c_fc, tr::linear_weight, m.intermediate_size, d, L});
-    add({mn::c_proj, tr::linear_weight, d, m.intermediate_size, L});
+    add({names.mlp_in, tr::linear_weight, m.intermediate_size, d, L});  // GPT-NeoX: dense_h_to_4h
+    add({names.mlp_out, tr::linear_weight, d, m.intermediate_size, L});
     if (m.mlp_bias) {
-      add({mn::c_fc, tr::bias, m.intermediate_size, 0, L});
-      add({mn::c_proj, tr::bias, d, 0, L});
+      add({names.mlp_in, tr::bias, m.intermediate_size, 0, L});
+      add({names.mlp_out, tr::bias, d, 0, L});
     }
   } else {  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) + router
     const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
@@ -292,16 +325,19 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
     visit(norm_part);
     if (m.layer_norm) visit(norm_part);
   };
+  const block_module_names names = block_modules(m);
   visit(param_tensor{mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});
   for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+    if (m.neox_names)  // GPTNeoXLayer registers input_layernorm and post_attention_layernorm first
+      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
     if (m.fused_qkv) {
-      linear(mn::qkv_proj, q + 2 * kv, d, false);
+      linear(names.qkv, q + 2 * kv, d, m.attention_bias);
     } else {
       linear(mn::q_proj, q, d, m.attention_bias);
       linear(mn::k_proj, kv, d, m.attention_bias);
       linear(mn::v_proj, kv, d, m.attention_bias);
     }
-    linear(mn::o_proj, d, q, m.o_proj_bias);
+    linear(names.out, d, q, m.o_proj_bias);
     if (m.attention_sinks) visit(param_tensor{mn::sinks, tr::bias, m.num_attention_heads, 0, 1});
     if (m.qk_norm) {
       visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
@@ -323,12 +359,13 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
         linear(mn::shared_expert_gate, 1, d, false);
       }
     } else if (m.plain_mlp) {
-      linear(mn::c_fc, m.intermediate_size, d, m.mlp_bias);
-      linear(mn::c_proj, d, m.intermediate_size, m.mlp_bias);
+      linear(names.mlp_in, m.intermediate_size, d, m.mlp_bias);
+      linear(names.mlp_out, d, m.intermediate_size, m.mlp_bias);
     } else {
       mlp(m.intermediate_size, m.mlp_bias);
     }
-    for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
+    if (!m.neox_names)
+      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
   }
   norm();
   if (!m.tie_word_embeddings) visit(param_tensor{mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});

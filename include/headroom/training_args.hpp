@@ -71,11 +71,13 @@ inline std::string dtype_name(const json& j, const std::string& origin) {
 /// PEFT's default target_modules when none are given (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
 inline lora_targets peft_default_targets(const std::string& model_type) {
   if (model_type == "phi3") return parse_lora_targets("qkv_proj");
+  if (model_type == "gpt_neox") return parse_lora_targets("query_key_value");
   return parse_lora_targets("q_proj,v_proj");
 }
 /// PEFT's IA3 defaults (utils/constants.py TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING): k_proj,
 /// v_proj, down_proj for Llama and Mistral; q_proj, v_proj, down_proj for Qwen2, Qwen3 and Gemma 2.
 inline lora_targets peft_ia3_default_targets(const std::string& model_type) {
+  if (model_type == "gpt_neox") return parse_lora_targets("query_key_value,dense_4h_to_h");
   if (model_type == "qwen2" || model_type == "qwen3" || model_type == "gemma2" || model_type == "gemma")
     return parse_lora_targets("q_proj,v_proj,down_proj");
   return parse_lora_targets("k_proj,v_proj,down_proj");
@@ -366,9 +368,13 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
     } else {
       r.setup.lora.targets = modules(*tm, "target_modules");
     }
-    if (*method == peft_method::ia3)
+    if (*method == peft_method::ia3) {
+      // TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING: dense_4h_to_h for GPT-NeoX, down_proj
+      // otherwise
+      if (model.model_type == "gpt_neox") r.setup.lora.feedforward = parse_lora_targets("dense_4h_to_h");
       if (const auto ff = peft->find("feedforward_modules"); ff != peft->end() && !ff->is_null())
         r.setup.lora.feedforward = modules(*ff, "feedforward_modules");
+    }
     if (prompt_learning(r.setup.lora)) {
       r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
       if (r.setup.lora.virtual_tokens == 0)

@@ -27,6 +27,9 @@ SHAPES = {
 LATER_FAMILIES = ("olmo2", "granite")
 # StarCoder2 (LayerNorms, biased linears, GELU MLP, residual and embedding dropout 0.1), GQA and tied as the 3B.
 SHAPES["starcoder2"] = dict(hidden=96, intermediate=384, heads=6, kv_heads=2, head_dim=16, vocab=2048, tied=1)
+# GPT-NeoX as Pythia: multi-head, d_ff = 4d, RoPE on a quarter of each head, untied embed_out.
+SHAPES["gpt_neox"] = dict(hidden=128, intermediate=512, heads=4, kv_heads=4, head_dim=32, vocab=2048, tied=0)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -77,14 +80,15 @@ def family_block_rows(family):
             _row("block", family, dtype="autocast"),
             _row("block", family, **lora()),                                   # LoRA all-linear, bf16 adapters
             _row("block", family, **lora(adapter_dtype="fp32")),               # PEFT's autocast_adapter_dtype
-            _row("block", family, attention="eager", **lora("q_proj,v_proj" if family != "phi3" else "qkv_proj")),
+            _row("block", family, attention="eager",
+                 **lora({"phi3": "qkv_proj", "gpt_neox": "query_key_value"}.get(family, "q_proj,v_proj"))),
             _row("block", family, **lora(dropout=0.1)),
             _row("block", family, dtype="fp32", **lora(adapter_dtype="fp32"))]
 
 
 def block_rows():
     rows = []
-    for family in (f for f in SHAPES if f not in LATER_FAMILIES and f != "starcoder2"):
+    for family in (f for f in SHAPES if f not in LATER_FAMILIES + APPENDED_FAMILIES):
         rows += family_block_rows(family)
     # Sizes and the remaining switches on Llama and Qwen3.
     for family in ("llama", "qwen3"):
@@ -311,8 +315,27 @@ def starcoder2_rows():
     return rows
 
 
+def gpt_neox_rows():
+    """GPT-NeoX (Pythia) blocks under every variant and PEFT's default target, LN tuning, and whole steps: over
+    frozen embeddings without checkpointing the first layer's parallel MLP keeps nothing."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("gpt_neox")
+    rows.append(_row("block", "gpt_neox", attention="eager", attention_dropout=0.1))
+    rows.append(_row("block", "gpt_neox", **lora("query_key_value", rank=16)))
+    rows.append(_row("block", "gpt_neox", **lora("dense_h_to_4h,dense_4h_to_h")))
+    rows.append(_row("block", "gpt_neox", dtype="fp32", **peft("ln_tuning")))
+    rows.append(_row("step", "gpt_neox", dtype="bf16", **step_kw))
+    rows.append(_row("step", "gpt_neox", dtype="bf16", **step_kw, **lora("query_key_value")))
+    rows.append(_row("step", "gpt_neox", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("step", "gpt_neox", dtype="autocast", **step_kw, **lora("dense_4h_to_h", adapter_dtype="fp32")))
+    rows.append(_row("step", "gpt_neox", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    rows.append(_row("loss", "gpt_neox", dtype="bf16", loss="hf", head_trainable="1"))
+    return rows
+
+
 def rows():
-    out = block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
+    out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
+           + gpt_neox_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

@@ -68,6 +68,8 @@ FAMILIES = {
                     attention_multiplier=0.0078125, logits_scaling=16.0),
     # StarCoder2-3B's dropouts (its config.json; tests/data/configs): residual and embedding 0.1
     "starcoder2": dict(starcoder2=True, residual_dropout=0.1, embedding_dropout=0.1),
+    # Pythia's GPT-NeoX: parallel blocks, RoPE on a quarter of each head, hidden_dropout 0
+    "gpt_neox": dict(neox=True, rotary_pct=0.25, hidden_dropout=0.0),
 }
 
 
@@ -141,6 +143,21 @@ def apply_rotary_pos_emb(q, k, cos, sin):
     cos = cos.unsqueeze(1)
     sin = sin.unsqueeze(1)
     return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+def apply_partial_rotary_pos_emb(q, k, cos, sin):
+    """models/gpt_neox/modeling_gpt_neox.py apply_rotary_pos_emb: RoPE on the first cos.shape[-1] values of each
+    head, the rest passed through and concatenated back."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    rotary_dim = cos.shape[-1]
+    q_rot, q_pass = q[..., :rotary_dim], q[..., rotary_dim:]
+    k_rot, k_pass = k[..., :rotary_dim], k[..., rotary_dim:]
+    q_embed = (q_rot * cos) + (rotate_half(q_rot) * sin)
+    k_embed = (k_rot * cos) + (rotate_half(k_rot) * sin)
+    q_embed = torch.cat([q_embed, q_pass], dim=-1)
+    k_embed = torch.cat([k_embed, k_pass], dim=-1)
+    return q_embed, k_embed
 
 
 def repeat_kv(hidden_states, n_rep):
@@ -375,6 +392,69 @@ class Attention(nn.Module):
         return attn_output
 
 
+class NeoXAttention(nn.Module):
+    """models/gpt_neox/modeling_gpt_neox.py GPTNeoXAttention: one biased query_key_value viewed as
+    (b, s, heads, 3·head_size), transposed and chunked into q, k, v views; partial RoPE; the biased dense."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d, a = cfg["hidden"], cfg["heads"]
+        self.head_size, self.groups = d // a, 1
+        self.query_key_value = nn.Linear(d, 3 * d, bias=True)
+        self.dense = nn.Linear(d, d, bias=True)
+        self.scaling = self.head_size ** -0.5
+        self.softcap = None
+        self.attention_dropout = cfg.get("attention_dropout", 0.0)
+        self.kernel = ATTENTION[cfg["attention"]]
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, 3 * self.head_size)
+        qkv = self.query_key_value(hidden_states).view(hidden_shape).transpose(1, 2)
+        query_states, key_states, value_states = qkv.chunk(3, dim=-1)
+        cos, sin = position_embeddings
+        query_states, key_states = apply_partial_rotary_pos_emb(query_states, key_states, cos, sin)
+        dropout = self.attention_dropout if self.training else 0.0
+        attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout,
+                                  self.scaling, self.softcap)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.dense(attn_output)
+
+
+class NeoXMLP(nn.Module):
+    """GPTNeoXMLP: dense_h_to_4h, exact GELU (hidden_act "gelu"), dense_4h_to_h, both biased."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.dense_h_to_4h = nn.Linear(cfg["hidden"], cfg["intermediate"])
+        self.dense_4h_to_h = nn.Linear(cfg["intermediate"], cfg["hidden"])
+
+    def forward(self, hidden_states):
+        return self.dense_4h_to_h(F.gelu(self.dense_h_to_4h(hidden_states)))
+
+
+class NeoXLayer(nn.Module):
+    """GPTNeoXLayer with use_parallel_residual: x + dropout(attention(ln1(x))) + dropout(mlp(ln2(x))); the two
+    LayerNorms are registered first."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d, p = cfg["hidden"], FAMILIES[cfg["family"]]["hidden_dropout"]
+        self.input_layernorm = nn.LayerNorm(d, eps=1e-5)
+        self.post_attention_layernorm = nn.LayerNorm(d, eps=1e-5)
+        self.post_attention_dropout = nn.Dropout(p)
+        self.post_mlp_dropout = nn.Dropout(p)
+        self.attention = NeoXAttention(cfg, layer_idx)
+        self.mlp = NeoXMLP(cfg)
+
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
+        attn_output = self.attention(self.input_layernorm(hidden_states), position_embeddings, attention_mask, past)
+        attn_output = self.post_attention_dropout(attn_output)
+        mlp_output = self.mlp(self.post_attention_layernorm(hidden_states))
+        mlp_output = self.post_mlp_dropout(mlp_output)
+        return mlp_output + attn_output + hidden_states
+
+
 class MLP(nn.Module):
     def __init__(self, cfg, width=None):
         super().__init__()
@@ -544,13 +624,15 @@ class CausalLM(nn.Module):
         d, v = cfg["hidden"], cfg["vocab"]
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
-        self.layers = nn.ModuleList([DecoderLayer(cfg, i) for i in range(cfg["layers"])])
+        layer = NeoXLayer if fam.get("neox", False) else DecoderLayer
+        self.layers = nn.ModuleList([layer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
-        if fam.get("starcoder2", False):  # Starcoder2Model.norm
+        if fam.get("starcoder2", False) or fam.get("neox", False):  # Starcoder2Model.norm, final_layer_norm
             self.norm = nn.LayerNorm(d, eps=1e-5)
         self.embedding_dropout = fam.get("embedding_dropout", 0.0)
+        self.neox = fam.get("neox", False)
         self.granite = fam.get("granite", False)
-        self.rotary_emb = Rotary(cfg["head_dim"])
+        self.rotary_emb = Rotary(int(cfg["head_dim"] * fam.get("rotary_pct", 1.0)))  # GPT-NeoX: rotary_ndims
         self.lm_head = nn.Linear(d, v, bias=False)
         if cfg.get("tied", False):
             self.lm_head.weight = self.embed_tokens.weight
@@ -606,6 +688,8 @@ class CausalLM(nn.Module):
             hidden_states = hidden_states * FAMILIES["granite"]["embedding_multiplier"]
         if self.embedding_dropout:  # Starcoder2Model.forward: dropout(inputs_embeds, embedding_dropout)
             hidden_states = F.dropout(hidden_states, p=self.embedding_dropout, training=self.training)
+        if self.neox:  # GPTNeoXModel.forward: emb_dropout (nn.Dropout(hidden_dropout))
+            hidden_states = F.dropout(hidden_states, p=FAMILIES["gpt_neox"]["hidden_dropout"], training=self.training)
         position_ids = torch.arange(start, start + s).unsqueeze(0)
         # transformers skips the mask for SDPA only when the key length equals the query length
         mask = causal_mask(b, s, hidden_states.dtype, start) if self.cfg["attention"] == "eager" or start else None
@@ -741,7 +825,7 @@ def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
 # ----- building a model for a row ------------------------------------------------------------------------
 
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj",
-                "gate_up_proj", "gate", "c_fc", "c_proj")
+                "gate_up_proj", "gate", "c_fc", "c_proj", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
 
 
 def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
