@@ -588,7 +588,7 @@ TEST_CASE("gpt-oss eager attention: the softmax covers s + 1 columns in the logi
   CHECK(term(oss, "router softmax") == bytes(s * 4 * 2));
 }
 
-TEST_CASE("StarCoder2: LayerNorms keep input, mean and rstd; GELU keeps c_fc's output; dropouts keep masks",
+TEST_CASE("StarCoder2: LayerNorms keep input, mean and rstd, GELU keeps c_fc's output, dropouts keep masks",
           "[activations]") {
   const std::uint64_t t = 2048, d = 3072, ff = 12288;
   const activation_terms sc =
@@ -631,8 +631,22 @@ TEST_CASE("StarCoder2: LayerNorms keep input, mean and rstd; GELU keeps c_fc's o
                             "StarCoder2");
 }
 
+namespace {
+training_setup lora_on(std::string_view targets) {
+  training_setup s = lora16;
+  s.lora.targets = parse_lora_targets(targets);
+  return s;
+}
+/// The first layer over frozen embeddings (LoRA without checkpointing): its input needs no gradient.
+activation_terms first_layer(const model_shape& m, const training_setup& s, const activation_config& c) {
+  activation_terms out;
+  detail::layer_terms(m, s, c, out, false);
+  return out;
+}
+}  // namespace
+
 TEST_CASE(
-    "GPT-NeoX: both LayerNorms read the block input (saved once); over frozen embeddings the parallel MLP "
+    "GPT-NeoX: both LayerNorms read the block input (saved once), over frozen embeddings the parallel MLP "
     "keeps nothing",
     "[activations]") {
   const std::uint64_t t = 2048, d = 4096, ff = 16384;
@@ -648,13 +662,35 @@ TEST_CASE(
   CHECK(term(model_level_inventory(pythia_6_9b, full_ft, c), "RoPE cos/sin") == bytes(2048 * 2 * 32 * 2));
   // PEFT's default LoRA target (query_key_value) without checkpointing: the first layer's MLP branch reads
   // the frozen embeddings and saves nothing.
-  training_setup lora = lora16;
-  lora.lora.targets = parse_lora_targets("query_key_value");
-  activation_terms first;
-  detail::layer_terms(pythia_6_9b, lora, c, first, false);
+  const training_setup lora = lora_on("query_key_value");
+  const activation_terms first = first_layer(pythia_6_9b, lora, c);
   CHECK(term(first, "dense_h_to_4h output") == bytes(0));
   CHECK(term(first, "input_layernorm") == bytes(0));
   CHECK(term(layer_inventory(pythia_6_9b, lora, c), "dense_h_to_4h output") == bytes(t * ff * 2));
   const activation_estimate e = estimate_activations(pythia_6_9b, lora, c);
   CHECK(e.first_layer_saving == layer_inventory(pythia_6_9b, lora, c).total() - first.total());
+}
+
+TEST_CASE(
+    "Cohere: one fp32 Python norm whose output q/k/v and gate/up all read, a frozen first layer's MLP "
+    "keeps nothing",
+    "[activations]") {
+  const std::uint64_t t = 2048, d = 8192, ff = 22528;
+  const activation_config c = one_sequence_2048(attention_impl::flash);
+  const activation_terms r = layer_inventory(command_r, full_ft, c);
+  // x − mean twice (pow's and the rsqrt product's), rsqrt, the weight's fp32 cast, the normalised input
+  CHECK(term(r, "input_layernorm") == bytes(3 * t * d * 4 + t * 4 + d * 4));
+  CHECK(term(r, "q/k/v and gate/up_proj input") == bytes(t * d * 2));  // one storage for five linears
+  CHECK(term(r, "post_attention_layernorm") == bytes(0));
+  CHECK(term(r, "gate_proj output") == bytes(t * ff * 2));
+  // Command-R+'s per-head q/k norms: t·heads rows of head_dim, (heads, head_dim) weights
+  const activation_terms plus = layer_inventory(command_r_plus, full_ft, c);
+  CHECK(term(plus, "q_norm") == bytes(3 * t * 96 * 128 * 4 + t * 96 * 4 + 96 * 128 * 4));
+  // LoRA on q_proj, v_proj without checkpointing: the first layer's MLP reads the frozen input
+  const training_setup lora = lora_on("q_proj,v_proj");
+  const activation_terms first = first_layer(command_r, lora, c);
+  CHECK(term(first, "gate_proj output") == bytes(0));
+  CHECK(term(first, "act(gate)") == bytes(0));
+  CHECK(term(first, "down_proj input") == bytes(0));
+  CHECK(term(layer_inventory(command_r, lora, c), "act(gate)") == bytes(t * ff * 2));
 }

@@ -54,6 +54,8 @@ expect "starcoder2 compile" 2 'compile: StarCoder2' -- --config "$data/configs/s
 expect "pythia" 0 'gpt_neox\), 6,857,302,016 parameters' -- --config "$data/configs/pythia-6.9b.json"
 expect "pythia targets" 0 'rank 8 on query_key_value,dense_h_to_4h' -- --config "$data/configs/pythia-160m.json" --method lora --rank 8 --targets query_key_value,dense_h_to_4h
 expect "pythia default target" 0 'rank 16 on query_key_value: 589,824 adapter parameters' -- --config "$data/configs/pythia-160m.json" --method lora --targets query_key_value
+expect "command-r" 0 'cohere\), 34,980,831,232 parameters' -- --config "$data/configs/c4ai-command-r-v01.json"
+expect "command-r+" 0 '"params": 103810674688' -- --config "$data/configs/c4ai-command-r-plus.json" --method qlora --json
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full

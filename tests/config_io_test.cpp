@@ -201,10 +201,34 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
   j["hidden_act"] = "gelu_fast";
   test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "p.json: /hidden_act",
                             "gelu_fast");
+  // Phi-3's partial_rotary_factor (Phi-4-mini's 0.75): RoPE on 96 of 128 values, tables s × 2·96
+  const nlohmann::json phi4 = {{"model_type", "phi3"},      {"hidden_size", 3072},
+                               {"num_attention_heads", 24}, {"num_key_value_heads", 8},
+                               {"num_hidden_layers", 32},   {"vocab_size", 200064},
+                               {"intermediate_size", 8192}, {"partial_rotary_factor", 0.75}};
+  CHECK(model_from_config(phi4, "phi4.json").spec.shape.rotary_dim == 96);
   j["hidden_act"] = "gelu";
   j["num_key_value_heads"] = 4;
   test::require_input_error([&] { (void)model_from_config(j, "p.json"); }, "/num_key_value_heads",
                             "grouped-query");
+}
+
+TEST_CASE("Cohere config.json files load with their counts, q/k norms and the logit scale", "[config_io]") {
+  const loaded_model r = load_model_config(data_dir / "configs" / "c4ai-command-r-v01.json");
+  CHECK(parameter_count(r.spec.shape).count() == 34'980'831'232);
+  CHECK((r.spec.shape.cohere_norm && r.spec.shape.parallel_residual && r.spec.shape.logit_scale));
+  CHECK((r.spec.shape.tie_word_embeddings && !r.spec.shape.qk_norm && r.spec.shape.norms_per_layer == 1));
+  const loaded_model plus = load_model_config(data_dir / "configs" / "c4ai-command-r-plus.json");
+  CHECK(parameter_count(plus.spec.shape).count() == 103'810'674'688);
+  CHECK(plus.spec.shape.qk_norm);
+  nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "c4ai-command-r-v01.json");
+  j["logit_scale"] = nullptr;
+  test::require_input_error([&] { (void)model_from_config(j, "c.json"); }, "c.json: /logit_scale", "null");
+  j["logit_scale"] = -1;
+  test::require_input_error([&] { (void)model_from_config(j, "c.json"); }, "/logit_scale", "positive");
+  const nlohmann::json c2 = {{"model_type", "cohere2"}};
+  test::require_input_error([&] { (void)model_from_config(c2, "c2.json"); }, "unsupported 'cohere2'",
+                            "sliding-window");
 }
 
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
@@ -285,7 +309,7 @@ TEST_CASE("A safetensors checkpoint beside the config cross-checks the count", "
 }
 
 TEST_CASE(
-    "gpt-oss-20b loads exactly; bitsandbytes leaves its 3-D experts in bf16, all-linear adapts attention",
+    "gpt-oss-20b loads exactly, bitsandbytes leaves its 3-D experts in bf16, all-linear adapts attention",
     "[config_io]") {
   const loaded_model oss = load_model_config(data_dir / "configs" / "gpt-oss-20b.json");
   const model_shape& m = oss.spec.shape;

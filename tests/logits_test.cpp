@@ -236,3 +236,12 @@ TEST_CASE("Granite: logits / logits_scaling adds a tensor and a gradient, and mo
   CHECK(scaled.backward == base.backward);
   CHECK(scaled.kept == base.kept);
 }
+
+TEST_CASE("Cohere's logits · logit_scale is a new logits tensor and one more gradient, as Granite's division",
+          "[logits]") {
+  const activation_config c = tokens(1, 1024);
+  const loss_timeline events = logits_inventory(command_r, lora16, c, loss_config{});
+  const bytes logits = bytes(1024ull * 256000 * 2);
+  CHECK(event(events, "scaled logits") == logits);
+  CHECK(event(events, "grad through logits_scaling") == logits);
+}

@@ -76,7 +76,8 @@ inline std::vector<measured_row> read_measurements(const std::string& path) {
 inline model_shape shape_of(const measured_row& r) {
   nlohmann::json j;
   const std::string& family = r.text("family");
-  j["model_type"] = family;
+  j["model_type"] = family == "cohere_qk" ? "cohere" : family;  // cohere_qk: Command-R+'s use_qk_norm
+  if (family == "cohere_qk") j["use_qk_norm"] = true;
   j["hidden_size"] = r.count("hidden");
   j["num_hidden_layers"] = r.count("layers") == 0 ? 1 : r.count("layers");
   j["num_attention_heads"] = r.count("heads");

@@ -259,3 +259,22 @@ TEST_CASE("GPT-NeoX: query_key_value, dense, dense_h_to_4h and dense_4h_to_h, no
   bad.layer_norm = false;
   test::require_input_error([&] { (void)parameter_count(bad); }, "parallel_residual");
 }
+
+// Cohere, hand-derived from the shapes (tests/data/configs/README.md): Command-R v01 40·(4·8,192² +
+// 3·8,192·22,528 + 8,192) + 256,000·8,192 (tied) + 8,192, the card's 35B; Command-R+ 64·(2·12,288² +
+// 2·12,288·1,024 + 3·12,288·33,792 + 12,288 + (96 + 8)·128) + 256,000·12,288 + 12,288, the card's 104B.
+static_assert(parameter_count(command_r).count() == 34'980'831'232);
+static_assert(parameter_count(command_r_plus).count() == 103'810'674'688);
+
+TEST_CASE("Cohere: one norm per block without a bias, per-head q/k norm weights", "[model]") {
+  std::uint64_t norm_values = 0, tensors = 0;
+  for (const param_tensor& t : parameter_inventory(command_r_plus))
+    if (t.module == module_name::norm) norm_values += t.total().count();
+  CHECK(norm_values == 64ull * (12288 + 96 * 128 + 8 * 128) + 12288);
+  // model.parameters(): per layer q, k, v, o, q_norm, k_norm, gate, up, down, input_layernorm
+  visit_parameters_in_order(command_r_plus, [&](const param_tensor&) { ++tensors; });
+  CHECK(tensors == 1 + 64 * 10 + 1);
+  model_shape bad = command_r;
+  bad.parallel_residual = false;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "cohere_norm", "parallel");
+}

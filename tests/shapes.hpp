@@ -114,6 +114,19 @@ constexpr model_shape pythia(std::uint64_t d, std::uint64_t layers, std::uint64_
 constexpr model_shape pythia_160m = pythia(768, 12, 12, 50304);
 constexpr model_shape pythia_6_9b = pythia(4096, 32, 32, 50432);
 
+// Cohere Command-R v01 and Command-R+ (tests/data/configs/c4ai-command-r-*.json): one CohereLayerNorm per
+// parallel block, a gated SiLU MLP, tied; Command-R+ adds per-head q/k norms (use_qk_norm).
+constexpr model_shape cohere(std::uint64_t d, std::uint64_t ff, std::uint64_t layers, std::uint64_t heads,
+                             std::uint64_t kv, bool qk_norm) {
+  model_shape m = dense(d, ff, layers, heads, kv, 128, 256000, true);
+  m.norms_per_layer = 1;
+  m.cohere_norm = m.parallel_residual = m.logit_scale = true;
+  m.qk_norm = m.qk_norm_full_width = qk_norm;
+  return m;
+}
+constexpr model_shape command_r = cohere(8192, 22528, 40, 64, 64, false);
+constexpr model_shape command_r_plus = cohere(12288, 33792, 64, 96, 8, true);
+
 /// Training setups the tests share: the default route A with one method changed.
 constexpr training_setup with_method(training_method m, precision_route p = precision_route::bf16_mixed) {
   training_setup s;

@@ -114,8 +114,9 @@ struct activation_config {
 [[nodiscard]] constexpr const char* compile_not_modelled(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   if (!c.compiled) return nullptr;
-  if (m.layer_norm || m.plain_mlp)
-    return "StarCoder2's LayerNorm and GELU MLP under Inductor are not modelled (measured eager only)";
+  if (m.layer_norm || m.plain_mlp || m.cohere_norm)
+    return "StarCoder2's, GPT-NeoX's and Cohere's blocks under Inductor are not modelled (measured eager "
+           "only)";
   if (m.num_experts != 0)
     return "MoE blocks: the data-dependent expert loop breaks the graph; the routed part is not modelled";
   if (c.attention == attention_impl::eager || c.attention == attention_impl::sdpa_math)
@@ -352,6 +353,28 @@ HEADROOM_INLINE constexpr void add_layer_norm(Out& out, std::string_view name, s
     out.add(name, act(rows, width, in_bytes), "the input, saved by native_layer_norm");
   out.add(name, act(rows, 2, stats), "each row's mean and rstd, saved by native_layer_norm");
 }
+/// CohereLayerNorm (transformers models/cohere/modeling_cohere.py) over `rows` rows of `width` with
+/// `weight_values` weights: X = x.to(fp32); D1 = X − mean, saved by pow(2); rsqrt(var + eps) saved as its
+/// result; D2 = X − mean again, saved by the rsqrt product; weight.to(fp32), saved by the scale product,
+/// which also keeps the normalised input when the weight trains. torch 1.13's mean() also keeps X and D1².
+template <class Out>
+HEADROOM_INLINE constexpr void add_cohere_norm(Out& out, std::string_view name, std::uint64_t rows,
+                                               std::uint64_t width, std::uint64_t weight_values,
+                                               const block_context& k, bool input_grad = true) {
+  const bool weight_grad = k.norm_weights_train();
+  if (!input_grad && !weight_grad) return;
+  const bytes fp32_values = act(rows, width, fp32_bytes);
+  if (input_grad) {
+    if (k.s.runtime.torch == torch_generation::v1_13)
+      out.add(name, fp32_values * 2, "x.to(float32) and (x − mean)², saved by mean() (torch 1.13)");
+    out.add(name, fp32_values, "x − mean, saved by pow(2)");
+    out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), saved as its result");
+    out.add(name, fp32_values, "x − mean computed again, saved by the rsqrt product");
+    if (k.dt.stream != fp32_bytes)  // an fp32 weight's .to(float32) is the parameter itself
+      out.add(name, act(weight_values, 1, fp32_bytes), "weight.to(float32), saved by the scale product");
+  }
+  if (weight_grad) out.add(name, fp32_values, "the fp32 normalised input, for the weight's gradient");
+}
 /// The model's norm: an nn.LayerNorm (StarCoder2) or an RMSNorm (every other family).
 template <class Out>
 HEADROOM_INLINE constexpr void add_norm(Out& out, std::string_view name, std::uint64_t rows,
@@ -359,6 +382,8 @@ HEADROOM_INLINE constexpr void add_norm(Out& out, std::string_view name, std::ui
                                         bool input_grad = true) {
   if (k.m.layer_norm)
     add_layer_norm(out, name, rows, width, in_bytes, k, input_grad);
+  else if (k.m.cohere_norm)
+    add_cohere_norm(out, name, rows, width, width, k, input_grad);
   else
     add_rms_norm(out, name, rows, width, in_bytes, k, input_grad);
 }

@@ -19,11 +19,13 @@ namespace detail {
 template <class Out>
 HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, std::uint64_t rows,
                                              std::uint64_t ff, std::uint64_t in_bytes, std::uint64_t copies,
-                                             bool expert_params = false) {
+                                             bool expert_params = false, bool input_group_done = false) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
   using mn = module_name;
-  if (expert_params)  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted by target_modules)
+  if (input_group_done) {    // Cohere: gate/up share the norm output with q/k/v, listed with them
+  } else if (expert_params)  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted by
+                             // target_modules)
     add_linear_group(out, k, "experts gate_up input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::experts, 2 * ff, copies}}});
   else if (m.fused_gate_up)
@@ -39,15 +41,22 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   };
   const std::uint64_t gate = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
   const std::uint64_t up = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  // Which outputs require grad: all of them, except in Cohere's parallel MLP over frozen embeddings.
+  const bool gate_grad =
+      k.input_grad || k.full || k.adapted(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
+  const bool up_grad = k.input_grad || k.full || k.adapted(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
   if (k.c.compiled) {  // act(gate)·up is recomputed in backward from the two matmul outputs
     out.add("gate_proj output", act(rows, ff, gate), "compiled: a matmul output kept for the fused SwiGLU");
     out.add("up_proj output", act(rows, ff, up), "compiled: a matmul output kept for the fused SwiGLU");
   } else {
-    out.add("gate_proj output", act(rows, ff, gate), "saved by the activation function (SiLU / GELU)");
-    out.add("act(gate)", act(rows, ff, gate), "saved by the product with up_proj's output");
-    out.add("up_proj output", act(rows, ff, up), "saved by the product with act(gate)");
+    if (gate_grad)
+      out.add("gate_proj output", act(rows, ff, gate), "saved by the activation function (SiLU / GELU)");
+    if (up_grad) out.add("act(gate)", act(rows, ff, gate), "saved by the product with up_proj's output");
+    if (gate_grad) out.add("up_proj output", act(rows, ff, up), "saved by the product with act(gate)");
   }
-  add_linear_group(out, k, "down_proj input", rows, ff, gate > up ? gate : up,
+  block_context down = k;
+  down.input_grad = gate_grad || up_grad;
+  add_linear_group(out, down, "down_proj input", rows, ff, gate > up ? gate : up,
                    std::array<linear_site, 1>{{{expert_params ? mn::experts : mn::down_proj, d, copies}}});
 }
 
@@ -102,10 +111,21 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   if (m.fused_qkv)
     add_linear_group(out, k, m.neox_names ? "query_key_value input" : "qkv_proj input", t, d, sb,
                      std::array<linear_site, 1>{{{names.qkv, q + 2 * kv}}});
+  else if (m.cohere_norm)  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
+    add_linear_group(out, k, "q/k/v and gate/up_proj input", t, d, sb,
+                     std::array<linear_site, 5>{{{mn::q_proj, q},
+                                                 {mn::k_proj, kv},
+                                                 {mn::v_proj, kv},
+                                                 {mn::gate_proj, m.intermediate_size},
+                                                 {mn::up_proj, m.intermediate_size}}});
   else
     add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
                      std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
-  if (m.qk_norm_full_width) {  // Olmo2Attention: one RMSNorm over each projection's whole output
+  if (m.cohere_norm &&
+      m.qk_norm) {  // CohereAttention use_qk_norm: per head over head_dim, (heads, head_dim) weights
+    add_cohere_norm(out, "q_norm", checked_mul(t, a), m.head_dim, q, k, k.output_grad(mn::q_proj));
+    add_cohere_norm(out, "k_norm", checked_mul(t, g), m.head_dim, kv, k, k.output_grad(mn::k_proj));
+  } else if (m.qk_norm_full_width) {  // Olmo2Attention: one RMSNorm over each projection's whole output
     add_rms_norm(out, "q_norm", t, q, ab, k, k.output_grad(mn::q_proj));
     add_rms_norm(out, "k_norm", t, kv, ab, k, k.output_grad(mn::k_proj));
   } else if (m.qk_norm) {
@@ -134,6 +154,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   } else if (gemma_post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
     add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
+  } else if (m.cohere_norm) {        // CohereDecoderLayer: the MLP reads the input norm's output
   } else if (m.parallel_residual) {  // GPTNeoXLayer: post_attention_layernorm reads the block input too
     add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
   } else {
@@ -144,6 +165,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
 
   if (m.plain_mlp) {
     add_plain_mlp(out, m.parallel_residual ? k : rest, t, sb);
+  } else if (m.cohere_norm) {
+    add_gated_mlp(out, k, t, m.intermediate_size, sb, 1, false, true);
   } else if (!is_moe(m)) {
     add_gated_mlp(out, rest, t, m.intermediate_size, sb, 1);
   } else {
@@ -405,12 +428,16 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
       for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
         if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
       e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
-      // GPT-NeoX's parallel MLP reads the frozen input too: its first adapted linear's cast is not saved
-      // either.
+      // A parallel MLP (GPT-NeoX, Cohere) reads the frozen input too: its first adapted linears' casts are
+      // not saved either — the input projections' (r × d each), or else the output projection's (r × d_ff).
       const block_module_names names = block_modules(m);
-      if (m.parallel_residual && s.lora.targets.contains(names.mlp_in))
-        e.forward_cached += act(s.lora.rank, m.hidden_size, bf16_bytes);
-      else if (m.parallel_residual && s.lora.targets.contains(names.mlp_out))
+      std::uint64_t inputs = 0;
+      for (module_name mod : {names.mlp_in, module_name::gate_proj, module_name::up_proj})
+        if (m.parallel_residual && s.lora.targets.contains(mod) && (mod == names.mlp_in) == m.plain_mlp)
+          ++inputs;
+      const module_name out_proj = m.plain_mlp ? names.mlp_out : module_name::down_proj;
+      e.forward_cached += act(inputs * s.lora.rank, m.hidden_size, bf16_bytes);
+      if (m.parallel_residual && inputs == 0 && s.lora.targets.contains(out_proj))
         e.forward_cached += act(s.lora.rank, m.intermediate_size, bf16_bytes);
     }
   }

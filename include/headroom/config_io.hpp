@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 15> architectures{{
+inline constexpr std::array<architecture, 16> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -70,6 +70,8 @@ inline constexpr std::array<architecture, 15> architectures{{
     {"starcoder2", 2, false, false, true, 0, "", ""},
     // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (set below).
     {"gpt_neox", 2, false, false, false, 0, "", ""},
+    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale (set below).
+    {"cohere", 1, false, false, true, 0, "", ""},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -102,7 +104,7 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 13> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 12> unpriced_architectures{{
     {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
     {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
     {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
@@ -112,8 +114,7 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 13> u
     {"llama4", "interleaved MoE layers, a shared expert and a vision tower"},
     {"llama4_text", "interleaved MoE layers and a shared expert"},
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
-    {"cohere", "parallel attention/MLP blocks with one LayerNorm"},
-    {"cohere2", "parallel attention/MLP blocks with one LayerNorm"},
+    {"cohere2", "interleaved sliding-window and global layers (RoPE on the sliding ones only)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
     {"qwen2_moe", "a sigmoid-gated shared expert, q/k/v biases and decoder_sparse_step"},
 }};
@@ -167,6 +168,23 @@ inline bool read_dropout(const json& j, std::string_view key, const std::string&
   if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() < 1))
     throw input_error(key_path(origin, key), "must be a probability in [0, 1), got " + it->dump());
   return it->get<double>() > 0;
+}
+/// The RoPE width int(head_dim · fraction) from a fraction key (GPT-NeoX rotary_pct, partial_rotary_factor);
+/// 0 when it is the whole head. An even, positive width is required.
+inline std::uint64_t read_rotary_dim(const json& j, const char* key, double fallback, std::uint64_t head_dim,
+                                     const std::string& origin) {
+  const auto it = j.find(key);
+  const double fraction = it == j.end() || it->is_null() ? fallback
+                          : it->is_number()              ? it->get<double>()
+                                                         : -1.0;
+  if (!(fraction > 0 && fraction <= 1))
+    throw input_error(key_path(origin, key), "must be a fraction in (0, 1]");
+  const auto width = static_cast<std::uint64_t>(static_cast<double>(head_dim) * fraction);
+  if (width % 2 != 0 || width == 0)
+    throw input_error(key_path(origin, key),
+                      "gives " + std::to_string(width) +
+                          " rotary dimensions per head; RoPE needs an even, positive number");
+  return width == head_dim ? 0 : width;
 }
 inline std::string read_string_or(const json& j, std::string_view key, const std::string& origin,
                                   std::string fallback) {
@@ -380,6 +398,8 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     m.qk_norm_full_width = true;
     m.norm_scale_fp32 = true;
   }
+  if (arch->fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
+    m.rotary_dim = detail::read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
   if (arch->model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
     m.attention_sinks = true;
     m.router_bias = true;
@@ -408,17 +428,9 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
     m.residual_dropout = m.embedding_dropout = detail::read_dropout(j, "hidden_dropout", origin);
     // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
-    const char* pct_key = j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct";
-    const auto pct = j.find(pct_key);
-    const double fraction = pct == j.end() ? 0.25 : pct->is_number() ? pct->get<double>() : -1.0;
-    if (!(fraction > 0 && fraction <= 1))
-      throw input_error(detail::key_path(origin, pct_key), "must be a fraction in (0, 1]");
-    m.rotary_dim = static_cast<std::uint64_t>(static_cast<double>(m.head_dim) * fraction);
-    if (m.rotary_dim == m.head_dim) m.rotary_dim = 0;
-    if (m.rotary_dim % 2 != 0 || (m.rotary_dim == 0 && fraction < 1))
-      throw input_error(detail::key_path(origin, pct_key),
-                        "gives " + std::to_string(m.rotary_dim) +
-                            " rotary dimensions per head; RoPE needs an even, positive number");
+    m.rotary_dim = detail::read_rotary_dim(
+        j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25, m.head_dim,
+        origin);
     const std::string act = detail::read_string_or(j, "hidden_act", origin, "gelu");
     if (act != "gelu" && act != "gelu_pytorch_tanh")
       throw input_error(detail::key_path(origin, "hidden_act"),
@@ -428,6 +440,14 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     if (m.num_key_value_heads != m.num_attention_heads)
       throw input_error(detail::key_path(origin, "num_key_value_heads"),
                         "GPT-NeoX has no grouped-query attention");
+  }
+  if (arch->model_type ==
+      "cohere") {  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM
+    m.cohere_norm = m.parallel_residual = m.logit_scale = true;
+    if (!detail::read_optional_number(j, "logit_scale", origin, true))
+      throw input_error(detail::key_path(origin, "logit_scale"), "must be a positive number, got null");
+    // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
+    m.qk_norm = m.qk_norm_full_width = detail::read_bool_or(j, "use_qk_norm", origin, false);
   }
   m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
   if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)

@@ -152,8 +152,9 @@ struct loss_context {
   std::uint64_t hb;  ///< hidden-state dtype (the stream's): 4 under autocast
   std::uint64_t wb;  ///< head weight dtype
   bool autocast, head_trains, softcap;
-  bool scaled;        ///< Granite: logits / logits_scaling, a new logits-sized tensor
-  bool compiled;      ///< torch.compile: transformers' loss runs inside the compiled forward
+  bool scaled;    ///< Granite's logits / logits_scaling, Cohere's logits · logit_scale: a new logits-sized
+                  ///< tensor
+  bool compiled;  ///< torch.compile: transformers' loss runs inside the compiled forward
   std::uint64_t rng;  ///< a checkpoint's stashed RNG state, when it is device memory (CPU only)
   std::uint64_t py;   ///< a saved Python-float operand (CPU only)
 };
@@ -172,7 +173,7 @@ constexpr loss_context loss_context_of(const model_shape& m, const training_setu
           dt.autocast,
           s.method == training_method::full || s.lora.modules_to_save.contains(module_name::lm_head),
           m.final_logit_softcapping,
-          m.scalar_multipliers,
+          m.scalar_multipliers || m.logit_scale,
           c.compiled,
           cpu ? cpu_rng_state_bytes : 0,
           saved_scalar_bytes(s.runtime)};
@@ -233,10 +234,11 @@ constexpr void naive_loss(Out& out, const loss_context& k) {
   }
   out.alloc("logits", logits, "lm_head output (b, s, V), held by the model output until forward ends");
   if (k.autocast && !k.head_trains) out.release("hidden states (bf16 cast)", hidden_cast);
-  if (k.scaled) {  // GraniteForCausalLM: logits / config.logits_scaling replaces the matmul output
-    out.alloc("scaled logits", logits, "logits / logits_scaling, a new tensor");
+  if (k.scaled) {  // GraniteForCausalLM / CohereForCausalLM: the scaled logits replace the matmul output
+    out.alloc("scaled logits", logits,
+              "logits / logits_scaling (Granite) or · logit_scale (Cohere), a new tensor");
     out.release("logits", logits);
-    out.alloc("logits_scaling scalar", bytes(k.py), "the Python float, saved by the division");
+    out.alloc("logits_scaling scalar", bytes(k.py), "the Python float, saved by the division or product");
   }
   if (k.softcap) {  // Gemma2ForCausalLM: logits / cap, tanh, · cap
     out.alloc("soft-capping: logits / cap", logits, "a new tensor; the matmul output is dropped");
@@ -261,7 +263,7 @@ constexpr void naive_loss(Out& out, const loss_context& k) {
   out.alloc("gradient scalars", bytes(2 * scalar_bytes), "the seed gradient and the division's");
   cross_entropy_backward(out, k, t, k.ab != fp32_bytes, shifted);
   if (k.scaled) {  // DivBackward: one new gradient
-    out.alloc("grad through logits_scaling", logits, "/ logits_scaling backward");
+    out.alloc("grad through logits_scaling", logits, "the scaling's backward: one new gradient");
     out.release("grad of logits", logits);
     out.release("logits_scaling scalar", bytes(k.py));
   }

@@ -60,6 +60,10 @@ struct model_shape {
   bool neox_names = false;  ///< modules named query_key_value, dense, dense_h_to_4h, dense_4h_to_h (GPT-NeoX)
   bool parallel_residual = false;  ///< x + attn(ln1(x)) + mlp(ln2(x)): both norms read the block input
   std::uint64_t rotary_dim = 0;  ///< RoPE on the first rotary_dim of each head (GPT-NeoX rotary_pct); 0 = all
+  // Cohere (CohereDecoderLayer): one norm per parallel block, logits scaled.
+  bool cohere_norm = false;  ///< CohereLayerNorm: x − mean, · rsqrt, · weight, all in fp32 in Python; no bias
+  bool logit_scale =
+      false;  ///< logits · logit_scale (Cohere): a new logits-sized tensor, as Granite's division
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -205,8 +209,13 @@ constexpr void validate(const model_shape& m) {
     detail::fail("rotary_dim", "must be an even width no larger than head_dim");
   if (m.neox_names && !(m.fused_qkv && m.plain_mlp))
     detail::fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
-  if (m.parallel_residual && !m.layer_norm)
-    detail::fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms only");
+  if (m.parallel_residual && !(m.layer_norm && m.norms_per_layer == 2) &&
+      !(m.cohere_norm && m.norms_per_layer == 1))
+    detail::fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
+  if (m.cohere_norm && (m.layer_norm || m.norm_scale_fp32 || m.post_norms || !m.parallel_residual ||
+                        (m.qk_norm && !m.qk_norm_full_width)))
+    detail::fail("cohere_norm",
+                 "is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
   if (m.layer_norm &&
       (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
     detail::fail("layer_norm",
@@ -291,7 +300,8 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   } else if (m.qk_norm) {
     add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
   }
-  add({mn::norm, tr::norm_weight, d, 0, norm_tensors});  // final norm
+  add({mn::norm, tr::norm_weight, d, 0, 1});                    // final norm (one copy: it is not a layer's)
+  if (m.layer_norm) add({mn::norm, tr::norm_weight, d, 0, 1});  // and its bias
   if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
 }
 

@@ -29,7 +29,10 @@ LATER_FAMILIES = ("olmo2", "granite")
 SHAPES["starcoder2"] = dict(hidden=96, intermediate=384, heads=6, kv_heads=2, head_dim=16, vocab=2048, tied=1)
 # GPT-NeoX as Pythia: multi-head, d_ff = 4d, RoPE on a quarter of each head, untied embed_out.
 SHAPES["gpt_neox"] = dict(hidden=128, intermediate=512, heads=4, kv_heads=4, head_dim=32, vocab=2048, tied=0)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox")
+# Cohere as Command-R (multi-head here, tied) and with Command-R+'s q/k norms (GQA).
+SHAPES["cohere"] = dict(hidden=128, intermediate=352, heads=4, kv_heads=4, head_dim=32, vocab=4096, tied=1)
+SHAPES["cohere_qk"] = dict(hidden=96, intermediate=256, heads=6, kv_heads=2, head_dim=16, vocab=4096, tied=1)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -333,9 +336,27 @@ def gpt_neox_rows():
     return rows
 
 
+def cohere_rows():
+    """Cohere blocks (q/k/v and gate/up reading one norm output), with and without q/k norms, and whole steps:
+    over frozen embeddings the first layer's MLP keeps only what its adapters need; the scaled logits."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("cohere") + family_block_rows("cohere_qk")
+    rows.append(_row("block", "cohere", dtype="bf16", **peft("ln_tuning")))
+    rows.append(_row("block", "cohere_qk", dtype="fp32", **peft("ln_tuning")))
+    rows.append(_row("block", "cohere", **lora("gate_proj,down_proj", rank=16)))
+    rows.append(_row("step", "cohere", dtype="bf16", **step_kw))
+    rows.append(_row("step", "cohere", dtype="bf16", **step_kw, **lora("q_proj,v_proj")))
+    rows.append(_row("step", "cohere", dtype="autocast", **step_kw, **lora("down_proj", adapter_dtype="fp32")))
+    rows.append(_row("step", "cohere_qk", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("step", "cohere_qk", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    rows.append(_row("loss", "cohere", dtype="bf16", loss="hf", head_trainable="1"))
+    rows.append(_row("loss", "cohere", dtype="fp32", loss="hf", head_trainable="0"))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows())
+           + gpt_neox_rows() + cohere_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

@@ -70,6 +70,10 @@ FAMILIES = {
     "starcoder2": dict(starcoder2=True, residual_dropout=0.1, embedding_dropout=0.1),
     # Pythia's GPT-NeoX: parallel blocks, RoPE on a quarter of each head, hidden_dropout 0
     "gpt_neox": dict(neox=True, rotary_pct=0.25, hidden_dropout=0.0),
+    # Command-R's Cohere: one CohereLayerNorm per parallel block, interleaved RoPE in fp32, logits · logit_scale;
+    # cohere_qk adds Command-R+'s use_qk_norm (per-head norms with (heads, head_dim) weights).
+    "cohere": dict(cohere=True, logit_scale=0.0625),
+    "cohere_qk": dict(cohere=True, logit_scale=0.0625, qk_norm_cohere=True),
 }
 
 
@@ -114,10 +118,12 @@ class GemmaRMSNorm(nn.Module):
 
 
 class Rotary(nn.Module):
-    """LlamaRotaryEmbedding: cos/sin of shape (b, s, head_dim), computed once per forward, no grad."""
+    """LlamaRotaryEmbedding: cos/sin of shape (b, s, head_dim), computed once per forward, no grad. Interleaved:
+    CohereRotaryEmbedding, whose frequencies are repeat_interleave-d instead of concatenated."""
 
-    def __init__(self, head_dim, base=10000.0):
+    def __init__(self, head_dim, base=10000.0, interleave=False):
         super().__init__()
+        self.interleave = interleave
         inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -127,7 +133,7 @@ class Rotary(nn.Module):
         position_ids_expanded = position_ids[:, None, :].float()
         with torch.autocast(device_type="cpu", enabled=False):
             freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-            emb = torch.cat((freqs, freqs), dim=-1)
+            emb = torch.repeat_interleave(freqs, 2, dim=-1) if self.interleave else torch.cat((freqs, freqs), dim=-1)
             cos = emb.cos() * 1.0
             sin = emb.sin() * 1.0
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
@@ -350,11 +356,17 @@ class Attention(nn.Module):
         self.softcap = cfg.get("attn_softcap") if self.gemma else None
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
         self.kernel = ATTENTION[cfg["attention"]]
+        self.cohere = fam.get("cohere", False)
+        self.cohere_qk = False  # CohereLayer sets the q/k norms
 
     def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
         input_shape = hidden_states.shape[:-1]
         hidden_shape = (*input_shape, -1, self.head_dim)
-        if self.fused:
+        if self.cohere_qk:  # CohereAttention.forward: the norms on the (b, s, heads, head_dim) views
+            query_states = self.q_norm(self.q_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            key_states = self.k_norm(self.k_proj(hidden_states).view(hidden_shape)).transpose(1, 2)
+            value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        elif self.fused:
             qkv = self.qkv_proj(hidden_states)
             query_states = qkv[..., : self.q_width]
             key_states = qkv[..., self.q_width: self.q_width + self.kv_width]
@@ -375,7 +387,8 @@ class Attention(nn.Module):
             key_states = self.k_proj(hidden_states).view(hidden_shape).transpose(1, 2)
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
-        query_states, key_states = apply_rotary_pos_emb(query_states, key_states, cos, sin)
+        rotary = cohere_apply_rotary_pos_emb if self.cohere else apply_rotary_pos_emb
+        query_states, key_states = rotary(query_states, key_states, cos, sin)
         if past is not None:  # DynamicLayer.update: the prefix's keys and values, then this layer's
             prefix_key, prefix_value, cache = past
             key_states = torch.cat([prefix_key, key_states], dim=-2)
@@ -390,6 +403,66 @@ class Attention(nn.Module):
         if self.residual_dropout:  # Starcoder2Attention.forward: dropout(o_proj(...), residual_dropout)
             attn_output = F.dropout(attn_output, p=self.residual_dropout, training=self.training)
         return attn_output
+
+
+class CohereLayerNorm(nn.Module):
+    """models/cohere/modeling_cohere.py CohereLayerNorm: mean-subtracted, weight only, in fp32; a (heads, head_dim)
+    weight for the q/k norms."""
+
+    def __init__(self, hidden_size, eps=1e-5):
+        super().__init__()
+        self.weight = nn.Parameter(torch.ones(hidden_size))
+        self.variance_epsilon = eps
+
+    def forward(self, hidden_states):
+        input_dtype = hidden_states.dtype
+        hidden_states = hidden_states.to(torch.float32)
+        mean = hidden_states.mean(-1, keepdim=True)
+        variance = (hidden_states - mean).pow(2).mean(-1, keepdim=True)
+        hidden_states = (hidden_states - mean) * torch.rsqrt(variance + self.variance_epsilon)
+        hidden_states = self.weight.to(torch.float32) * hidden_states
+        return hidden_states.to(input_dtype)
+
+
+def cohere_rotate_half(x):
+    x1 = x[..., ::2]
+    x2 = x[..., 1::2]
+    return torch.stack([-x2, x1], dim=-1).flatten(-2)
+
+
+def cohere_apply_rotary_pos_emb(q, k, cos, sin):
+    """Cohere's apply_rotary_pos_emb: q and k in fp32, rotated pairwise, cast back."""
+    dtype = q.dtype
+    q = q.float()
+    k = k.float()
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    q_embed = (q * cos) + (cohere_rotate_half(q) * sin)
+    k_embed = (k * cos) + (cohere_rotate_half(k) * sin)
+    return q_embed.to(dtype=dtype), k_embed.to(dtype=dtype)
+
+
+class CohereLayer(nn.Module):
+    """CohereDecoderLayer: x + attention(norm(x)) + mlp(norm(x)), one norm; the attention as Llama's with
+    CohereAttention's optional q/k norms and Cohere's rotary."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d, a, g, hd = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
+        self.self_attn = Attention(cfg, layer_idx)
+        if FAMILIES[cfg["family"]].get("qk_norm_cohere", False):
+            self.self_attn.q_norm = CohereLayerNorm((a, hd))
+            self.self_attn.k_norm = CohereLayerNorm((g, hd))
+            self.self_attn.cohere_qk = True
+        self.mlp = MLP(cfg)
+        self.input_layernorm = CohereLayerNorm(d)
+
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states_attention = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
+        hidden_states_mlp = self.mlp(hidden_states)
+        return residual + hidden_states_attention + hidden_states_mlp
 
 
 class NeoXAttention(nn.Module):
@@ -624,15 +697,20 @@ class CausalLM(nn.Module):
         d, v = cfg["hidden"], cfg["vocab"]
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
-        layer = NeoXLayer if fam.get("neox", False) else DecoderLayer
+        layer = NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False) else DecoderLayer
         self.layers = nn.ModuleList([layer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
         if fam.get("starcoder2", False) or fam.get("neox", False):  # Starcoder2Model.norm, final_layer_norm
             self.norm = nn.LayerNorm(d, eps=1e-5)
         self.embedding_dropout = fam.get("embedding_dropout", 0.0)
         self.neox = fam.get("neox", False)
+        if fam.get("cohere", False):  # CohereModel.norm
+            self.norm = CohereLayerNorm(d)
+        self.logit_scale = fam.get("logit_scale")
         self.granite = fam.get("granite", False)
         self.rotary_emb = Rotary(int(cfg["head_dim"] * fam.get("rotary_pct", 1.0)))  # GPT-NeoX: rotary_ndims
+        if fam.get("cohere", False):
+            self.rotary_emb = Rotary(cfg["head_dim"], interleave=True)
         self.lm_head = nn.Linear(d, v, bias=False)
         if cfg.get("tied", False):
             self.lm_head.weight = self.embed_tokens.weight
@@ -707,6 +785,8 @@ class CausalLM(nn.Module):
         logits = self.lm_head(hidden_states[:, slice(0, None), :])
         if self.granite:  # GraniteForCausalLM.forward
             logits = logits / FAMILIES["granite"]["logits_scaling"]
+        if self.logit_scale is not None:  # CohereForCausalLM.forward
+            logits = logits * self.logit_scale
         cap = self.cfg.get("final_softcap") if self.gemma else None
         if cap is not None:
             logits = logits / cap
@@ -856,7 +936,7 @@ def apply_peft(model, peft_type, targets, rank, dropout, dtype, feedforward="dow
     if peft_type == "ln_tuning":  # the Llama mapping: every RMSNorm of the blocks and the final norm
         for parent in list(model.modules()):
             for name, child in list(parent.named_children()):
-                if isinstance(child, (LlamaRMSNorm, GemmaRMSNorm, nn.LayerNorm)):
+                if isinstance(child, (LlamaRMSNorm, GemmaRMSNorm, nn.LayerNorm, CohereLayerNorm)):
                     setattr(parent, name, LNTuningLayer(child, dtype or child.weight.dtype))
         return model
     wanted = set(LINEAR_NAMES) if targets == "all-linear" else set(targets.split(","))
