@@ -24,7 +24,8 @@ struct run_options {
   std::string method = "full";
   std::string rank = "16";
   std::string targets = "all-linear";
-  std::string ia3_feedforward = "down_proj";
+  std::string ia3_feedforward;         ///< IA3 feedforward_modules, when given
+  bool ia3_feedforward_given = false;  ///< --ia3-feedforward was on the command line
   std::string virtual_tokens;
   std::string encoder_hidden_size;
   bool prefix_projection = false;
@@ -115,8 +116,11 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--targets", o.targets,
                  "target_modules (LoRA, IA3, VeRA): all-linear or e.g. k_proj,v_proj,down_proj")
       ->capture_default_str();
-  app.add_option("--ia3-feedforward", o.ia3_feedforward, "IA3 feedforward_modules (scaled on their input)")
-      ->capture_default_str();
+  app.add_option(
+         "--ia3-feedforward", o.ia3_feedforward,
+         "IA3 feedforward_modules (scaled on their input); default PEFT's mapping: the targeted down_proj "
+         "or dense_4h_to_h")
+      ->each([&o](const std::string&) { o.ia3_feedforward_given = true; });
   app.add_option("--virtual-tokens", o.virtual_tokens, "prompt, P- and prefix tuning num_virtual_tokens");
   app.add_option("--encoder-hidden-size", o.encoder_hidden_size,
                  "P-tuning / prefix tuning encoder_hidden_size (default: the encoder's token_dim)");
@@ -460,7 +464,12 @@ inline training_setup setup_from(const run_options& o) {
   if (type != peft_type::lora && s.method == training_method::full)
     throw input_error("--peft-type", o.peft_type + " adapts a frozen base: it needs --method lora or qlora");
   s.lora.targets = parse_lora_targets(o.targets);
-  s.lora.feedforward = parse_lora_targets(o.ia3_feedforward);
+  // Without the flag, PEFT's IA3 feedforward mapping (down_proj; GPT-NeoX's dense_4h_to_h), on the targeted
+  // ones.
+  s.lora.feedforward =
+      !o.ia3_feedforward_given
+          ? lora_targets{s.lora.targets.mask & parse_lora_targets("down_proj,dense_4h_to_h").mask}
+          : parse_lora_targets(o.ia3_feedforward);
   if (!o.virtual_tokens.empty())
     s.lora.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
   if (!o.init_lora_weights.empty()) {

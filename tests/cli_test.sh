@@ -54,6 +54,8 @@ expect "starcoder2 compile" 2 'compile: StarCoder2' -- --config "$data/configs/s
 expect "pythia" 0 'gpt_neox\), 6,857,302,016 parameters' -- --config "$data/configs/pythia-6.9b.json"
 expect "pythia targets" 0 'rank 8 on query_key_value,dense_h_to_4h' -- --config "$data/configs/pythia-160m.json" --method lora --rank 8 --targets query_key_value,dense_h_to_4h
 expect "pythia default target" 0 'rank 16 on query_key_value: 589,824 adapter parameters' -- --config "$data/configs/pythia-160m.json" --method lora --targets query_key_value
+expect "pythia ia3" 0 'IA3 on query_key_value,dense_4h_to_h \(feedforward_modules dense_4h_to_h\): 64,512 adapter parameters' -- --config "$data/configs/pythia-160m.json" --method lora --peft-type ia3 --targets query_key_value,dense_4h_to_h
+expect "ia3 empty feedforward" 2 'target_modules|feedforward' -- "${p8[@]}" --method lora --peft-type ia3 --ia3-feedforward ""
 expect "command-r" 0 'cohere\), 34,980,831,232 parameters' -- --config "$data/configs/c4ai-command-r-v01.json"
 expect "command-r+" 0 '"params": 103810674688' -- --config "$data/configs/c4ai-command-r-plus.json" --method qlora --json
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
@@ -118,7 +120,7 @@ expect "prefix no tokens" 2 '--virtual-tokens: is required with --peft-type pref
 expect "peft type typo" 2 "--peft-type: unknown 'ia4'; valid: lora, dora, lora-fa, ia3" -- --method lora --peft-type ia4
 expect "ia3 json" 0 '"feedforward_modules": "down_proj"' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --json
 expect "ia3 explain" 0 'IA3: the base output, saved for the vector' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --explain
-expect "ia3 subset" 2 'feedforward_modules: must be a subset of target_modules' -- --method lora --peft-type ia3 --targets k_proj,v_proj
+expect "ia3 subset" 2 'feedforward_modules: must be a subset of target_modules' -- --method lora --peft-type ia3 --targets k_proj,v_proj --ia3-feedforward down_proj
 expect "ia3 dropout" 2 'lora_dropout: applies to LoRA and VeRA only' -- --method lora --peft-type ia3 --lora-dropout 0.1
 expect "vera explain" 0 'shared vera_A, vera_B' -- --method lora --peft-type vera --rank 256 --explain
 expect "ln tuning" 0 '"peft_type": "ln-tuning"' -- --method lora --peft-type ln-tuning --json

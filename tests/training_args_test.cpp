@@ -301,6 +301,10 @@ TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defau
   j["peft_config"]["feedforward_modules"] = {"down_proj", "up_proj"};
   a = training_args_from_json(j, qwen, "inline");
   CHECK(lora_targets_text(a.run.setup.lora.feedforward) == "up_proj,down_proj");
+  // No feedforward_modules and no down_proj target: PEFT's mapping (down_proj) matches no targeted module
+  j["peft_config"].erase("feedforward_modules");
+  j["peft_config"]["target_modules"] = {"k_proj", "v_proj"};
+  CHECK(training_args_from_json(j, qwen, "inline").run.setup.lora.feedforward == lora_targets{});
   const loaded_model llama = preset("llama-2-7b");
   j = {{"peft_config", {{"peft_type", "IA3"}}}};
   CHECK(lora_targets_text(training_args_from_json(j, llama, "inline").run.setup.lora.targets) ==
