@@ -50,9 +50,9 @@ struct model_shape {
   bool router_bias = false;      ///< the router has a bias
   bool experts_3d =
       false;  ///< experts and router are nn.Parameter tensors (E × d × 2f, with biases), not nn.Linear
-  // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP).
+  // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP), also GPT-NeoX's.
   bool layer_norm = false;  ///< every norm is an nn.LayerNorm with weight and bias, not an RMSNorm
-  bool plain_mlp = false;   ///< c_fc → GELU(tanh) → c_proj, biased by mlp_bias: no gate (StarCoder2)
+  bool plain_mlp = false;   ///< c_fc → GELU → c_proj (GPT-NeoX: dense_h_to_4h, dense_4h_to_h), no gate
   bool residual_dropout = false;  ///< dropout on the attention and MLP outputs in training (residual_dropout)
   bool embedding_dropout = false;  ///< dropout on the embedding output in training (embedding_dropout)
   bool attention_dropout = false;  ///< config.json attention_dropout > 0: dropout on the attention weights
@@ -78,7 +78,7 @@ enum class module_name : std::uint8_t {
   down_proj,
   router,              ///< MoE `mlp.gate` (an nn.Linear hidden → experts)
   shared_expert_gate,  ///< Qwen2-MoE's sigmoid gate of the shared expert (hidden → 1)
-  norm,                ///< every RMSNorm weight (input/post-attention/pre/post-FFN, q/k, final)
+  norm,  ///< every norm's parameters (input/post-attention/pre/post-FFN, q/k, final; LayerNorm biases)
   lm_head,
   qkv_proj,         ///< Phi-3's fused q/k/v projection
   gate_up_proj,     ///< Phi-3's fused gate/up projection
@@ -294,7 +294,8 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   // nn.LayerNorm holds a bias beside its weight, so its parameters are twice an RMSNorm's.
   const std::uint64_t norm_tensors = m.layer_norm ? 2 : 1;
   add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer * norm_tensors, "norms")});
-  if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd)
+  if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd); Cohere: (a, hd), (g, hd)
+                               // weights
     add({mn::norm, tr::norm_weight, q, 0, L});
     add({mn::norm, tr::norm_weight, kv, 0, L});
   } else if (m.qk_norm) {
