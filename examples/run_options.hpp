@@ -464,12 +464,8 @@ inline training_setup setup_from(const run_options& o) {
   if (type != peft_type::lora && s.method == training_method::full)
     throw input_error("--peft-type", o.peft_type + " adapts a frozen base: it needs --method lora or qlora");
   s.lora.targets = parse_lora_targets(o.targets);
-  // Without the flag, PEFT's IA3 feedforward mapping (down_proj; GPT-NeoX's dense_4h_to_h), on the targeted
-  // ones.
-  s.lora.feedforward =
-      !o.ia3_feedforward_given
-          ? lora_targets{s.lora.targets.mask & parse_lora_targets("down_proj,dense_4h_to_h").mask}
-          : parse_lora_targets(o.ia3_feedforward);
+  s.lora.feedforward = o.ia3_feedforward_given ? parse_lora_targets(o.ia3_feedforward)
+                                               : ia3_default_feedforward(s.lora.targets);
   if (!o.virtual_tokens.empty())
     s.lora.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
   if (!o.init_lora_weights.empty()) {

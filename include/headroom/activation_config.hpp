@@ -271,10 +271,12 @@ struct block_context {
   }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
   [[nodiscard]] constexpr bool norm_weights_train() const { return full || norms_train(s.lora); }
-  /// Whether a projection of the block input has an output that requires grad.
+  /// Whether a linear's output requires grad: its input does, it trains, or it is adapted; q, k and v also
+  /// when a fused q/k/v projection (Phi-3's qkv_proj, GPT-NeoX's query_key_value) is adapted.
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {
-    return input_grad || full || adapted(mod) ||
-           (mod != block_modules(m).qkv && m.fused_qkv && adapted(block_modules(m).qkv));
+    const bool qkv_part =
+        mod == module_name::q_proj || mod == module_name::k_proj || mod == module_name::v_proj;
+    return input_grad || full || adapted(mod) || (qkv_part && m.fused_qkv && adapted(block_modules(m).qkv));
   }
 };
 constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,

@@ -23,17 +23,18 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
   using mn = module_name;
-  if (input_group_done) {    // Cohere: gate/up share the norm output with q/k/v, listed with them
-  } else if (expert_params)  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted by
-                             // target_modules)
+  if (input_group_done) {
+    // Cohere: gate/up read the norm output q/k/v read; layer_terms listed them with q/k/v
+  } else if (expert_params) {  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted)
     add_linear_group(out, k, "experts gate_up input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::experts, 2 * ff, copies}}});
-  else if (m.fused_gate_up)
+  } else if (m.fused_gate_up) {
     add_linear_group(out, k, "gate_up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::gate_up_proj, 2 * ff, copies}}});
-  else
+  } else {
     add_linear_group(out, k, "gate/up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 2>{{{mn::gate_proj, ff, copies}, {mn::up_proj, ff, copies}}});
+  }
   // A projection's output is in the compute dtype, except VeRA's under autocast, which returns in its input's
   // dtype (vera/layer.py Linear.forward ends with result.to(previous_dtype)).
   auto out_bytes = [&](module_name mod) {
@@ -42,9 +43,8 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   const std::uint64_t gate = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
   const std::uint64_t up = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
   // Which outputs require grad: all of them, except in Cohere's parallel MLP over frozen embeddings.
-  const bool gate_grad =
-      k.input_grad || k.full || k.adapted(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
-  const bool up_grad = k.input_grad || k.full || k.adapted(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  const bool gate_grad = k.output_grad(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
+  const bool up_grad = k.output_grad(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
   if (k.c.compiled) {  // act(gate)·up is recomputed in backward from the two matmul outputs
     out.add("gate_proj output", act(rows, ff, gate), "compiled: a matmul output kept for the fused SwiGLU");
     out.add("up_proj output", act(rows, ff, up), "compiled: a matmul output kept for the fused SwiGLU");
@@ -76,12 +76,12 @@ HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, s
   const std::uint64_t fc = vera_out ? in_bytes : k.dt.compute;
   // GPT-NeoX's parallel MLP over frozen embeddings: nothing requires grad unless a linear trains.
   block_context after = k;
-  after.input_grad = k.input_grad || k.full || k.adapted(names.mlp_in);
+  after.input_grad = k.output_grad(names.mlp_in);
   if (after.input_grad)
     out.add(neox ? "dense_h_to_4h output" : "c_fc output", act(rows, ff, fc), "saved by GELU");
   add_linear_group(out, after, neox ? "dense_4h_to_h input" : "c_proj input", rows, ff, fc,
                    std::array<linear_site, 1>{{{names.mlp_out, d}}});
-  if (k.m.residual_dropout && (after.input_grad || k.full || k.adapted(names.mlp_out)))
+  if (k.m.residual_dropout && after.output_grad(names.mlp_out))
     add_dropout(out, neox ? "MLP output dropout" : "c_proj output dropout", rows, d, k.dt.compute, k);
 }
 
@@ -141,7 +141,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   add_linear_group(out, attn, m.neox_names ? "dense input" : "o_proj input", t, q, ab,
                    std::array<linear_site, 1>{{{names.out, d}}}, c.attention == attention_impl::flash);
   // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
-  if (m.residual_dropout && (attn.input_grad || k.full || k.adapted(names.out)))
+  if (m.residual_dropout && attn.output_grad(names.out))
     add_dropout(out, m.neox_names ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
   // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
   // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
@@ -154,21 +154,23 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   } else if (gemma_post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
     add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
-  } else if (m.cohere_norm) {        // CohereDecoderLayer: the MLP reads the input norm's output
-  } else if (m.parallel_residual) {  // GPTNeoXLayer: post_attention_layernorm reads the block input too
-    add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
+  } else if (m.parallel_residual) {
+    // GPTNeoXLayer: post_attention_layernorm reads the block input too; Cohere's MLP reads the input norm's
+    // output
+    if (!m.cohere_norm) add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
   } else {
     add_norm(out, "post_attention_layernorm", t, d, sb, rest);
   }
   for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
     add_rms_norm(out, "extra norm", t, d, sb, rest);
 
+  // A parallel block's MLP reads (a norm of) the block input, which needs a gradient only as the block's
+  // does.
+  const block_context& mlp = m.parallel_residual ? k : rest;
   if (m.plain_mlp) {
-    add_plain_mlp(out, m.parallel_residual ? k : rest, t, sb);
-  } else if (m.cohere_norm) {
-    add_gated_mlp(out, k, t, m.intermediate_size, sb, 1, false, true);
-  } else if (!is_moe(m)) {
-    add_gated_mlp(out, rest, t, m.intermediate_size, sb, 1);
+    add_plain_mlp(out, mlp, t, sb);
+  } else if (!is_moe(m)) {  // Cohere's gate/up input was listed with q/k/v
+    add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
   } else {
     // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
     // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.

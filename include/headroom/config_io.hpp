@@ -193,6 +193,15 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
   if (!it->is_string()) throw input_error(key_path(origin, key), "must be a string, got " + it->dump());
   return it->get<std::string>();
 }
+/// hidden_act of a GELU MLP (StarCoder2, GPT-NeoX): ACT2FN's gelu and gelu_pytorch_tanh keep only their
+/// input; gelu_new, gelu_fast and the others are Python modules that keep more, so they are refused.
+inline void require_gelu(const json& j, const char* fallback, const std::string& origin) {
+  const std::string act = read_string_or(j, "hidden_act", origin, fallback);
+  if (act != "gelu" && act != "gelu_pytorch_tanh")
+    throw input_error(
+        key_path(origin, "hidden_act"),
+        "'" + act + "' is not priced (its Python GELU keeps more tensors); valid: gelu, gelu_pytorch_tanh");
+}
 }  // namespace detail
 
 namespace detail {
@@ -416,11 +425,7 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     m.plain_mlp = true;
     m.residual_dropout = detail::read_dropout(j, "residual_dropout", origin);
     m.embedding_dropout = detail::read_dropout(j, "embedding_dropout", origin);
-    // ACT2FN: both save only their input; gelu_new and the others are other modules.
-    const std::string act = detail::read_string_or(j, "hidden_act", origin, "gelu_pytorch_tanh");
-    if (act != "gelu_pytorch_tanh" && act != "gelu")
-      throw input_error(detail::key_path(origin, "hidden_act"),
-                        "'" + act + "' is not priced; valid: gelu_pytorch_tanh (StarCoder2's), gelu");
+    detail::require_gelu(j, "gelu_pytorch_tanh", origin);
   }
   if (arch->model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
     m.layer_norm = m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
@@ -431,18 +436,13 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     m.rotary_dim = detail::read_rotary_dim(
         j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25, m.head_dim,
         origin);
-    const std::string act = detail::read_string_or(j, "hidden_act", origin, "gelu");
-    if (act != "gelu" && act != "gelu_pytorch_tanh")
-      throw input_error(detail::key_path(origin, "hidden_act"),
-                        "'" + act +
-                            "' is not priced (its Python GELU keeps more tensors); valid: gelu (Pythia's), "
-                            "gelu_pytorch_tanh");
+    detail::require_gelu(j, "gelu", origin);
     if (m.num_key_value_heads != m.num_attention_heads)
       throw input_error(detail::key_path(origin, "num_key_value_heads"),
                         "GPT-NeoX has no grouped-query attention");
   }
-  if (arch->model_type ==
-      "cohere") {  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM
+  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM
+  if (arch->model_type == "cohere") {
     m.cohere_norm = m.parallel_residual = m.logit_scale = true;
     if (!detail::read_optional_number(j, "logit_scale", origin, true))
       throw input_error(detail::key_path(origin, "logit_scale"), "must be a positive number, got null");

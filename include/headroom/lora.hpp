@@ -105,6 +105,13 @@ inline constexpr std::array<target_name, 21> lora_target_names{{
   return out;
 }
 
+/// IA3's feedforward_modules when none are given: PEFT's mapping
+/// (TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_ MAPPING: down_proj, GPT-NeoX's dense_4h_to_h) among the
+/// targets — PEFT matches it module by module, so a name that is not targeted has no effect.
+[[nodiscard]] inline lora_targets ia3_default_feedforward(lora_targets targets) {
+  return lora_targets{targets.mask & parse_lora_targets("down_proj,dense_4h_to_h").mask};
+}
+
 /// The inverse of parse_lora_targets: "all-linear" or the comma list of names.
 [[nodiscard]] inline std::string lora_targets_text(lora_targets t) {
   if (t == lora_targets::all_linear()) return "all-linear";

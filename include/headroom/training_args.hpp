@@ -369,12 +369,7 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
       r.setup.lora.targets = modules(*tm, "target_modules");
     }
     if (*method == peft_method::ia3) {
-      // TRANSFORMERS_MODELS_TO_IA3_FEEDFORWARD_MODULES_MAPPING (dense_4h_to_h for GPT-NeoX, down_proj
-      // otherwise), among the targets: PEFT matches it module by module, so a name that is not targeted has
-      // no effect.
-      const lora_targets mapped =
-          parse_lora_targets(model.model_type == "gpt_neox" ? "dense_4h_to_h" : "down_proj");
-      r.setup.lora.feedforward = lora_targets{mapped.mask & r.setup.lora.targets.mask};
+      r.setup.lora.feedforward = ia3_default_feedforward(r.setup.lora.targets);
       if (const auto ff = peft->find("feedforward_modules"); ff != peft->end() && !ff->is_null())
         r.setup.lora.feedforward = modules(*ff, "feedforward_modules");
     }
