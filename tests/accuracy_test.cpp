@@ -61,14 +61,17 @@ TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[acc
                 << r.text("lora_targets") << " " << r.text("attention"));
     CHECK(layer_inventory(m, s, activations_of(r)).total().count() ==
           r.count(dora(r) ? "live_after_forward_delta" : "saved_activation_bytes"));
-    // One layer's parameters, from the per-tensor inventory.
+    // One layer's parameters, from the per-tensor inventory: the measured layer is the last run's (DeepSeek's
+    // rows measure the MoE layer after the dense one), a model of that one layer.
+    const layer_group_list runs = layer_groups(m);
+    const model_shape& one = runs.items[runs.size - 1].shape;
+    REQUIRE(one.num_hidden_layers == 1);
     const std::uint64_t final_norm = m.hidden_size * (m.layer_norm ? 2 : 1);  // a LayerNorm has a bias
-    const std::uint64_t outside = m.vocab_size * m.hidden_size * (m.tie_word_embeddings ? 1 : 2) + final_norm;
-    const std::uint64_t layer = parameter_count(m).count() - outside;  // the row's model has one layer
-    std::uint64_t adapters = s.method == training_method::lora ? adapter_count(m, s.lora).count() : 0;
+    const std::uint64_t layer = layer_parameter_count(one).count();
+    std::uint64_t adapters = s.method == training_method::lora ? adapter_count(one, s.lora).count() : 0;
     // The row measures the layer alone: not VeRA's shared projections, nor LN tuning's final-norm copy.
     if (s.method == training_method::lora) {
-      visit_model_adapters(m, s.lora, [&](const param_tensor& t) { adapters -= t.total().count(); });
+      visit_model_adapters(one, s.lora, [&](const param_tensor& t) { adapters -= t.total().count(); });
       if (norms_train(s.lora)) adapters -= final_norm;
     }
     CHECK(layer + adapters == r.count("params"));

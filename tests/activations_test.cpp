@@ -694,3 +694,54 @@ TEST_CASE(
   CHECK(term(first, "down_proj input") == bytes(0));
   CHECK(term(layer_inventory(command_r, lora, c), "act(gate)") == bytes(t * ff * 2));
 }
+
+TEST_CASE(
+    "DeepSeek-V3: MLA keeps the two latent norms' inputs and the concatenated q and k, the MoE block an fp32 "
+    "router and routing, dense first layers their own block",
+    "[activations]") {
+  const std::uint64_t t = 2048, d = 7168, heads = 128, routed = t * 8;
+  const activation_config c = one_sequence_2048(attention_impl::flash);
+  const activation_terms r = layer_inventory(deepseek_v3, full_ft, c);      // an MoE layer
+  CHECK(term(r, "q_a_proj/kv_a_proj_with_mqa input") == bytes(t * d * 2));  // one storage for both
+  // RMSNorm over q_lora_rank 1536 and kv_lora_rank 512: the fp32 input, rsqrt, the normalised input
+  CHECK(term(r, "q_a_layernorm") == bytes(t * 1536 * 4 + t * 4 + t * 1536 * 2));
+  CHECK(term(r, "kv_a_layernorm") == bytes(t * 512 * 4 + t * 4 + t * 512 * 2));
+  CHECK(term(r, "q_b_proj input") == bytes(t * 1536 * 2));
+  CHECK(term(r, "kv_b_proj input") == bytes(t * 512 * 2));
+  // FlashAttention-2: q, k (192 per head) and v padded to 192; the padded output; o_proj reads a sliced copy
+  CHECK(term(r, "flash-attn q, k, v") == bytes(3 * t * heads * 192 * 2));
+  CHECK(term(r, "flash-attn output") == bytes(t * heads * 192 * 2));
+  CHECK(term(r, "o_proj input") == bytes(t * heads * 128 * 2));
+  // The router: x and the weight cast to fp32, sigmoid's fp32 scores; routing in fp32 promotes the products
+  CHECK(term(r, "router input in fp32") == bytes(t * d * 4));
+  CHECK(term(r, "router weight in fp32") == bytes(256 * d * 4));
+  CHECK(term(r, "router scores") == bytes(t * 256 * 4));
+  CHECK(term(r, "weighted expert outputs") == bytes(routed * d * 4));
+  // SDPA's memory-efficient kernel keeps the value view, and with it all of kv_b_proj's output (nope + v)
+  const activation_terms sdpa =
+      layer_inventory(deepseek_v3, full_ft, one_sequence_2048(attention_impl::sdpa));
+  CHECK(term(sdpa, "sdpa q, k, v") == bytes(t * heads * (2 * 192 + 128 + 128) * 2));
+  CHECK(term(sdpa, "sdpa output") == bytes(t * heads * 128 * 2));
+  // The model: 3 dense layers and 58 MoE layers, each priced as its own block
+  const layer_group_list runs = layer_groups(deepseek_v3);
+  const bytes dense = layer_inventory(runs.items[0].shape, full_ft, c).total();
+  const bytes moe = layer_inventory(runs.items[1].shape, full_ft, c).total();
+  CHECK(moe == r.total());
+  CHECK(dense < moe);
+  const activation_estimate e = estimate_activations(deepseek_v3, full_ft, c);
+  CHECK(e.kept == dense * 3 + moe * 58 + e.model_level);
+  CHECK(term(model_level_inventory(deepseek_v3, full_ft, c), "RoPE cos/sin") == bytes(2048 * 2 * 64 * 2));
+  activation_config ckpt = c;
+  ckpt.ckpt = checkpointing::full;
+  const activation_estimate full = estimate_activations(deepseek_v3, full_ft, ckpt);
+  CHECK(full.recompute == moe);  // the largest block is the one recomputed
+  CHECK(full.layer == moe);
+  // LoRA on the latent projections without checkpointing: over frozen embeddings the first (dense) layer's
+  // q_a/kv_a inputs are not kept, but their outputs require grad, so both norms are.
+  const training_setup lora = lora_on("q_a_proj,kv_a_proj_with_mqa");
+  const activation_terms first = first_layer(runs.items[0].shape, lora, c);
+  CHECK(term(first, "q_a_layernorm") == bytes(t * 1536 * 4 + t * 4));
+  CHECK(term(first, "kv_a_layernorm") == bytes(t * 512 * 4 + t * 4));
+  const activation_estimate le = estimate_activations(deepseek_v3, lora, c);
+  CHECK(le.first_layer_saving == layer_inventory(runs.items[0].shape, lora, c).total() - first.total());
+}

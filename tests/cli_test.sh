@@ -58,6 +58,15 @@ expect "pythia ia3" 0 'IA3 on query_key_value,dense_4h_to_h \(feedforward_module
 expect "ia3 empty feedforward" 2 'target_modules|feedforward' -- "${p8[@]}" --method lora --peft-type ia3 --ia3-feedforward ""
 expect "command-r" 0 'cohere\), 34,980,831,232 parameters' -- --config "$data/configs/c4ai-command-r-v01.json"
 expect "command-r+" 0 '"params": 103810674688' -- --config "$data/configs/c4ai-command-r-plus.json" --method qlora --json
+expect "deepseek-v3" 0 'deepseek_v3\), 671,026,404,352 parameters' -- --config "$data/configs/deepseek-v3.json"
+expect "deepseek-v3 mtp note" 0 'num_nextn_predict_layers: .*not counted' -- --config "$data/configs/deepseek-v3.json"
+expect "deepseek-v3 explain" 0 'the first 3 layers dense \(d_ff 18432\), then 58 MoE layers of 256 experts' -- --config "$data/configs/deepseek-v3.json" --explain
+expect "deepseek MLA targets" 0 'rank 16 on q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj: 74,019,840 adapter parameters' -- --config "$data/configs/deepseek-v3.json" --method lora --rank 16 --targets q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj
+expect "deepseek router not a linear" 2 'target_modules: matches no module' -- --config "$data/configs/deepseek-v3.json" --method lora --targets gate
+expect "deepseek compile" 2 "compile: DeepSeek's MLA" -- --config "$data/configs/deepseek-v2-lite.json" --compile
+expect "deepseek prefix" 2 'prefix tuning: MLA' -- --config "$data/configs/deepseek-v2-lite.json" --method lora --peft-type prefix-tuning --virtual-tokens 16
+expect "deepseek-v2-lite" 0 '"params": 15706484224' -- --config "$data/configs/deepseek-v2-lite.json" --method qlora --json
+expect "kimi-k2" 0 'kimi_k2\), 1,026,408,209,408 parameters' -- --config "$data/configs/kimi-k2-instruct.json"
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full

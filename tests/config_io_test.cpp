@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: MIT
 // The config.json / preset loader: every preset, HF defaults, and errors that name file and key.
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <headroom/config_io.hpp>
+#include <headroom/flops.hpp>
 #include <headroom/peak.hpp>
 
 #include "catch.hpp"
@@ -233,9 +236,9 @@ TEST_CASE("Cohere config.json files load with their counts, q/k norms and the lo
 
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
           "[config_io][errors]") {
-  const nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
-  test::require_input_error([&] { (void)model_from_config(ds, "ds.json"); }, "/model_type",
-                            "unsupported 'deepseek_v3'", "MLA attention", "not priced yet");
+  const nlohmann::json l4 = {{"model_type", "llama4_text"}, {"hidden_size", 5120}};
+  test::require_input_error([&] { (void)model_from_config(l4, "l4.json"); }, "/model_type",
+                            "unsupported 'llama4_text'", "interleaved MoE layers", "not priced yet");
   const nlohmann::json llava = {{"model_type", "llava"}, {"text_config", {{"model_type", "llama"}}}};
   test::require_input_error([&] { (void)model_from_config(llava, "l.json"); }, "unsupported 'llava'",
                             "vision tower");
@@ -335,4 +338,60 @@ TEST_CASE(
   test::require_input_error([&] { (void)estimate_training(oss.spec, r); }, "attention", "sinks", "SDPA");
   r.activations.attention = attention_impl::flash;
   CHECK(estimate_training(oss.spec, r).total_bytes().count() > 0);
+}
+
+namespace {
+bool mentions(const std::vector<std::string>& notes, const std::string& fragment) {
+  return std::any_of(notes.begin(), notes.end(),
+                     [&](const std::string& n) { return n.find(fragment) != std::string::npos; });
+}
+}  // namespace
+
+TEST_CASE("DeepSeek-V2, V2-Lite, V3 and Kimi-K2 config.json files load with their published counts",
+          "[config_io]") {
+  const auto count = [](const char* file) {
+    return parameter_count(load_model_config(data_dir / "configs" / file).spec.shape).count();
+  };
+  // Hand-derived from the shapes (docs/presets.md); the cards' 15.7B, 236B, 671B and 1T.
+  CHECK(count("deepseek-v2-lite.json") == 15'706'484'224);
+  CHECK(count("deepseek-v2.json") == 235'741'434'880);
+  CHECK(count("deepseek-v3.json") == 671'026'404'352);
+  CHECK(count("kimi-k2-instruct.json") == 1'026'408'209'408);
+  const loaded_model v3 = load_model_config(data_dir / "configs" / "deepseek-v3.json");
+  const model_shape& m = v3.spec.shape;
+  CHECK((m.q_lora_rank == 1536 && m.kv_lora_rank == 512 && m.head_dim == 192 && m.v_head_dim == 128));
+  CHECK((m.dense_layers == 3 && m.shared_expert_intermediate_size == 2048 && m.router_sigmoid));
+  CHECK(active_parameter_count(m).count() == 37'552'282'624);  // the paper's 37B activated
+  CHECK(mentions(v3.notes, "num_nextn_predict_layers"));       // the MTP layer is not in the model
+  // V2-Lite: one q_proj (q_lora_rank null), a softmax router, and a note that V2's forward is V3's here.
+  const loaded_model lite = load_model_config(data_dir / "configs" / "deepseek-v2-lite.json");
+  CHECK((lite.spec.shape.q_lora_rank == 0 && !lite.spec.shape.router_sigmoid));
+  CHECK(mentions(lite.notes, "DeepSeek-V2"));
+  CHECK(active_parameter_count(lite.spec.shape).count() == 2'661'150'208);
+}
+
+TEST_CASE("DeepSeek configs the model cannot price are refused with the key named", "[config_io][errors]") {
+  const nlohmann::json base = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
+  const auto refused = [&](const char* key, const nlohmann::json& value, const char* fragment) {
+    nlohmann::json j = base;
+    j[key] = value;
+    test::require_input_error([&] { (void)model_from_config(j, "d.json"); }, std::string("d.json: /") + key,
+                              fragment);
+  };
+  refused("moe_layer_freq", 2, "every n-th layer");
+  refused("scoring_func", "tanh", "valid: sigmoid, softmax");
+  refused("n_group", 7, "divide n_routed_experts");
+  refused("topk_group", 9, "n_group");
+  refused("attention_bias", true, "biased MLA");
+  refused("hidden_act", "gelu", "valid: silu");
+  refused("kv_lora_rank", 0, "positive integer");
+  refused("qk_nope_head_dim", nullptr, "positive integer");
+  nlohmann::json j = base;
+  j["first_k_dense_replace"] = 61;
+  test::require_input_error([&] { (void)model_from_config(j, "d.json"); }, "first_k_dense_replace",
+                            "smaller");
+  j = base;
+  j["first_k_dense_replace"] = 0;  // every layer MoE: 3 more MoE layers in place of the dense ones
+  CHECK(parameter_count(model_from_config(j, "d.json").spec.shape).count() ==
+        671'026'404'352 + 3 * ((257ull * 3 * 7168 * 2048 + 256 * 7168) - 3ull * 7168 * 18432));
 }

@@ -80,13 +80,29 @@ inline model_shape shape_of(const measured_row& r) {
   if (family == "cohere_qk") j["use_qk_norm"] = true;
   j["hidden_size"] = r.count("hidden");
   j["num_hidden_layers"] = r.count("layers") == 0 ? 1 : r.count("layers");
+  if (family == "deepseek_v3") {  // the harness's MLA and routing (modules.py FAMILIES["deepseek_v3"])
+    j["q_lora_rank"] = 48;
+    j["kv_lora_rank"] = 16;
+    j["qk_nope_head_dim"] = 16;
+    j["qk_rope_head_dim"] = 8;
+    j["v_head_dim"] = 16;
+    j["first_k_dense_replace"] = 1;
+    j["n_shared_experts"] = 1;
+    j["n_group"] = 4;
+    j["topk_group"] = 2;
+    j["intermediate_size"] = r.count("intermediate");
+    // a block row measures the first MoE layer, after the dense one (loss rows have no layers)
+    j["num_hidden_layers"] = std::max<std::uint64_t>(2, r.count("layers") + (r.kind() == "block" ? 1 : 0));
+  }
   j["num_attention_heads"] = r.count("heads");
   j["num_key_value_heads"] = r.count("kv_heads");
   j["head_dim"] = r.count("head_dim");
   j["vocab_size"] = r.count("vocab");
   j["tie_word_embeddings"] = r.text("tied") == "1";
   if (r.has("experts")) {
-    j[family == "mixtral" ? "num_local_experts" : "num_experts"] = r.count("experts");
+    j[family == "mixtral"       ? "num_local_experts"
+      : family == "deepseek_v3" ? "n_routed_experts"
+                                : "num_experts"] = r.count("experts");
     j["num_experts_per_tok"] = r.count("experts_per_tok");
     j[family == "mixtral" ? "intermediate_size" : "moe_intermediate_size"] = r.count("moe_intermediate");
     if (family != "mixtral") j["norm_topk_prob"] = r.text("norm_topk") == "1";

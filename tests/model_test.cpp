@@ -278,3 +278,87 @@ TEST_CASE("Cohere: one norm per block without a bias, per-head q/k norm weights"
   bad.parallel_residual = false;
   test::require_input_error([&] { (void)parameter_count(bad); }, "cohere_norm", "parallel");
 }
+
+// DeepSeek-V3 (arXiv 2412.19437: 671B parameters, 37B activated per token; its multi-token-prediction module
+// is not part of the model transformers builds) and Kimi-K2 (1T, 32B activated), from the shapes in
+// shapes.hpp.
+static_assert(parameter_count(deepseek_v3).count() == 671'026'404'352);
+static_assert(active_parameter_count(deepseek_v3).count() == 37'552'282'624);
+static_assert(parameter_count(kimi_k2).count() == 1'026'408'209'408);
+
+TEST_CASE("DeepSeek-V3: MLA projections, dense first layers, routed and ungated shared experts", "[model]") {
+  const model_shape& m = deepseek_v3;
+  std::uint64_t q_a = 0, q_b = 0, kv_a = 0, kv_b = 0, o = 0, norms = 0, router = 0, routed = 0, dense_mlp = 0;
+  for (const param_tensor& t : parameter_inventory(m)) {
+    const std::uint64_t n = t.total().count();
+    if (t.module == module_name::q_a_proj) q_a += n;
+    if (t.module == module_name::q_b_proj) q_b += n;
+    if (t.module == module_name::kv_a_proj_with_mqa) kv_a += n;
+    if (t.module == module_name::kv_b_proj) kv_b += n;
+    if (t.module == module_name::o_proj) o += n;
+    if (t.module == module_name::norm) norms += n;
+    if (t.module == module_name::router) {
+      router += n;
+      CHECK_FALSE(t.nn_linear);  // DeepseekV3TopkRouter.weight is an nn.Parameter
+    }
+    if (t.routed_expert) routed += n;
+    if (t.module == module_name::gate_proj && !t.routed_expert && t.copies == 3) dense_mlp += n;
+    CHECK(t.module != module_name::shared_expert_gate);  // DeepSeek adds its shared experts ungated
+  }
+  CHECK(q_a == 61ull * 7168 * 1536);
+  CHECK(q_b == 61ull * 1536 * 128 * 192);                  // q_lora_rank → heads·(qk_nope + qk_rope)
+  CHECK(kv_a == 61ull * 7168 * (512 + 64));                // the compressed K/V and the shared RoPE key
+  CHECK(kv_b == 61ull * 512 * 128 * (128 + 128));          // kv_lora_rank → heads·(qk_nope + v_head_dim)
+  CHECK(o == 61ull * 128 * 128 * 7168);                    // heads·v_head_dim → hidden
+  CHECK(norms == 61ull * (2 * 7168 + 1536 + 512) + 7168);  // two per layer, q_a and kv_a norms, the final one
+  CHECK(router == 58ull * 256 * 7168);                     // the 58 MoE layers only
+  CHECK(routed == 58ull * 256 * 3 * 7168 * 2048);
+  CHECK(dense_mlp == 3ull * 18432 * 7168);  // first_k_dense_replace = 3
+  // Two runs of uniform layers: 3 dense and 58 MoE ones.
+  const layer_group_list runs = layer_groups(m);
+  REQUIRE(runs.size == 2);
+  CHECK((runs.items[0].layers == 3 && runs.items[1].layers == 58));
+  CHECK((!is_moe(runs.items[0].shape) && is_moe(runs.items[1].shape)));
+  CHECK(layer_parameter_count(runs.items[0].shape).count() == 187'107'328 + 2 * 7168 + 3ull * 7168 * 18432);
+  CHECK(layer_parameter_count(runs.items[1].shape).count() ==
+        187'107'328 + 2 * 7168 + 257ull * 3 * 7168 * 2048 + 256 * 7168);
+  // model.parameters(): embed; per layer q_a, q_a_layernorm, q_b, kv_a, kv_a_layernorm, kv_b, o, then the MLP
+  // (3 tensors, or 256 experts · 3, the router, the shared experts' 3) and two norms; final norm, lm_head.
+  std::uint64_t tensors = 0, values = 0;
+  visit_parameters_in_order(m, [&](const param_tensor& t) {
+    ++tensors;
+    values += t.numel();
+  });
+  CHECK(tensors == 1 + 3 * (7 + 3 + 2) + 58 * (7 + 256 * 3 + 1 + 3 + 2) + 2);
+  CHECK(values == parameter_count(m).count());
+  // Per token: the linears of every layer, k = 8 of the 256 experts and the shared one in the MoE layers.
+  const double attention_linears = 187'105'280;
+  CHECK(detail::macs_per_token(m, full_ft).forward ==
+        3 * (attention_linears + 3 * 7168.0 * 18432) +
+            58 * (attention_linears + 9 * 3 * 7168.0 * 2048 + 256 * 7168.0));
+  CHECK(lora_targets::all_linear().contains(module_name::kv_b_proj));
+  CHECK(parse_lora_targets("q_a_proj,kv_a_proj_with_mqa") ==
+        lora_targets{}.add(module_name::q_a_proj).add(module_name::kv_a_proj_with_mqa));
+}
+
+TEST_CASE("DeepSeek shapes that cannot exist are rejected with the field named", "[model][errors]") {
+  model_shape bad = deepseek_v3;
+  bad.qk_rope_head_dim = 192;  // the whole q/k head rotated: no qk_nope part
+  test::require_input_error([&] { (void)parameter_count(bad); }, "qk_rope_head_dim", "smaller");
+  bad = deepseek_v3;
+  bad.num_key_value_heads = 8;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "num_key_value_heads", "MLA");
+  bad = deepseek_v3;
+  bad.dense_layers = 61;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "first_k_dense_replace", "smaller");
+  bad = deepseek_v3;
+  bad.kv_lora_rank = 0;  // q_lora_rank without MLA
+  test::require_input_error([&] { (void)parameter_count(bad); }, "q_lora_rank", "kv_lora_rank");
+  bad = deepseek_v3;
+  bad.qk_norm = true;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "kv_lora_rank", "DeepSeek's block");
+  model_shape llama = llama_3_1_8b;
+  llama.dense_layers = 2;
+  test::require_input_error([&] { (void)parameter_count(llama); }, "first_k_dense_replace", "DeepSeek");
+  test::require_input_error([&] { (void)layer_gemms(deepseek_v3, full_ft); }, "layer_gemms", "layer_groups");
+}

@@ -138,4 +138,25 @@ constexpr training_setup full_ft = with_method(training_method::full);
 constexpr training_setup lora16 = with_method(training_method::lora);
 constexpr training_setup qlora16 = with_method(training_method::qlora);
 
+// DeepSeek-V3 and Kimi-K2 (tests/data/configs/deepseek-v3.json, kimi-k2-instruct.json): MLA with q_lora_rank
+// 1536, kv_lora_rank 512, q/k heads of 128 + 64 (RoPE), values of 128; dense first layers of 18,432, then
+// routed experts of 2,048 with one shared expert of the same width, sigmoid-routed, untied.
+constexpr model_shape deepseek_v3_like(std::uint64_t heads, std::uint64_t experts, std::uint64_t dense_layers,
+                                       std::uint64_t vocab) {
+  model_shape m = dense(7168, 18432, 61, heads, heads, 128 + 64, vocab, false);
+  m.q_lora_rank = 1536;
+  m.kv_lora_rank = 512;
+  m.qk_rope_head_dim = 64;
+  m.v_head_dim = 128;
+  m.dense_layers = dense_layers;
+  m.num_experts = experts;
+  m.num_experts_per_tok = 8;
+  m.moe_intermediate_size = 2048;
+  m.shared_expert_intermediate_size = 2048;
+  m.norm_topk_prob = m.deepseek_moe = m.router_sigmoid = true;
+  return m;
+}
+constexpr model_shape deepseek_v3 = deepseek_v3_like(128, 256, 3, 129280);
+constexpr model_shape kimi_k2 = deepseek_v3_like(64, 384, 1, 163840);
+
 }  // namespace headroom::test

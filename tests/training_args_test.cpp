@@ -29,12 +29,13 @@ TEST_CASE("Real configs: Qwen3-Coder's zero shared expert, and refusals that nam
             .count() == 480'154'875'392);
   using test::require_input_error;
   const auto config = [](nlohmann::json j) { return [j] { (void)model_from_config(j, "c.json"); }; };
-  require_input_error([] { (void)load_model_config(data_dir / "configs" / "deepseek-v3.json"); },
-                      "unsupported 'deepseek_v3'");
-  // The escape hatch refuses a model whose extra parameters no family prices (it gave 38.6B for 671B).
+  // DeepSeek-V3 loads (671B: deepseek_test.cpp); forced through another family, the keys that family does not
+  // read are named (the escape hatch once gave 38.6B for 671B).
   nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
   ds["_headroom"] = {{"architecture", "qwen3_moe"}};
-  require_input_error(config(ds), "/_headroom/architecture", "MLA attention", "wrong count");
+  require_input_error(config(ds), "/n_routed_experts", "changes the model's shapes", "'qwen3_moe'");
+  nlohmann::json qwen2_moe = {{"model_type", "qwen2_moe"}, {"_headroom", {{"architecture", "qwen3_moe"}}}};
+  require_input_error(config(qwen2_moe), "/_headroom/architecture", "shared expert", "wrong count");
   nlohmann::json tiny = {{"model_type", "llama"},  {"hidden_size", 64}, {"num_attention_heads", 4},
                          {"num_hidden_layers", 2}, {"vocab_size", 100}, {"intermediate_size", 128}};
   nlohmann::json unread = tiny;
@@ -324,6 +325,15 @@ TEST_CASE("peft_config: IA3, VeRA, LN tuning and prompt tuning with PEFT's defau
                                       "inline");
       },
       "target_modules", "no default for 'starcoder2'");
+  // DeepSeek's MLA names (q_a_proj, kv_b_proj, …) are in no PEFT mapping either (peft utils/constants.py)
+  const loaded_model deepseek = load_model_config(data_dir / "configs" / "deepseek-v2-lite.json");
+  test::require_input_error([&] { (void)training_args_from_json(j, deepseek, "inline"); }, "target_modules",
+                            "no default for 'deepseek_v2'");
+  j["peft_config"]["target_modules"] = "all-linear";
+  // all-linear: q_proj, kv_a_proj_with_mqa, kv_b_proj, o_proj and every SwiGLU's three; not the router
+  CHECK(adapter_count(deepseek.spec.shape, training_args_from_json(j, deepseek, "inline").run.setup.lora)
+            .count() == 8ull * 27 * ((2048 + 3072) + (2048 + 576) + (512 + 4096) + (2048 + 2048)) +
+                            8ull * 3 * (2048 + 10944) + 8ull * 26 * 3 * (64 * (2048 + 1408) + (2048 + 2816)));
   j = {{"peft_config", {{"peft_type", "VERA"}, {"target_modules", "all-linear"}, {"vera_dropout", 0.1}}}};
   a = training_args_from_json(j, qwen, "inline");
   CHECK(a.run.setup.lora.method == peft_method::vera);

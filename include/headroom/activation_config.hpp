@@ -117,6 +117,7 @@ struct activation_config {
   if (m.layer_norm || m.plain_mlp || m.cohere_norm)
     return "StarCoder2's, GPT-NeoX's and Cohere's blocks under Inductor are not modelled (measured eager "
            "only)";
+  if (is_mla(m)) return "DeepSeek's MLA blocks under Inductor are not modelled (measured eager only)";
   if (m.num_experts != 0)
     return "MoE blocks: the data-dependent expert loop breaks the graph; the routed part is not modelled";
   if (c.attention == attention_impl::eager || c.attention == attention_impl::sdpa_math)
@@ -225,7 +226,7 @@ constexpr block_dtypes dtypes_of(const training_setup& s) {
 /// The name PEFT and transformers give a module (for the itemised terms).
 constexpr std::string_view module_label(module_name m) {
   // Indexed by module_name (a table lookup: the estimates call this for every linear).
-  constexpr std::array<std::string_view, 22> labels{{"embed_tokens",
+  constexpr std::array<std::string_view, 26> labels{{"embed_tokens",
                                                      "q_proj",
                                                      "k_proj",
                                                      "v_proj",
@@ -246,7 +247,11 @@ constexpr std::string_view module_label(module_name m) {
                                                      "query_key_value",
                                                      "dense",
                                                      "dense_h_to_4h",
-                                                     "dense_4h_to_h"}};
+                                                     "dense_4h_to_h",
+                                                     "q_a_proj",
+                                                     "q_b_proj",
+                                                     "kv_a_proj_with_mqa",
+                                                     "kv_b_proj"}};
   return labels[static_cast<std::size_t>(m)];
 }
 
@@ -266,7 +271,8 @@ struct block_context {
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
   [[nodiscard]] constexpr bool adapted(module_name mod) const {
-    if (m.experts_3d && mod == module_name::router) return false;  // gpt-oss's router is an nn.Parameter
+    // gpt-oss's and DeepSeek's routers are nn.Parameter tensors, which target_modules cannot adapt
+    if ((m.experts_3d || m.deepseek_moe) && mod == module_name::router) return false;
     return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
   }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
@@ -309,7 +315,8 @@ constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_b
 template <class Out>
 HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std::uint64_t rows,
                                             std::uint64_t width, std::uint64_t in_bytes,
-                                            const block_context& k, bool input_grad = true) {
+                                            const block_context& k, bool input_grad = true,
+                                            std::uint64_t view_of_width = 0) {
   const bool weight_grad = k.norm_weights_train();
   if (!input_grad && !weight_grad) return;  // nothing in it requires grad: autograd records nothing
   const std::uint64_t values = checked_mul(rows, width, "activation size");
@@ -322,7 +329,13 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
   }
   const bytes fp32_copy = bytes(checked_mul(values, fp32_bytes, "activation size"));
   if (input_grad) {
-    out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
+    // An fp32 input that is a view (MLA's kv_a_layernorm reads a split of kv_a_proj_with_mqa's output):
+    // .to(float32) returns the view, and saving it keeps the whole `view_of_width`-wide storage.
+    if (in_bytes == fp32_bytes && view_of_width != 0)
+      out.add(name, act(rows, view_of_width, fp32_bytes),
+              "the fp32 input, a view whose whole storage pow(2) and the rsqrt product keep");
+    else
+      out.add(name, fp32_copy, "the fp32 input (x.to(float32)), saved by pow(2) and the rsqrt product");
     if (k.s.runtime.torch == torch_generation::v1_13)
       out.add(name, fp32_copy, "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
     out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");

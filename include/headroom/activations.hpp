@@ -85,6 +85,84 @@ HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, s
     add_dropout(out, neox ? "MLP output dropout" : "c_proj output dropout", rows, d, k.dt.compute, k);
 }
 
+/// DeepseekV3Attention's projections up to the attention kernel: q_a_proj and kv_a_proj_with_mqa read the
+/// input norm's output; q_a_layernorm and kv_a_layernorm (RMSNorms over q_lora_rank and kv_lora_rank, the
+/// latter on a split view) feed q_b_proj and kv_b_proj. The RoPE regrouping, the splits and the two
+/// torch.cat calls save nothing; the kernel saves the concatenated q and k (add_attention_core).
+template <class Out>
+HEADROOM_INLINE constexpr void add_mla_projections(Out& out, const block_context& k, std::uint64_t t,
+                                                   std::uint64_t in_bytes) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const std::uint64_t d = m.hidden_size, ab = k.dt.compute, sb = k.dt.stream;
+  const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, kv_a = kvl + m.qk_rope_head_dim;
+  const std::uint64_t kv_b = m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim);
+  if (ql != 0)
+    add_linear_group(out, k, "q_a_proj/kv_a_proj_with_mqa input", t, d, in_bytes,
+                     std::array<linear_site, 2>{{{mn::q_a_proj, ql}, {mn::kv_a_proj_with_mqa, kv_a}}});
+  else
+    add_linear_group(
+        out, k, "q_proj/kv_a_proj_with_mqa input", t, d, in_bytes,
+        std::array<linear_site, 2>{{{mn::q_proj, query_width(m)}, {mn::kv_a_proj_with_mqa, kv_a}}});
+  // A norm's output has its weight's dtype (the stream's): w · x.to(input dtype) promotes under autocast.
+  if (ql != 0) {
+    const bool q_a = k.output_grad(mn::q_a_proj);
+    add_rms_norm(out, "q_a_layernorm", t, ql, ab, k, q_a);
+    block_context q_b = k;
+    q_b.input_grad = q_a || k.norm_weights_train();
+    add_linear_group(out, q_b, "q_b_proj input", t, ql, sb,
+                     std::array<linear_site, 1>{{{mn::q_b_proj, query_width(m)}}});
+  }
+  const bool kv_a_grad = k.output_grad(mn::kv_a_proj_with_mqa);
+  add_rms_norm(out, "kv_a_layernorm", t, kvl, ab, k, kv_a_grad, kv_a);
+  block_context kv = k;
+  kv.input_grad = kv_a_grad || k.norm_weights_train();
+  add_linear_group(out, kv, "kv_b_proj input", t, kvl, sb,
+                   std::array<linear_site, 1>{{{mn::kv_b_proj, kv_b}}});
+}
+
+/// DeepseekV3MoE on t tokens: DeepseekV3TopkRouter (an nn.Parameter applied in fp32, sigmoid or softmax
+/// scores, top-k chosen without grad, gathered, renormalised, scaled), the experts looped with torch.where
+/// and index_add_ into an fp32 buffer (the routing weights' dtype), and the shared experts on every token.
+template <class Out>
+HEADROOM_INLINE constexpr void add_deepseek_moe(Out& out, const block_context& k, std::uint64_t t) {
+  const model_shape& m = k.m;
+  const std::uint64_t d = m.hidden_size, E = m.num_experts, ab = k.dt.compute, sb = k.dt.stream;
+  const std::uint64_t routed = checked_mul(t, m.num_experts_per_tok, "routed rows");
+  if (k.dt.autocast) {  // F.linear is an autocast op: x and the weight are cast to bf16 like any linear
+    bool shared = false;
+    add_linear(out, k, linear_site{module_name::router, E}, t, d, sb, shared);
+    if (shared) out.add("router input", act(t, d, sb), "the norm output, saved for the router's gradient");
+  } else if (sb != fp32_bytes) {  // x.type(float32) and weight.type(float32) are new tensors
+    if (k.full) out.add("router input in fp32", act(t, d, fp32_bytes), "x.type(float32), saved by F.linear");
+    if (k.input_grad)
+      out.add("router weight in fp32", act(E, d, fp32_bytes), "weight.type(float32), saved by F.linear");
+  } else if (k.full && m.shared_expert_intermediate_size == 0) {
+    out.add("router input", act(t, d, sb), "the fp32 norm output itself, saved by F.linear");
+  }  // fp32 with shared experts: the norm output, which their gate/up also keep (counted there)
+  // The routing weights' dtype: fp32, or bf16 when autocast ran the router's F.linear in bf16.
+  const std::uint64_t rb = k.dt.autocast ? bf16_bytes : fp32_bytes;
+  out.add("router scores", act(t, E, rb),
+          m.router_sigmoid ? "sigmoid's output, saved by it" : "softmax's output, saved by it");
+  out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by gather");
+  if (m.norm_topk_prob) {
+    out.add("top-k renormalisation", act(routed, 1, rb), "the weights before the in-place division");
+    out.add("top-k renormalisation", act(t, 1, rb), "their sum + 1e-20, saved by the division");
+  }
+  if (k.scalar != 0)
+    out.add("routed scaling", bytes(k.scalar),
+            "the Python float routed_scaling_factor, saved by the product");
+  out.add("expert token indices", act(routed, 2, 8),
+          "torch.where's (token, k-slot) int64 pairs, saved by indexing");
+  add_gated_mlp(out, k, routed, m.moe_intermediate_size, sb, E);
+  out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
+  out.add("routing weights", act(routed, 1, rb), "each row's routing weight, saved by that product");
+  out.add("weighted expert outputs", act(routed, d, rb > ab ? rb : ab),
+          "in the routing weights' dtype (promoted), the source of index_add_");
+  if (m.shared_expert_intermediate_size != 0)
+    add_gated_mlp(out, k, t, m.shared_expert_intermediate_size, sb, 1);
+}
+
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
 template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
@@ -96,6 +174,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
          "gpt-oss's sinks run in eager attention or a FlashAttention kernel with sinks "
          "(kernels-community/vllm-flash-attn3); transformers has no SDPA path for them");
   validate_prefix(s, c);
+  if (is_mla(m) && s.method != training_method::full && prefix_positions(s.lora) != 0)
+    fail("prefix tuning", "MLA's compressed keys and values (DeepSeek) have no prefix cache priced");
   const block_context k0 = context_of(m, s, c, input_grad);
   const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
@@ -108,7 +188,9 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
   const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
   const block_module_names names = block_modules(m);
-  if (m.fused_qkv)
+  if (is_mla(m))
+    add_mla_projections(out, k, t, sb);
+  else if (m.fused_qkv)
     add_linear_group(out, k, m.neox_names ? "query_key_value input" : "qkv_proj input", t, d, sb,
                      std::array<linear_site, 1>{{{names.qkv, q + 2 * kv}}});
   else if (m.cohere_norm)  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
@@ -136,10 +218,12 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   // o_proj's input requires grad when q, k or v does (in a first layer over frozen embeddings: an adapted
   // projection, or prefix tuning's keys and values); its output also when o_proj itself trains.
   block_context attn = k;
-  attn.input_grad = k.output_grad(mn::q_proj) || k.output_grad(mn::k_proj) || k.output_grad(mn::v_proj) ||
-                    (!k.full && prefix_positions(s.lora) != 0);
-  add_linear_group(out, attn, m.neox_names ? "dense input" : "o_proj input", t, q, ab,
-                   std::array<linear_site, 1>{{{names.out, d}}}, c.attention == attention_impl::flash);
+  const qkv_grads grads = attention_input_grads(k);
+  attn.input_grad = grads.q || grads.k || grads.v;
+  // (MLA under flash: the kernel's output is padded to the q/k head width and sliced, so o_proj reads a copy)
+  add_linear_group(out, attn, m.neox_names ? "dense input" : "o_proj input", t, attention_output_width(m), ab,
+                   std::array<linear_site, 1>{{{names.out, d}}},
+                   c.attention == attention_impl::flash && !is_mla(m));
   // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
   if (m.residual_dropout && attn.output_grad(names.out))
     add_dropout(out, m.neox_names ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
@@ -171,6 +255,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_plain_mlp(out, mlp, t, sb);
   } else if (!is_moe(m)) {  // Cohere's gate/up input was listed with q/k/v
     add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
+  } else if (m.deepseek_moe) {
+    add_deepseek_moe(out, rest, t);
   } else {
     // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
     // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.
@@ -195,7 +281,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
             "each token's weight for its expert, saved by that product");
     out.add("weighted expert outputs", act(routed, d, sb), "the source of index_add_, saved by it");
   }
-  if (m.shared_expert_intermediate_size != 0) {
+  if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe) {
     // Qwen2-MoE's shared expert: a dense SwiGLU on every token (not measured: no grid row has one).
     add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1);
     out.add("shared expert gate", act(t, 2, ab), "sigmoid gate logit and value");
@@ -372,63 +458,83 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   validate_workload(c);
   activation_estimate e;
   const bool korthikanti = c.formula == activation_formula::korthikanti;
-  bytes_sum layer, model_level;
-  block_terms(m, s, c, layer);
+  bytes_sum model_level;
   if (!korthikanti) model_level_terms(m, s, c, model_level);
-  e.layer = layer.total();
   e.model_level = model_level.total();
-  const bytes block = e.layer;
   const bytes input = block_input_bytes(m, s, c);
   const std::uint64_t L = m.num_hidden_layers;
-  bytes kept_per_layer{0}, host_per_layer{0};
-  switch (c.ckpt) {
-    case checkpointing::none:
-      kept_per_layer = block;
-      break;
-    case checkpointing::full:  // 2·sbh per layer + one block's internals during recompute
-      kept_per_layer = input;
-      e.recompute = block;
-      break;
-    case checkpointing::selective: {  // TRL: the block input and the attention output stay
-      const std::uint64_t t = checked_mul(c.batch, c.seq_len);
-      const bytes attn_out = korthikanti ? input
-                                         : act(t, query_width(m), activation_bytes(s.precision)) +
-                                               act(t, m.num_attention_heads, fp32_bytes);
-      kept_per_layer = input + attn_out;
-      e.recompute = block;
-      break;
-    }
-    case checkpointing::offload:  // the block in flight stays; the rest waits in host RAM
-      e.recompute = block;
-      host_per_layer = block;
-      break;
-    case checkpointing::offload_checkpointed:  // one block input on the GPU, the others in host RAM
-      e.recompute = block + input;
-      host_per_layer = input;
-      break;
-    case checkpointing::checkpoint_offload:     // the block input being recomputed and the previous node's
-      if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
+  bytes kept_layers{0}, host_layers{0}, first_block{0};
+  const layer_group_list runs = layer_groups(m);
+  // Each run of uniform layers (DeepSeek: dense first layers, then MoE ones); the largest block is the one
+  // recomputed and the one reported.
+  for (const layer_group& run : runs) {
+    bytes_sum layer;
+    block_terms(run.shape, s, c, layer);
+    const bytes block = layer.total();
+    if (&run == runs.begin()) first_block = block;
+    bytes kept_per_layer{0}, host_per_layer{0}, recompute{0};
+    switch (c.ckpt) {
+      case checkpointing::none:
+        kept_per_layer = block;
+        break;
+      case checkpointing::full:  // 2·sbh per layer + one block's internals during recompute
         kept_per_layer = input;
-        e.recompute = block;
+        recompute = block;
+        break;
+      case checkpointing::selective: {  // TRL: the block input and the attention output stay
+        const std::uint64_t t = checked_mul(c.batch, c.seq_len);
+        const bytes attn_out = korthikanti
+                                   ? input
+                                   : act(t, attention_output_width(m), activation_bytes(s.precision)) +
+                                         act(t, m.num_attention_heads, fp32_bytes);
+        kept_per_layer = input + attn_out;
+        recompute = block;
         break;
       }
-      e.recompute = block + input * (L < offload_backward_inputs ? L : offload_backward_inputs);
-      host_per_layer = input;
-      break;
+      case checkpointing::offload:  // the block in flight stays; the rest waits in host RAM
+        recompute = block;
+        host_per_layer = block;
+        break;
+      case checkpointing::offload_checkpointed:  // one block input on the GPU, the others in host RAM
+        recompute = block + input;
+        host_per_layer = input;
+        break;
+      case checkpointing::checkpoint_offload:     // the block input being recomputed and the previous node's
+        if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
+          kept_per_layer = input;
+          recompute = block;
+          break;
+        }
+        recompute = block + input * (L < offload_backward_inputs ? L : offload_backward_inputs);
+        host_per_layer = input;
+        break;
+    }
+    kept_layers += kept_per_layer * run.layers;
+    host_layers += host_per_layer * run.layers;
+    if (block > e.layer) e.layer = block;
+    if (recompute > e.recompute) e.recompute = recompute;
+    if (kept_per_layer > e.per_layer_kept) e.per_layer_kept = kept_per_layer;
   }
-  e.per_layer_kept = kept_per_layer;
+  const bytes block = first_block;
+  const model_shape& first = runs.items[0].shape;
   e.module_transient = dora_module_transient(m, s);
   if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
-    bytes_sum first;  // the first layer over frozen embeddings: its input needs no gradient
-    layer_terms(m, s, c, first, false);
-    e.first_layer_saving = block - first.total();
+    bytes_sum frozen_input;  // the first layer over frozen embeddings: its input needs no gradient
+    layer_terms(first, s, c, frozen_input, false);
+    e.first_layer_saving = block - frozen_input.total();
     // autocast caches every trainable fp32 weight's bf16 cast until it exits (after the loss); the first
     // layer's lora_A casts are cached but not saved, so they count in forward only.
     if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes) {
       std::uint64_t sites = 0;
       const module_name qkv = block_modules(m).qkv;
-      for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
-        if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
+      if (is_mla(m)) {  // the projections reading the input: q_a_proj (or q_proj) and kv_a_proj_with_mqa
+        for (module_name mod : {m.q_lora_rank != 0 ? module_name::q_a_proj : module_name::q_proj,
+                                module_name::kv_a_proj_with_mqa})
+          if (s.lora.targets.contains(mod)) ++sites;
+      } else {
+        for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
+          if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
+      }
       e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
       // A parallel MLP (GPT-NeoX, Cohere) reads the frozen input too: its first adapted linears' casts are
       // not saved either — the input projections' (r × d each), or else the output projection's (r × d_ff).
@@ -459,9 +565,9 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   // layer.
   if (checkpoints && c.reentrant && !korthikanti)
     e.retained = e.checkpoint_state + act(c.seq_len, 2 * rope_width(m), weight_bytes(s.precision));
-  e.kept = kept_per_layer * L + e.model_level + e.checkpoint_state - e.first_layer_saving;
+  e.kept = kept_layers + e.model_level + e.checkpoint_state - e.first_layer_saving;
   e.gpu = e.kept + e.recompute;
-  e.host = host_per_layer * L;
+  e.host = host_layers;
   return e;
 }
 }  // namespace detail

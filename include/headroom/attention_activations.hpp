@@ -15,6 +15,29 @@ inline constexpr std::uint64_t sdpa_bias_alignment = 16;
 /// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
 /// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
 /// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
+/// Which of q, k and v require grad: all of them in a middle layer; in a first layer over frozen embeddings
+/// only what an adapted projection (or prefix tuning's keys and values) makes so. MLA's q comes out of
+/// q_b_proj (or q_proj), its keys out of kv_b_proj and, for the RoPE part, kv_a_proj_with_mqa, its values out
+/// of kv_b_proj; a trainable norm between two projections makes the second's output require grad.
+struct qkv_grads {
+  bool q, k, v;
+};
+constexpr qkv_grads attention_input_grads(const block_context& k) {
+  using mn = module_name;
+  if (!is_mla(k.m)) {
+    const bool prefix = !k.full && prefix_positions(k.s.lora) != 0;
+    return {k.output_grad(mn::q_proj), prefix || k.output_grad(mn::k_proj),
+            prefix || k.output_grad(mn::v_proj)};
+  }
+  block_context q_b = k;  // q_b_proj reads q_a_layernorm's output
+  q_b.input_grad = k.output_grad(mn::q_a_proj) || k.norm_weights_train();
+  block_context kv_b = k;  // kv_b_proj reads kv_a_layernorm's output
+  kv_b.input_grad = k.output_grad(mn::kv_a_proj_with_mqa) || k.norm_weights_train();
+  const bool v = kv_b.output_grad(mn::kv_b_proj);
+  return {k.m.q_lora_rank != 0 ? q_b.output_grad(mn::q_b_proj) : k.output_grad(mn::q_proj),
+          v || k.output_grad(mn::kv_a_proj_with_mqa), v};
+}
+
 template <class Out>
 HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
   const model_shape& m = k.m;
@@ -32,25 +55,34 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
   // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
   // the adapted projections do, and the prefix's keys and values); a product saves each operand only for
   // the other's gradient.
-  const bool qg = k.output_grad(module_name::q_proj);
-  const bool kg = prefix != 0 || k.output_grad(module_name::k_proj);
-  const bool vg = prefix != 0 || k.output_grad(module_name::v_proj), scores_grad = qg || kg;
+  const qkv_grads grads = attention_input_grads(k);
+  const bool qg = grads.q, kg = grads.k, vg = grads.v, scores_grad = qg || kg;
+  // The values' width (MLA: a·v_head_dim, narrower than the q/k heads) and, under MLA, the storage a value
+  // view keeps: kv_b_proj's whole output, nope keys and values (a·(qk_nope + v_head_dim)).
+  const std::uint64_t vw = attention_output_width(m);
+  const std::uint64_t v_storage =
+      is_mla(m) ? m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim) : q;
   out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
   switch (c.attention) {
     case attention_impl::flash:
       if (prefix == 0) {
         out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
-                "kernel inputs at their GQA widths, for backward");
+                "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
       } else {
         out.add("flash-attn q", act(t, q, ab), "the kernel's query input, for backward");
         out.add("flash-attn k, v", act(key_rows, 2 * kv, ab),
                 "s + P keys and values at GQA width, for backward");
       }
-      out.add("flash-attn output", act(t, q, ab), "saved by the kernel; o_proj reads the same storage");
+      out.add("flash-attn output", act(t, q, ab),
+              is_mla(m) ? "saved by the kernel, at the padded width; o_proj reads a sliced copy"
+                        : "saved by the kernel; o_proj reads the same storage");
       out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
       return;
     case attention_impl::sdpa:
-      if (prefix == 0) {
+      if (is_mla(m)) {
+        out.add("sdpa q, k, v", act(t, 2 * q + v_storage, ab),
+                "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
+      } else if (prefix == 0) {
         out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
       } else {
         out.add("sdpa q", act(t, q, ab), "the kernel's query input, for backward");
@@ -61,7 +93,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
                 "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
                 "(flash takes no mask)");
       }
-      out.add("sdpa output", act(t, q, ab), "saved by the kernel for its backward");
+      out.add("sdpa output", act(t, vw, ab), "saved by the kernel for its backward");
       out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
       return;
     case attention_impl::sdpa_math: {
@@ -78,7 +110,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
         if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
       }
       if (scores_grad)
-        out.add("sdpa-math v", act(key_rows, q, ab), "saved by probs·v; repeat_kv expands V to all heads");
+        out.add("sdpa-math v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
       return;
     }
     case attention_impl::eager:
@@ -100,7 +132,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
       if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");
     }
     if (scores_grad)
-      out.add("eager v", act(key_rows, q, ab), "saved by probs·v; repeat_kv makes it contiguous");
+      out.add("eager v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
     return;
   }
   // transformers eager_attention_forward.
@@ -126,7 +158,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
     out.add("eager probabilities", scores * ab, "the cast to the compute dtype, saved by probs·v");
   }
   if (scores_grad)
-    out.add("eager v", act(key_rows, q, ab),
+    out.add("eager v", act(key_rows, vw, ab),
             "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
 }
 

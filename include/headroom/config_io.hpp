@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 16> architectures{{
+inline constexpr std::array<architecture, 19> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -72,6 +72,11 @@ inline constexpr std::array<architecture, 16> architectures{{
     {"gpt_neox", 2, false, false, false, 0, "", ""},
     // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale (set below).
     {"cohere", 1, false, false, true, 0, "", ""},
+    // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
+    // routed and shared experts (set below).
+    {"deepseek_v3", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    {"kimi_k2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    {"deepseek_v2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -104,10 +109,7 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 12> unpriced_architectures{{
-    {"deepseek_v2", "MLA attention, shared and routed experts and dense first layers"},
-    {"deepseek_v3", "MLA attention, shared and routed experts and dense first layers"},
-    {"kimi_k2", "MLA attention, shared and routed experts and dense first layers"},
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
@@ -193,6 +195,67 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
   if (!it->is_string()) throw input_error(key_path(origin, key), "must be a string, got " + it->dump());
   return it->get<std::string>();
 }
+/// DeepSeek-V2/V3 and Kimi-K2: MLA, dense first layers, routed and shared experts.
+inline bool is_deepseek(std::string_view model_type) {
+  return model_type == "deepseek_v3" || model_type == "kimi_k2" || model_type == "deepseek_v2";
+}
+/// A count that may be 0 (absent or null: `fallback`).
+inline std::uint64_t read_count_or_zero(const json& j, std::string_view key, const std::string& origin,
+                                        std::uint64_t fallback, std::uint64_t limit) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return fallback;
+  if (it->is_number_integer() && *it == 0) return 0;
+  return read_count(j, key, origin, limit);
+}
+/// DeepseekV3Config / DeepseekV2Config: MLA widths, the dense first layers, the shared experts, the router.
+inline void read_deepseek(const json& j, const std::string& origin, const std::string& model_type,
+                          model_shape& m, std::vector<std::string>& notes) {
+  const std::string act = read_string_or(j, "hidden_act", origin, "silu");
+  if (act != "silu")
+    throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
+  if (read_bool_or(j, "attention_bias", origin, false))
+    throw input_error(key_path(origin, "attention_bias"),
+                      "biased MLA projections are not priced (need false)");
+  m.kv_lora_rank = read_count(j, "kv_lora_rank", origin);
+  m.q_lora_rank = read_count_or(j, "q_lora_rank", origin, 0);  // null: one q_proj (DeepSeek-V2-Lite)
+  m.qk_rope_head_dim = read_count(j, "qk_rope_head_dim", origin);
+  m.v_head_dim = read_count(j, "v_head_dim", origin);
+  // DeepseekV3Attention.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim (the config's head_dim is the RoPE
+  // width)
+  m.head_dim = checked_add(read_count(j, "qk_nope_head_dim", origin), m.qk_rope_head_dim, "qk head_dim");
+  m.intermediate_size = read_count(j, "intermediate_size", origin);  // the dense first layers' MLP
+  m.dense_layers = read_count_or_zero(j, "first_k_dense_replace", origin, 0, max_layers);
+  if (read_count_or(j, "moe_layer_freq", origin, 1) != 1)
+    throw input_error(key_path(origin, "moe_layer_freq"),
+                      "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
+  const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
+  m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
+  m.deepseek_moe = true;
+  const std::string scoring =
+      read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
+  if (scoring != "sigmoid" && scoring != "softmax")
+    throw input_error(key_path(origin, "scoring_func"), "'" + scoring + "'; valid: sigmoid, softmax");
+  m.router_sigmoid = scoring == "sigmoid";
+  if (m.router_sigmoid) {  // group-limited top-k: n_group groups, topk_group kept
+    const std::uint64_t groups = read_count_or(j, "n_group", origin, 1, max_experts);
+    if (m.num_experts % groups != 0)
+      throw input_error(key_path(origin, "n_group"), "must divide n_routed_experts");
+    if (read_count_or(j, "topk_group", origin, 1, max_experts) > groups)
+      throw input_error(key_path(origin, "topk_group"), "must not exceed n_group");
+  }
+  m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, model_type != "deepseek_v2");
+  if (read_count_or_zero(j, "num_nextn_predict_layers", origin, 0, 64) != 0)
+    notes.emplace_back(
+        "num_nextn_predict_layers: the checkpoint's multi-token-prediction layers are not part of the model "
+        "transformers builds (DeepseekV3ForCausalLM ignores them on load), so they are not counted or "
+        "trained");
+  if (model_type == "deepseek_v2" || !m.router_sigmoid)
+    notes.emplace_back(
+        "DeepSeek-V2: parameters exact; activations priced with DeepSeek-V3's block (measured), whose router "
+        "and RoPE save slightly different tensors from V2's softmax router and complex-number RoPE (not "
+        "measured)");
+}
+
 /// hidden_act of a GELU MLP (StarCoder2, GPT-NeoX): ACT2FN's gelu and gelu_pytorch_tanh keep only their
 /// input; gelu_new, gelu_fast and the others are Python modules that keep more, so they are refused.
 inline void require_gelu(const json& j, const char* fallback, const std::string& origin) {
@@ -371,8 +434,13 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   for (const std::string_view key : detail::shape_keys) {
     const auto v = j.find(key);
     if (v == j.end() || v->is_null() || *v == 0 || *v == false || v->empty()) continue;
+    const bool deepseek_key = key == "n_shared_experts" || key == "q_lora_rank" || key == "kv_lora_rank" ||
+                              key == "qk_rope_head_dim" || key == "qk_nope_head_dim" || key == "v_head_dim" ||
+                              key == "first_k_dense_replace" || key == "moe_layer_freq" ||
+                              key == "num_nextn_predict_layers";
     const bool read = key == arch->experts_key || key == arch->expert_width_key ||
-                      (key == "shared_expert_intermediate_size" && !arch->experts_key.empty());
+                      (key == "shared_expert_intermediate_size" && !arch->experts_key.empty()) ||
+                      (deepseek_key && detail::is_deepseek(arch->model_type));
     if (!read)
       throw input_error(detail::key_path(origin, key),
                         "changes the model's shapes, and the '" + family +
@@ -487,6 +555,8 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
       throw input_error(detail::key_path(origin, "mlp_only_layers"),
                         "layouts mixing dense and MoE layers are not supported yet (need [])");
   }
+  if (detail::is_deepseek(arch->model_type))
+    detail::read_deepseek(j, origin, std::string(arch->model_type), m, out.notes);
   try {
     validate(m);
   } catch (const input_error& e) {

@@ -51,7 +51,9 @@ struct gemm_list {
 };
 
 /// The matmuls of one decoder layer, from the parameter inventory (plus LoRA A/B where attached).
+/// `m` is one run of uniform layers (layer_groups: DeepSeek's dense first layers are a run of their own).
 [[nodiscard]] constexpr gemm_list layer_gemms(const model_shape& m, const training_setup& s) {
+  if (m.dense_layers != 0) detail::fail("layer_gemms", "takes one run of uniform layers (see layer_groups)");
   gemm_list out;
   const bool full = s.method == training_method::full;
   for (const param_tensor& t : parameter_inventory(m)) {
@@ -60,7 +62,7 @@ struct gemm_list {
     g.module = t.module;
     g.in = t.cols;
     g.out = t.rows;
-    const bool expert = is_moe(m) && t.copies == m.num_hidden_layers * m.num_experts;
+    const bool expert = t.routed_expert;
     g.rows_num = expert ? m.num_experts_per_tok : 1;
     g.weight_copies = expert ? m.num_experts : 1;
     g.trainable = full;
@@ -87,14 +89,17 @@ struct layer_macs {
   double forward = 0;
   double trainable = 0;
 };
+/// Summed over every layer of the model (each run of uniform layers counted layer by layer).
 constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& s) {
   layer_macs r;
-  for (const gemm_shape& g : layer_gemms(m, s)) {
-    const double macs = static_cast<double>(g.in) * static_cast<double>(g.out) *
-                        static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
-    r.forward += macs;
-    if (g.trainable) r.trainable += macs;
-  }
+  for (const layer_group& run : layer_groups(m))
+    for (const gemm_shape& g : layer_gemms(run.shape, s)) {
+      const double macs = static_cast<double>(g.in) * static_cast<double>(g.out) *
+                          static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den) *
+                          static_cast<double>(run.layers);
+      r.forward += macs;
+      if (g.trainable) r.trainable += macs;
+    }
   return r;
 }
 }  // namespace detail
@@ -102,10 +107,9 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
 /// Parameters a token actually multiplies: MoE experts count k of E (Qwen3-30B-A3B: about 3.3B).
 [[nodiscard]] constexpr params active_parameter_count(const model_shape& m) {
   params total{0};
-  for (const param_tensor& t : parameter_inventory(m)) {
-    const bool expert = is_moe(m) && t.copies == m.num_hidden_layers * m.num_experts;
-    total += expert ? params(t.numel() * m.num_hidden_layers * m.num_experts_per_tok) : t.total();
-  }
+  for (const param_tensor& t : parameter_inventory(m))  // an expert tensor: k of its E copies per layer
+    total +=
+        t.routed_expert ? params(t.numel() * (t.copies / m.num_experts) * m.num_experts_per_tok) : t.total();
   return total;
 }
 
@@ -119,7 +123,9 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
   token_flops r;
   r.convention = choice_name(flops_convention_names, c);
   const double L = static_cast<double>(m.num_hidden_layers);
-  const double q = static_cast<double>(query_width(m)), sl = static_cast<double>(seq_len);
+  // q·kᵀ over the q/k head width and probabilities·v over the value width (MLA: 192 and 128 per head)
+  const double qv = static_cast<double>(query_width(m) + attention_output_width(m));
+  const double sl = static_cast<double>(seq_len);
   const bool full = s.method == training_method::full;
   double adapters = 0;
   if (!full)
@@ -133,7 +139,7 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
       forward = 2 * (N + adapters);
       r.model = flops(full ? 6 * N : 4 * N + 6 * adapters);
       if (c == flops_convention::palm) {  // QKᵀ and attention·V, no causal discount: 4·q·s fwd per layer
-        attention_forward = 4 * L * q * sl;
+        attention_forward = 2 * L * qv * sl;
         r.model = r.model + flops(3 * attention_forward);
       }
       break;
@@ -142,10 +148,10 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
       const detail::layer_macs macs = detail::macs_per_token(m, s);
       const double head = static_cast<double>(m.hidden_size) * static_cast<double>(m.vocab_size);
       const double head_trainable = full ? head : 0;
-      attention_forward = 2 * L * q * sl;  // 4·q·s, halved by the causal mask
-      forward = 2 * (L * macs.forward + head) + attention_forward;
+      attention_forward = L * qv * sl;  // 4·q·s, halved by the causal mask
+      forward = 2 * (macs.forward + head) + attention_forward;
       // forward 2·MACs; backward 2·MACs for activation gradients + 2·MACs for trainable weights
-      r.model = flops(2 * (L * macs.forward + head) * 2 + 2 * (L * macs.trainable + head_trainable) +
+      r.model = flops(2 * (macs.forward + head) * 2 + 2 * (macs.trainable + head_trainable) +
                       3 * attention_forward);
       break;
     }

@@ -32,12 +32,27 @@ struct lora_targets {
   /// and lm_head is not.
   [[nodiscard]] static constexpr lora_targets all_linear() {
     lora_targets t;
-    for (module_name m :
-         {module_name::q_proj, module_name::k_proj, module_name::v_proj, module_name::o_proj,
-          module_name::gate_proj, module_name::up_proj, module_name::down_proj, module_name::router,
-          module_name::shared_expert_gate, module_name::qkv_proj, module_name::gate_up_proj,
-          module_name::c_fc, module_name::c_proj, module_name::query_key_value, module_name::dense,
-          module_name::dense_h_to_4h, module_name::dense_4h_to_h})
+    for (module_name m : {module_name::q_proj,
+                          module_name::k_proj,
+                          module_name::v_proj,
+                          module_name::o_proj,
+                          module_name::gate_proj,
+                          module_name::up_proj,
+                          module_name::down_proj,
+                          module_name::router,
+                          module_name::shared_expert_gate,
+                          module_name::qkv_proj,
+                          module_name::gate_up_proj,
+                          module_name::c_fc,
+                          module_name::c_proj,
+                          module_name::query_key_value,
+                          module_name::dense,
+                          module_name::dense_h_to_4h,
+                          module_name::dense_4h_to_h,
+                          module_name::q_a_proj,
+                          module_name::q_b_proj,
+                          module_name::kv_a_proj_with_mqa,
+                          module_name::kv_b_proj})
       t.add(m);
     return t;
   }
@@ -51,7 +66,7 @@ struct target_name {
   bool alias = false;  ///< another family's name for the same module (GPT-NeoX's embed_in, embed_out)
 };
 /// `gate` is the MoE router's attribute name (mlp.gate); PEFT matches by name suffix.
-inline constexpr std::array<target_name, 21> lora_target_names{{
+inline constexpr std::array<target_name, 25> lora_target_names{{
     {"q_proj", module_name::q_proj},
     {"k_proj", module_name::k_proj},
     {"v_proj", module_name::v_proj},
@@ -71,6 +86,10 @@ inline constexpr std::array<target_name, 21> lora_target_names{{
     {"dense", module_name::dense},
     {"dense_h_to_4h", module_name::dense_h_to_4h},
     {"dense_4h_to_h", module_name::dense_4h_to_h},
+    {"q_a_proj", module_name::q_a_proj},
+    {"q_b_proj", module_name::q_b_proj},
+    {"kv_a_proj_with_mqa", module_name::kv_a_proj_with_mqa},
+    {"kv_b_proj", module_name::kv_b_proj},
     {"embed_in", module_name::embed_tokens, true},
     {"embed_out", module_name::lm_head, true},
 }};

@@ -64,6 +64,16 @@ struct model_shape {
   bool cohere_norm = false;  ///< CohereLayerNorm: x − mean, · rsqrt, · weight, all in fp32 in Python; no bias
   bool logit_scale =
       false;  ///< logits · logit_scale (Cohere): a new logits-sized tensor, as Granite's division
+  // DeepSeek-V2/V3, Kimi-K2 (DeepseekV3Attention, DeepseekV3MoE): multi-head latent attention (MLA), where
+  // head_dim is the q/k head width qk_nope_head_dim + qk_rope_head_dim, and dense first layers.
+  std::uint64_t q_lora_rank = 0;       ///< q_a_proj's width (V3: 1536); 0 = one q_proj (V2-Lite)
+  std::uint64_t kv_lora_rank = 0;      ///< the compressed K/V width (V3: 512); nonzero = MLA
+  std::uint64_t qk_rope_head_dim = 0;  ///< the rotated part of each q/k head, one key for all heads (64)
+  std::uint64_t v_head_dim = 0;        ///< per-head value width (V3: 128)
+  std::uint64_t dense_layers = 0;      ///< first_k_dense_replace: leading layers with a dense MLP (V3: 3)
+  bool deepseek_moe =
+      false;  ///< nn.Parameter router run in fp32, shared experts added ungated (DeepseekV3MoE)
+  bool router_sigmoid = false;  ///< sigmoid scores with group-limited top-k (V3 noaux_tc), not softmax (V2)
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -90,6 +100,10 @@ enum class module_name : std::uint8_t {
   dense,            ///< GPT-NeoX's attention output projection
   dense_h_to_4h,    ///< GPT-NeoX's MLP input projection d → d_ff
   dense_4h_to_h,    ///< GPT-NeoX's MLP output projection d_ff → d
+  q_a_proj,         ///< MLA: d → q_lora_rank (DeepSeek)
+  q_b_proj,         ///< MLA: q_lora_rank → a·(qk_nope + qk_rope)
+  kv_a_proj_with_mqa,  ///< MLA: d → kv_lora_rank + qk_rope (the compressed K/V and the shared RoPE key)
+  kv_b_proj,           ///< MLA: kv_lora_rank → a·(qk_nope + v_head_dim)
 };
 
 /// The names a family gives the fused q/k/v, the attention output and a non-gated MLP's two linears.
@@ -104,6 +118,7 @@ struct block_module_names {
 }
 /// The width RoPE rotates in each head, and so the width of its cos/sin tables.
 [[nodiscard]] constexpr std::uint64_t rope_width(const model_shape& m) {
+  if (m.kv_lora_rank != 0) return m.qk_rope_head_dim;  // MLA rotates qk_rope_head_dim of each head
   return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
 }
 
@@ -119,10 +134,11 @@ enum class tensor_role : std::uint8_t {
 struct param_tensor {
   module_name module = module_name::embed_tokens;
   tensor_role role = tensor_role::linear_weight;
-  std::uint64_t rows = 0;    ///< out_features (or embedding rows); the length for 1-D tensors
-  std::uint64_t cols = 0;    ///< in_features; 0 for 1-D tensors
-  std::uint64_t copies = 0;  ///< layers × experts holding this tensor
-  bool nn_linear = true;     ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
+  std::uint64_t rows = 0;      ///< out_features (or embedding rows); the length for 1-D tensors
+  std::uint64_t cols = 0;      ///< in_features; 0 for 1-D tensors
+  std::uint64_t copies = 0;    ///< layers × experts holding this tensor
+  bool nn_linear = true;       ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
+  bool routed_expert = false;  ///< one of the routed experts' tensors: a token multiplies k of E copies
 
   [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t numel() const {
     return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
@@ -168,6 +184,16 @@ constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t li
   return m.num_key_value_heads * m.head_dim;
 }
 [[nodiscard]] constexpr bool is_moe(const model_shape& m) { return m.num_experts != 0; }
+/// Multi-head latent attention (DeepSeek-V2/V3): compressed K/V through kv_a_proj_with_mqa and kv_b_proj.
+[[nodiscard]] constexpr bool is_mla(const model_shape& m) { return m.kv_lora_rank != 0; }
+/// The attention output width o_proj reads: a·v_head_dim under MLA, else a·head_dim.
+[[nodiscard]] constexpr std::uint64_t attention_output_width(const model_shape& m) {
+  return is_mla(m) ? m.num_attention_heads * m.v_head_dim : query_width(m);
+}
+/// Layers whose MLP is the routed experts (all of an MoE model but its first_k_dense_replace dense ones).
+[[nodiscard]] constexpr std::uint64_t moe_layers(const model_shape& m) {
+  return is_moe(m) ? m.num_hidden_layers - m.dense_layers : 0;
+}
 
 /// Throws input_error naming the first field that is zero, absurd or inconsistent.
 constexpr void validate(const model_shape& m) {
@@ -220,6 +246,65 @@ constexpr void validate(const model_shape& m) {
       (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
     detail::fail("layer_norm",
                  "is StarCoder2's and GPT-NeoX's two LayerNorms: no RMSNorm options or q/k norms");
+  if (is_mla(m)) {
+    detail::require_size(m.kv_lora_rank, "kv_lora_rank", max_dimension);
+    detail::require_size(m.qk_rope_head_dim, "qk_rope_head_dim", max_dimension);
+    detail::require_size(m.v_head_dim, "v_head_dim", max_dimension);
+    if (m.q_lora_rank > max_dimension) detail::fail("q_lora_rank", "is absurdly large");
+    if (m.qk_rope_head_dim % 2 != 0 || m.qk_rope_head_dim >= m.head_dim)
+      detail::fail("qk_rope_head_dim", "must be even and smaller than qk_nope_head_dim + qk_rope_head_dim");
+    if (m.num_key_value_heads != m.num_attention_heads)
+      detail::fail("num_key_value_heads",
+                   "must equal num_attention_heads under MLA (every head has its keys)");
+    if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.layer_norm ||
+        m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 ||
+        m.attention_sinks)
+      detail::fail("kv_lora_rank",
+                   "MLA is modelled with DeepSeek's block: two RMSNorms, unbiased projections");
+  } else if (m.q_lora_rank != 0 || m.qk_rope_head_dim != 0 || m.v_head_dim != 0) {
+    detail::fail("q_lora_rank", "q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank (MLA)");
+  }
+  if (m.dense_layers != 0) {
+    if (!m.deepseek_moe)
+      detail::fail("first_k_dense_replace", "dense first layers are modelled for DeepSeek's MoE only");
+    if (m.dense_layers >= m.num_hidden_layers)
+      detail::fail("first_k_dense_replace", "must be smaller than num_hidden_layers");
+    detail::require_size(m.intermediate_size, "intermediate_size", max_dimension);
+  }
+  if ((m.deepseek_moe || m.router_sigmoid) && (!is_moe(m) || m.experts_3d || m.fused_gate_up || m.mlp_bias))
+    detail::fail("deepseek_moe", "is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
+  if (m.router_sigmoid && !m.deepseek_moe) detail::fail("router_sigmoid", "set without deepseek_moe");
+}
+
+/// A run of consecutive layers that share one shape, and how many layers it has.
+struct layer_group {
+  model_shape shape{};  ///< the model with every layer like these (num_hidden_layers = layers)
+  std::uint64_t layers = 0;
+};
+/// The model's layers in uniform runs: one run, or DeepSeek's dense first layers and then the MoE ones.
+struct layer_group_list {
+  std::array<layer_group, 2> items{};
+  std::size_t size = 0;
+  [[nodiscard]] constexpr const layer_group* begin() const { return items.data(); }
+  [[nodiscard]] constexpr const layer_group* end() const { return items.data() + size; }
+};
+[[nodiscard]] constexpr layer_group_list layer_groups(const model_shape& m) {
+  layer_group_list out;
+  if (m.dense_layers == 0) {
+    out.items[out.size++] = {m, m.num_hidden_layers};
+    return out;
+  }
+  model_shape dense = m;  // DeepseekV3DecoderLayer: layer_idx < first_k_dense_replace → DeepseekV3MLP
+  dense.num_hidden_layers = dense.dense_layers;
+  dense.dense_layers = dense.num_experts = dense.num_experts_per_tok = dense.moe_intermediate_size = 0;
+  dense.shared_expert_intermediate_size = 0;
+  dense.norm_topk_prob = dense.deepseek_moe = dense.router_sigmoid = false;
+  model_shape moe = m;
+  moe.num_hidden_layers = moe_layers(m);
+  moe.dense_layers = 0;
+  out.items[out.size++] = {dense, dense.num_hidden_layers};
+  out.items[out.size++] = {moe, moe.num_hidden_layers};
+  return out;
 }
 
 /// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
@@ -236,7 +321,22 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   using tr = tensor_role;
   add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
   const block_module_names names = block_modules(m);
-  if (m.fused_qkv) {
+  if (is_mla(m)) {  // DeepseekV3Attention: q_a_proj → q_a_layernorm → q_b_proj (or one q_proj), and
+                    // kv_a_proj_with_mqa → kv_a_layernorm → kv_b_proj, whose output holds a heads' nope keys
+                    // and values
+    const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
+    if (ql != 0) {
+      add({mn::q_a_proj, tr::linear_weight, ql, d, L});
+      add({mn::norm, tr::norm_weight, ql, 0, L});  // q_a_layernorm
+      add({mn::q_b_proj, tr::linear_weight, q, ql, L});
+    } else {
+      add({mn::q_proj, tr::linear_weight, q, d, L});
+    }
+    add({mn::kv_a_proj_with_mqa, tr::linear_weight, kvl + rope, d, L});
+    add({mn::norm, tr::norm_weight, kvl, 0, L});  // kv_a_layernorm
+    add({mn::kv_b_proj, tr::linear_weight, m.num_attention_heads * (m.head_dim - rope + m.v_head_dim), kvl,
+         L});
+  } else if (m.fused_qkv) {
     add({names.qkv, tr::linear_weight, q + 2 * kv, d, L});               // qkv_proj: d → (a + 2g)·head_dim
     if (m.attention_bias) add({names.qkv, tr::bias, q + 2 * kv, 0, L});  // GPT-NeoX's query_key_value
   } else {
@@ -244,7 +344,7 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
     add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
   }
-  add({names.out, tr::linear_weight, d, q, L});  // o_proj: a·head_dim → d
+  add({names.out, tr::linear_weight, d, attention_output_width(m), L});  // o_proj: a·head_dim (MLA: a·v) → d
   if (m.attention_bias && !m.fused_qkv) {
     add({mn::q_proj, tr::bias, q, 0, L});
     add({mn::k_proj, tr::bias, kv, 0, L});
@@ -254,10 +354,10 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
   if (m.attention_sinks) add({mn::sinks, tr::bias, m.num_attention_heads, 0, L});  // GptOssAttention.sinks
   if (m.experts_3d) {  // GptOssExperts: gate_up_proj (E, d, 2f) + bias, down_proj (E, f, d) + bias; router
     const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(L, m.num_experts, "experts");
-    add({mn::experts, tr::linear_weight, 2 * f, d, E, false});
-    add({mn::experts, tr::bias, 2 * f, 0, E, false});
-    add({mn::experts, tr::linear_weight, d, f, E, false});
-    add({mn::experts, tr::bias, d, 0, E, false});
+    add({mn::experts, tr::linear_weight, 2 * f, d, E, false, true});
+    add({mn::experts, tr::bias, 2 * f, 0, E, false, true});
+    add({mn::experts, tr::linear_weight, d, f, E, false, true});
+    add({mn::experts, tr::bias, d, 0, E, false, true});
     add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
     if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
   } else if (m.plain_mlp) {  // Starcoder2MLP: c_fc d → d_ff, c_proj d_ff → d (biases: use_bias)
@@ -268,27 +368,32 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
       add({names.mlp_out, tr::bias, d, 0, L});
     }
   } else {  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) + router
-    const std::uint64_t ff = is_moe(m) ? m.moe_intermediate_size : m.intermediate_size;
-    const std::uint64_t mlp_copies = is_moe(m) ? detail::checked_mul(L, m.num_experts, "experts") : L;
-    if (m.fused_gate_up) {
-      add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, mlp_copies});  // gate_up_proj: d → 2·d_ff
-    } else {
-      add({mn::gate_proj, tr::linear_weight, ff, d, mlp_copies});  // gate_proj: d → d_ff
-      add({mn::up_proj, tr::linear_weight, ff, d, mlp_copies});    // up_proj: d → d_ff
+    auto swiglu = [&](std::uint64_t ff, std::uint64_t copies, bool routed) HEADROOM_INLINE {
+      if (m.fused_gate_up) {
+        add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, copies, true, routed});  // d → 2·d_ff
+      } else {
+        add({mn::gate_proj, tr::linear_weight, ff, d, copies, true, routed});  // gate_proj: d → d_ff
+        add({mn::up_proj, tr::linear_weight, ff, d, copies, true, routed});    // up_proj: d → d_ff
+      }
+      add({mn::down_proj, tr::linear_weight, d, ff, copies, true, routed});  // down_proj: d_ff → d
+      if (m.mlp_bias) {
+        add({mn::gate_proj, tr::bias, ff, 0, copies, true, routed});
+        add({mn::up_proj, tr::bias, ff, 0, copies, true, routed});
+        add({mn::down_proj, tr::bias, d, 0, copies, true, routed});
+      }
+    };
+    const std::uint64_t moe = moe_layers(m);
+    if (!is_moe(m)) swiglu(m.intermediate_size, L, false);
+    if (m.dense_layers != 0) swiglu(m.intermediate_size, m.dense_layers, false);  // DeepSeek's first layers
+    if (is_moe(m)) {
+      swiglu(m.moe_intermediate_size, detail::checked_mul(moe, m.num_experts, "experts"), true);
+      // gate: d → E; DeepseekV3TopkRouter holds it as an nn.Parameter (its e_score_correction_bias is a
+      // buffer)
+      add({mn::router, tr::linear_weight, m.num_experts, d, moe, !m.deepseek_moe});
     }
-    add({mn::down_proj, tr::linear_weight, d, ff, mlp_copies});  // down_proj: d_ff → d
-    if (m.mlp_bias) {
-      add({mn::gate_proj, tr::bias, ff, 0, mlp_copies});
-      add({mn::up_proj, tr::bias, ff, 0, mlp_copies});
-      add({mn::down_proj, tr::bias, d, 0, mlp_copies});
-    }
-    if (is_moe(m)) add({mn::router, tr::linear_weight, m.num_experts, d, L});  // gate: d → E
     if (m.shared_expert_intermediate_size != 0) {
-      const std::uint64_t sf = m.shared_expert_intermediate_size;
-      add({mn::gate_proj, tr::linear_weight, sf, d, L});
-      add({mn::up_proj, tr::linear_weight, sf, d, L});
-      add({mn::down_proj, tr::linear_weight, d, sf, L});
-      add({mn::shared_expert_gate, tr::linear_weight, 1, d, L});
+      swiglu(m.shared_expert_intermediate_size, moe, false);
+      if (!m.deepseek_moe) add({mn::shared_expert_gate, tr::linear_weight, 1, d, moe});  // Qwen2-MoE's gate
     }
   }
   // nn.LayerNorm holds a bias beside its weight, so its parameters are twice an RMSNorm's.
@@ -341,14 +446,26 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
   for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
     if (m.neox_names)  // GPTNeoXLayer registers input_layernorm and post_attention_layernorm first
       for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
-    if (m.fused_qkv) {
+    if (is_mla(m)) {  // DeepseekV3Attention.__init__
+      if (m.q_lora_rank != 0) {
+        linear(mn::q_a_proj, m.q_lora_rank, d, false);
+        visit(param_tensor{mn::norm, tr::norm_weight, m.q_lora_rank, 0, 1});
+        linear(mn::q_b_proj, q, m.q_lora_rank, false);
+      } else {
+        linear(mn::q_proj, q, d, false);
+      }
+      linear(mn::kv_a_proj_with_mqa, m.kv_lora_rank + m.qk_rope_head_dim, d, false);
+      visit(param_tensor{mn::norm, tr::norm_weight, m.kv_lora_rank, 0, 1});
+      linear(mn::kv_b_proj, m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim),
+             m.kv_lora_rank, false);
+    } else if (m.fused_qkv) {
       linear(names.qkv, q + 2 * kv, d, m.attention_bias);
     } else {
       linear(mn::q_proj, q, d, m.attention_bias);
       linear(mn::k_proj, kv, d, m.attention_bias);
       linear(mn::v_proj, kv, d, m.attention_bias);
     }
-    linear(names.out, d, q, m.o_proj_bias);
+    linear(names.out, d, attention_output_width(m), m.o_proj_bias);
     if (m.attention_sinks) visit(param_tensor{mn::sinks, tr::bias, m.num_attention_heads, 0, 1});
     if (m.qk_norm) {
       visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
@@ -362,6 +479,14 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
       visit(param_tensor{mn::experts, tr::bias, E * 2 * f, 0, 1, false});
       visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
       visit(param_tensor{mn::experts, tr::bias, E * d, 0, 1, false});
+    } else if (is_moe(m) && m.deepseek_moe) {  // DeepseekV3MoE: experts, gate, shared_experts
+      if (layer < m.dense_layers) {
+        mlp(m.intermediate_size, false);
+      } else {
+        for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, false);
+        visit(param_tensor{mn::router, tr::linear_weight, m.num_experts, d, 1, false});
+        if (m.shared_expert_intermediate_size != 0) mlp(m.shared_expert_intermediate_size, false);
+      }
     } else if (is_moe(m)) {
       linear(mn::router, m.num_experts, d, false);
       for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, m.mlp_bias);
@@ -394,6 +519,17 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
   params total{0};
   visit_parameters(m, [&total](const param_tensor& t) { total += t.total(); });
   return total;
+}
+
+/// Parameters outside the decoder layers: embed_tokens, the final norm (a LayerNorm's bias too), an untied
+/// lm_head.
+[[nodiscard]] constexpr std::uint64_t model_level_parameters(const model_shape& m) {
+  const std::uint64_t table = detail::checked_mul(m.vocab_size, m.hidden_size, "embedding");
+  return table * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size * (m.layer_norm ? 2 : 1);
+}
+/// Parameters of one decoder layer of `m`, whose layers are uniform (one of layer_groups).
+[[nodiscard]] constexpr params layer_parameter_count(const model_shape& m) {
+  return params((parameter_count(m).count() - model_level_parameters(m)) / m.num_hidden_layers);
 }
 
 }  // namespace headroom

@@ -95,14 +95,13 @@ constexpr bool shards_params(sharding s) {
 /// Parameters of the largest unit gathered at once: a decoder layer (FSDP's wrap unit) or the
 /// embedding / head, whichever is larger (DeepSpeed's "largest layer").
 constexpr std::uint64_t largest_unit_params(const model_shape& m) {
-  std::uint64_t layer = 0, largest = 0;
-  visit_parameters(m, [&](const param_tensor& t) {
-    if (t.copies == 1)
-      largest = t.numel() > largest ? t.numel() : largest;
-    else
-      layer = checked_add(layer, checked_mul(t.numel(), t.copies / m.num_hidden_layers), "layer parameters");
-  });
-  return layer > largest ? layer : largest;
+  validate(m);
+  std::uint64_t largest = checked_mul(m.vocab_size, m.hidden_size, "embedding");  // embed_tokens, lm_head
+  for (const layer_group& run : layer_groups(m)) {  // DeepSeek: a dense first layer or an MoE one
+    const std::uint64_t layer = layer_parameter_count(run.shape).count();
+    largest = layer > largest ? layer : largest;
+  }
+  return largest;
 }
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
 }  // namespace detail

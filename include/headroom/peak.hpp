@@ -216,7 +216,17 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   if (acts.recompute.count() != 0) {
     auto minus = [](bytes a, bytes b) { return a > b ? a - b : bytes(0); };  // sharded grads can be smaller
     const bytes layer_grads = minus(st.grads, detail::non_layer_grads(spec.shape, r.setup));
-    before_first_layer = minus(layer_grads, detail::div_up(layer_grads, spec.shape.num_hidden_layers));
+    const model_shape& m = spec.shape;
+    // The first layer's share: 1/L of uniform layers; DeepSeek's first is a dense layer, its share by
+    // parameters.
+    const bytes first_layer =
+        m.dense_layers == 0
+            ? detail::div_up(layer_grads, m.num_hidden_layers)
+            : bytes(static_cast<std::uint64_t>(
+                  static_cast<double>(layer_grads.count()) *
+                  static_cast<double>(layer_parameter_count(layer_groups(m).items[0].shape).count()) /
+                  static_cast<double>(parameter_count(m).count() - model_level_parameters(m))));
+    before_first_layer = minus(layer_grads, first_layer);
   }
   const bool recompute_last =
       acts.recompute.count() != 0 && before_first_layer + acts.recompute + hidden > st.grads + embedding;

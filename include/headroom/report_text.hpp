@@ -247,6 +247,16 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
        std::to_string(is_moe(m) ? m.moe_intermediate_size : m.intermediate_size) + ", V " +
        std::to_string(m.vocab_size) + (m.tie_word_embeddings ? ", tied head" : ", untied head") + " (" +
        model.origin + ")");
+  if (is_mla(m))
+    line(fmt::format(
+        "  MLA      q_lora_rank {}, kv_lora_rank {}, q/k head {} = {} + RoPE {}, v head {}{}", m.q_lora_rank,
+        m.kv_lora_rank, m.head_dim, m.head_dim - m.qk_rope_head_dim, m.qk_rope_head_dim, m.v_head_dim,
+        m.dense_layers != 0
+            ? fmt::format("; the first {} layers dense (d_ff {}), then {} MoE layers of {} experts "
+                          "(k {}) and shared experts of width {}",
+                          m.dense_layers, m.intermediate_size, moe_layers(m), m.num_experts,
+                          m.num_experts_per_tok, m.shared_expert_intermediate_size)
+            : ""));
   line(
       fmt::format("  params   {} from the inventory (embedding + L·(attention + MLP + norms) + final "
                   "norm{}); priced on {} = {}",

@@ -85,7 +85,9 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   constexpr double rope = 10;       // per q and k: · cos, rotate_half's neg and cat, · sin, +
   constexpr double expert_ops = 8;  // per expert: where, index, gate, up, act, ·, down, · weight, index_add_
   constexpr double layer_norm = 1;  // native_layer_norm is one kernel
-  const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0));
+  // (MLA adds q_a_layernorm and kv_a_layernorm)
+  const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0) +
+                                           (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
   double k = (m.layer_norm ? layer_norm : rms_norm) * norms + rope + 2;  // + the two residual adds
   if (m.residual_dropout) k += 2 * 2;  // StarCoder2: bernoulli and the product, after o_proj and c_proj
   switch (a.attention) {
@@ -169,50 +171,59 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
                               gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
   const activation_config& a = r.activations;
   const double t = static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens"));
-  const double L = static_cast<double>(m.num_hidden_layers);
   const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
   const double kv = static_cast<double>(kv_width(m)), V = static_cast<double>(m.vocab_size);
+  const double qv = q + static_cast<double>(attention_output_width(m));  // q·kᵀ width + probabilities·v width
   const double heads = static_cast<double>(m.num_attention_heads), sl = static_cast<double>(a.seq_len);
   const double bsz = static_cast<double>(a.batch);
 
   step_time_parts p;
   double forward_only = 0;  // one forward of the layers, for recomputation
-  // Linear layers: forward, activation gradient, and weight gradient when trainable.
-  for (const gemm_shape& g : layer_gemms(m, s)) {
-    const double rows = t * static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
-    const double K = static_cast<double>(g.in), N = static_cast<double>(g.out);
-    const double copies = static_cast<double>(g.weight_copies);
-    const double fwd = detail::gemm_time(roof, rows, K, N, copies);
-    double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
-    if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
-    const double bwd = detail::gemm_time(roof, rows, N, K, copies) +
-                       (g.trainable ? detail::weight_grad_time(roof, rows, K, N, copies) : 0);
-    p.matmuls += L * (fwd + dequant + bwd + dequant);
-    forward_only += L * (fwd + dequant);
+  double attention_recompute = 0, fwd_kernels = 0;
+  // Each run of uniform layers (DeepSeek: the dense first layers, then the MoE ones) times its layer count.
+  for (const layer_group& run : layer_groups(m)) {
+    const model_shape& lm = run.shape;
+    const double L = static_cast<double>(run.layers);
+    // Linear layers: forward, activation gradient, and weight gradient when trainable.
+    for (const gemm_shape& g : layer_gemms(lm, s)) {
+      const double rows = t * static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
+      const double K = static_cast<double>(g.in), N = static_cast<double>(g.out);
+      const double copies = static_cast<double>(g.weight_copies);
+      const double fwd = detail::gemm_time(roof, rows, K, N, copies);
+      double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
+      if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
+      const double bwd = detail::gemm_time(roof, rows, N, K, copies) +
+                         (g.trainable ? detail::weight_grad_time(roof, rows, K, N, copies) : 0);
+      p.matmuls += L * (fwd + dequant + bwd + dequant);
+      forward_only += L * (fwd + dequant);
+    }
+    // Attention kernel. Flash/SDPA: causal, 2·b·s²·q forward FLOPs; backward 2.5× (FlashAttention-2:
+    // five matmuls against two). Eager: the full s² products plus the score traffic.
+    double attn_fwd = 0;
+    const double qk_bytes = 2 * t * (2 * q + 2 * kv);
+    if (a.attention == attention_impl::eager) {
+      const double scores = bsz * heads * sl * sl;
+      attn_fwd = roof.time(2 * bsz * sl * sl * qv, qk_bytes + scores * (2 + 2 + 4 + 4 + 2 + 2));
+    } else {
+      attn_fwd = roof.time(bsz * sl * sl * qv,
+                           qk_bytes + (a.attention == attention_impl::sdpa ? 4 * t * (q - kv) : 0));
+    }
+    p.attention += L * attn_fwd * 3.5;
+    attention_recompute += L * attn_fwd;
+    // Elementwise traffic per layer, forward (backward ≈ 2×): norms read/write with an fp32 pass,
+    // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
+    const double ff = static_cast<double>(is_moe(lm) ? lm.moe_intermediate_size * lm.num_experts_per_tok
+                                                     : lm.intermediate_size);
+    // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
+    const double norms = static_cast<double>(lm.norms_per_layer);
+    const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
+    const double mlp_bytes = lm.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
+    const double elem_bytes =
+        norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
+    p.elementwise += L * roof.time(0, elem_bytes) * 3;
+    forward_only += L * (roof.time(0, elem_bytes));
+    fwd_kernels += L * detail::layer_forward_kernels(lm, s, a);
   }
-  // Attention kernel. Flash/SDPA: causal, 2·b·s²·q forward FLOPs; backward 2.5× (FlashAttention-2:
-  // five matmuls against two). Eager: the full s² products plus the score traffic.
-  double attn_fwd = 0;
-  const double qk_bytes = 2 * t * (2 * q + 2 * kv);
-  if (a.attention == attention_impl::eager) {
-    const double scores = bsz * heads * sl * sl;
-    attn_fwd = roof.time(4 * bsz * sl * sl * q, qk_bytes + scores * (2 + 2 + 4 + 4 + 2 + 2));
-  } else {
-    attn_fwd = roof.time(2 * bsz * sl * sl * q,
-                         qk_bytes + (a.attention == attention_impl::sdpa ? 4 * t * (q - kv) : 0));
-  }
-  p.attention = L * attn_fwd * 3.5;
-  // Elementwise traffic per layer, forward (backward ≈ 2×): norms read/write with an fp32 pass,
-  // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
-  const double ff =
-      static_cast<double>(is_moe(m) ? m.moe_intermediate_size * m.num_experts_per_tok : m.intermediate_size);
-  // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
-  const double norms = static_cast<double>(m.norms_per_layer);
-  const double norm_bytes = m.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
-  const double mlp_bytes = m.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
-  const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
-  p.elementwise = L * roof.time(0, elem_bytes) * 3;
-  forward_only += L * (roof.time(0, elem_bytes));
   // Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.
   const bool head_trains = s.method == training_method::full;
   double head = detail::gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
@@ -233,12 +244,11 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       break;
   }
   p.loss_head = head;
-  if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + L * attn_fwd;
+  if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + attention_recompute;
   if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
   // Host side: eager PyTorch dispatches every op from Python; when that takes longer than the GPU runs the
   // kernels, the step waits for the host. Forward, about two launches per op in backward, a recomputed
   // forward, and the loss head's dozen ops.
-  const double fwd_kernels = L * detail::layer_forward_kernels(m, s, a);
   const double recomputed = recomputes_blocks(a.ckpt) || a.ckpt == checkpointing::selective ? fwd_kernels : 0;
   constexpr double loss_kernels =
       12;  // lm_head, float(), log_softmax, nll_loss, their backwards, the division

@@ -356,7 +356,8 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                              "not read");
     } else if (tm == peft->end() || tm->is_null()) {
       // PEFT's mappings (utils/constants.py) have no row for these: _prepare_adapter_config raises.
-      for (const char* none : {"olmo2", "granite", "gpt_oss", "gemma3", "starcoder2", "cohere"})
+      for (const char* none : {"olmo2", "granite", "gpt_oss", "gemma3", "starcoder2", "cohere", "deepseek_v2",
+                               "deepseek_v3", "kimi_k2"})
         if (model.model_type == none)
           throw input_error(po + "/target_modules",
                             "not set, and PEFT has no default for '" + model.model_type +

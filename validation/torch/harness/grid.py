@@ -32,7 +32,11 @@ SHAPES["gpt_neox"] = dict(hidden=128, intermediate=512, heads=4, kv_heads=4, hea
 # Cohere as Command-R (multi-head here, tied) and with Command-R+'s q/k norms (GQA).
 SHAPES["cohere"] = dict(hidden=128, intermediate=352, heads=4, kv_heads=4, head_dim=32, vocab=4096, tied=1)
 SHAPES["cohere_qk"] = dict(hidden=96, intermediate=256, heads=6, kv_heads=2, head_dim=16, vocab=4096, tied=1)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk")
+# DeepSeek-V3: MLA (q/k heads of qk_nope 16 + qk_rope 8, values 16), 8 routed experts of 32 (top 2 of 2 groups
+# out of 4) and one shared expert; the MLA widths and routing are the harness family's (modules.FAMILIES).
+SHAPES["deepseek_v3"] = dict(hidden=64, intermediate=160, heads=4, kv_heads=4, head_dim=24, vocab=2048, tied=0,
+                             experts=8, experts_per_tok=2, moe_intermediate=32, norm_topk=1)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -84,7 +88,8 @@ def family_block_rows(family):
             _row("block", family, **lora()),                                   # LoRA all-linear, bf16 adapters
             _row("block", family, **lora(adapter_dtype="fp32")),               # PEFT's autocast_adapter_dtype
             _row("block", family, attention="eager",
-                 **lora({"phi3": "qkv_proj", "gpt_neox": "query_key_value"}.get(family, "q_proj,v_proj"))),
+                 **lora({"phi3": "qkv_proj", "gpt_neox": "query_key_value",
+                         "deepseek_v3": "q_b_proj,kv_b_proj"}.get(family, "q_proj,v_proj"))),
             _row("block", family, **lora(dropout=0.1)),
             _row("block", family, dtype="fp32", **lora(adapter_dtype="fp32"))]
 
@@ -354,9 +359,25 @@ def cohere_rows():
     return rows
 
 
+def deepseek_rows():
+    """DeepSeek-V3 MoE blocks (MLA attention, sigmoid routing, the shared expert) under every variant and MLA's
+    own modules adapted alone, and whole steps over a dense first layer and an MoE second."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("deepseek_v3")
+    rows.append(_row("block", "deepseek_v3", attention="eager", attention_dropout=0.1))
+    rows.append(_row("block", "deepseek_v3", **lora("q_a_proj,q_b_proj,kv_a_proj_with_mqa,kv_b_proj", rank=16)))
+    rows.append(_row("block", "deepseek_v3", dtype="autocast", **lora()))
+    rows.append(_row("step", "deepseek_v3", dtype="bf16", **step_kw))
+    rows.append(_row("step", "deepseek_v3", dtype="bf16", **step_kw, **lora("q_b_proj,kv_b_proj")))
+    rows.append(_row("step", "deepseek_v3", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("step", "deepseek_v3", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    rows.append(_row("loss", "deepseek_v3", dtype="bf16", loss="hf", head_trainable="1"))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows() + cohere_rows())
+           + gpt_neox_rows() + cohere_rows() + deepseek_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out
@@ -367,4 +388,4 @@ CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "los
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
            "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
-           "init-259", "step-266", "block-267", "block-270", "step-276"]
+           "init-259", "step-266", "block-267", "block-270", "step-276", "block-369", "step-379"]

@@ -19,6 +19,11 @@ change the measurement.  The sources (read for this harness; none of their code 
   - ``models/mixtral/modeling_mixtral.py`` ``MixtralSparseMoeBlock.forward`` and
     ``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward`` (router, fp32 softmax,
     top-k, optional renormalisation, one_hot expert mask, per-expert ``torch.where`` / index / ``index_add_``).
+  - ``models/deepseek_v3/modeling_deepseek_v3.py``: ``DeepseekV3Attention.forward`` (MLA: q_a_proj /
+    q_a_layernorm / q_b_proj, kv_a_proj_with_mqa split into the latent and the RoPE key, kv_a_layernorm, kv_b_proj
+    split into nope keys and values, ``apply_rotary_pos_emb_interleave``, the two ``torch.cat`` calls),
+    ``DeepseekV3TopkRouter.forward`` / ``get_topk_indices``, ``DeepseekV3MoE.moe`` / ``forward``,
+    ``DeepseekV3DecoderLayer`` (dense MLP below ``first_k_dense_replace``).
   - ``integrations/sdpa_attention.py`` ``sdpa_attention_forward`` (repeat_kv before the kernel when torch
     cannot do GQA itself, ``is_causal`` without a mask); on torch 1.13 the kernel is
     ``torch.nn.functional._scaled_dot_product_attention``, whose CPU path is the math implementation.
@@ -74,6 +79,12 @@ FAMILIES = {
     # cohere_qk adds Command-R+'s use_qk_norm (per-head norms with (heads, head_dim) weights).
     "cohere": dict(cohere=True, logit_scale=0.0625),
     "cohere_qk": dict(cohere=True, logit_scale=0.0625, qk_norm_cohere=True),
+    # DeepSeek-V3 (and Kimi-K2, the same code): MLA attention, a dense first layer, then sigmoid-routed experts
+    # with group-limited top-k and one shared expert; the proportions of DeepSeek-V3's config.json
+    # (q_lora_rank 1536 = 3·kv_lora_rank, qk_nope = v_head_dim = 2·qk_rope, 8 groups of which 4 are kept).
+    "deepseek_v3": dict(deepseek=True, q_lora_rank=48, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8,
+                        v_head_dim=16, first_k_dense=1, n_shared_experts=1, n_group=4, topk_group=2,
+                        routed_scaling_factor=2.5, norm_topk=True),
 }
 
 
@@ -465,6 +476,168 @@ class CohereLayer(nn.Module):
         return residual + hidden_states_attention + hidden_states_mlp
 
 
+def apply_rotary_pos_emb_interleave(q, k, cos, sin):
+    """models/deepseek_v3/modeling_deepseek_v3.py apply_rotary_pos_emb_interleave (rope_interleave, the
+    DeepseekV3Config default): the interleaved pairs regrouped into halves (a copy), then Llama's rotation."""
+    cos = cos.unsqueeze(1)
+    sin = sin.unsqueeze(1)
+    b, h, s, d = q.shape
+    q = q.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    b, h, s, d = k.shape
+    k = k.view(b, h, s, d // 2, 2).transpose(4, 3).reshape(b, h, s, d)
+    return (q * cos) + (rotate_half(q) * sin), (k * cos) + (rotate_half(k) * sin)
+
+
+class DeepseekV3Attention(nn.Module):
+    """DeepseekV3Attention.forward: q through q_a_proj, q_a_layernorm, q_b_proj (or one q_proj); the compressed
+    K/V and the shared RoPE key from kv_a_proj_with_mqa; kv_b_proj's output split into nope keys and values
+    (views); the RoPE key expanded over the heads and concatenated; o_proj over the heads' values."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        d, a = cfg["hidden"], cfg["heads"]
+        self.q_lora_rank, self.kv_lora_rank = fam["q_lora_rank"], fam["kv_lora_rank"]
+        self.nope, self.rope, self.v = fam["qk_nope_head_dim"], fam["qk_rope_head_dim"], fam["v_head_dim"]
+        self.qk_head_dim = self.nope + self.rope
+        self.groups = 1  # num_key_value_groups: every head has its own keys after kv_b_proj
+        if self.q_lora_rank:
+            self.q_a_proj = nn.Linear(d, self.q_lora_rank, bias=False)
+            self.q_a_layernorm = LlamaRMSNorm(self.q_lora_rank)
+            self.q_b_proj = nn.Linear(self.q_lora_rank, a * self.qk_head_dim, bias=False)
+        else:
+            self.q_proj = nn.Linear(d, a * self.qk_head_dim, bias=False)
+        self.kv_a_proj_with_mqa = nn.Linear(d, self.kv_lora_rank + self.rope, bias=False)
+        self.kv_a_layernorm = LlamaRMSNorm(self.kv_lora_rank)
+        self.kv_b_proj = nn.Linear(self.kv_lora_rank, a * (self.nope + self.v), bias=False)
+        self.o_proj = nn.Linear(a * self.v, d, bias=False)
+        self.scaling = self.qk_head_dim ** -0.5
+        self.attention_dropout = cfg.get("attention_dropout", 0.0)
+        self.kernel = ATTENTION[cfg["attention"]]
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
+        batch_size, seq_length = hidden_states.shape[:-1]
+        query_shape = (batch_size, seq_length, -1, self.qk_head_dim)
+        key_shape = (batch_size, seq_length, -1, self.nope + self.v)
+        if self.q_lora_rank:
+            q_states = self.q_b_proj(self.q_a_layernorm(self.q_a_proj(hidden_states)))
+        else:
+            q_states = self.q_proj(hidden_states)
+        q_states = q_states.view(query_shape).transpose(1, 2)
+        q_pass, q_rot = torch.split(q_states, [self.nope, self.rope], dim=-1)
+        compressed_kv = self.kv_a_proj_with_mqa(hidden_states)
+        k_pass, k_rot = torch.split(compressed_kv, [self.kv_lora_rank, self.rope], dim=-1)
+        k_pass = self.kv_b_proj(self.kv_a_layernorm(k_pass)).view(key_shape).transpose(1, 2)
+        k_pass, value_states = torch.split(k_pass, [self.nope, self.v], dim=-1)
+        k_rot = k_rot.view(batch_size, 1, seq_length, self.rope)
+        cos, sin = position_embeddings
+        q_rot, k_rot = apply_rotary_pos_emb_interleave(q_rot, k_rot, cos, sin)
+        k_rot = k_rot.expand(*k_pass.shape[:-1], -1)
+        query_states = torch.cat((q_pass, q_rot), dim=-1)
+        key_states = torch.cat((k_pass, k_rot), dim=-1)
+        dropout = self.attention_dropout if self.training else 0.0
+        attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout,
+                                  self.scaling)
+        attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class DeepseekV3TopkRouter(nn.Module):
+    """DeepseekV3TopkRouter: an nn.Parameter weight applied in fp32, sigmoid scores, group-limited top-k (no
+    grad) on the scores plus the e_score_correction_bias buffer, the chosen scores renormalised and scaled."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        self.top_k, self.n_routed_experts = cfg["experts_per_tok"], cfg["experts"]
+        self.n_group, self.topk_group = fam["n_group"], fam["topk_group"]
+        self.routed_scaling_factor = fam["routed_scaling_factor"]
+        self.norm_topk_prob = cfg.get("norm_topk", fam["norm_topk"])
+        self.hidden = cfg["hidden"]
+        self.weight = nn.Parameter(torch.empty((self.n_routed_experts, cfg["hidden"])))
+        self.register_buffer("e_score_correction_bias", torch.zeros(self.n_routed_experts))
+
+    @torch.no_grad()
+    def get_topk_indices(self, scores):
+        scores_for_choice = scores.view(-1, self.n_routed_experts) + self.e_score_correction_bias.unsqueeze(0)
+        group_scores = (scores_for_choice.view(-1, self.n_group, self.n_routed_experts // self.n_group)
+                        .topk(2, dim=-1)[0].sum(dim=-1))
+        group_idx = torch.topk(group_scores, k=self.topk_group, dim=-1, sorted=False)[1]
+        group_mask = torch.zeros_like(group_scores)
+        group_mask.scatter_(1, group_idx, 1)
+        score_mask = (group_mask.unsqueeze(-1).expand(-1, self.n_group, self.n_routed_experts // self.n_group)
+                      .reshape(-1, self.n_routed_experts))
+        scores_for_choice = scores_for_choice.masked_fill(~score_mask.bool(), 0.0)
+        return torch.topk(scores_for_choice, k=self.top_k, dim=-1, sorted=False)[1]
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.view(-1, self.hidden)
+        router_logits = F.linear(hidden_states.type(torch.float32), self.weight.type(torch.float32))
+        scores = router_logits.sigmoid()
+        topk_indices = self.get_topk_indices(scores)
+        topk_weights = scores.gather(1, topk_indices)
+        if self.norm_topk_prob:
+            denominator = topk_weights.sum(dim=-1, keepdim=True) + 1e-20
+            topk_weights /= denominator
+        topk_weights = topk_weights * self.routed_scaling_factor
+        return topk_indices, topk_weights
+
+
+class DeepseekV3MoE(nn.Module):
+    """DeepseekV3MoE: the routed experts looped over with torch.where and index_add_ into an fp32 buffer (the
+    routing weights' dtype), cast back, plus the shared experts (one MLP of n_shared · moe_intermediate_size)."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        self.experts = nn.ModuleList([MLP(cfg, cfg["moe_intermediate"]) for _ in range(cfg["experts"])])
+        self.gate = DeepseekV3TopkRouter(cfg)
+        self.shared_experts = MLP(cfg, cfg["moe_intermediate"] * fam["n_shared_experts"])
+
+    def moe(self, hidden_states, topk_indices, topk_weights):
+        final_hidden_states = torch.zeros_like(hidden_states, dtype=topk_weights.dtype)
+        expert_mask = F.one_hot(topk_indices, num_classes=len(self.experts)).permute(2, 0, 1)
+        for expert_idx in range(len(self.experts)):
+            token_indices, weight_indices = torch.where(expert_mask[expert_idx])
+            if token_indices.numel() > 0:
+                expert_weights = topk_weights[token_indices, weight_indices]
+                expert_output = self.experts[expert_idx](hidden_states[token_indices])
+                weighted_output = expert_output * expert_weights.unsqueeze(-1)
+                final_hidden_states.index_add_(0, token_indices, weighted_output)
+        return final_hidden_states.type(hidden_states.dtype)
+
+    def forward(self, hidden_states):
+        residuals = hidden_states
+        orig_shape = hidden_states.shape
+        topk_indices, topk_weights = self.gate(hidden_states)
+        hidden_states = hidden_states.view(-1, hidden_states.shape[-1])
+        hidden_states = self.moe(hidden_states, topk_indices, topk_weights).view(*orig_shape)
+        return hidden_states + self.shared_experts(residuals)
+
+
+class DeepseekV3Layer(nn.Module):
+    """DeepseekV3DecoderLayer: Llama's sequential block with MLA, and DeepseekV3MLP in the first
+    first_k_dense_replace layers, DeepseekV3MoE after them."""
+
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d = cfg["hidden"]
+        self.self_attn = DeepseekV3Attention(cfg, layer_idx)
+        dense = layer_idx < FAMILIES[cfg["family"]]["first_k_dense"]
+        self.mlp = MLP(cfg) if dense else DeepseekV3MoE(cfg)
+        self.input_layernorm = LlamaRMSNorm(d)
+        self.post_attention_layernorm = LlamaRMSNorm(d)
+
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
+        residual = hidden_states
+        hidden_states = self.input_layernorm(hidden_states)
+        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
+        return residual + hidden_states
+
+
 class NeoXAttention(nn.Module):
     """models/gpt_neox/modeling_gpt_neox.py GPTNeoXAttention: one biased query_key_value viewed as
     (b, s, heads, 3·head_size), transposed and chunked into q, k, v views; partial RoPE; the biased dense."""
@@ -697,7 +870,8 @@ class CausalLM(nn.Module):
         d, v = cfg["hidden"], cfg["vocab"]
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
-        layer = NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False) else DecoderLayer
+        layer = (NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False)
+                 else DeepseekV3Layer if fam.get("deepseek", False) else DecoderLayer)
         self.layers = nn.ModuleList([layer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
         if fam.get("starcoder2", False) or fam.get("neox", False):  # Starcoder2Model.norm, final_layer_norm
@@ -709,6 +883,8 @@ class CausalLM(nn.Module):
         self.logit_scale = fam.get("logit_scale")
         self.granite = fam.get("granite", False)
         self.rotary_emb = Rotary(int(cfg["head_dim"] * fam.get("rotary_pct", 1.0)))  # GPT-NeoX: rotary_ndims
+        if fam.get("deepseek", False):  # DeepseekV3RotaryEmbedding: over qk_rope_head_dim
+            self.rotary_emb = Rotary(fam["qk_rope_head_dim"])
         if fam.get("cohere", False):
             self.rotary_emb = Rotary(cfg["head_dim"], interleave=True)
         self.lm_head = nn.Linear(d, v, bias=False)
@@ -905,7 +1081,8 @@ def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
 # ----- building a model for a row ------------------------------------------------------------------------
 
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj",
-                "gate_up_proj", "gate", "c_fc", "c_proj", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h")
+                "gate_up_proj", "gate", "c_fc", "c_proj", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h",
+                "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
 
 
 def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):

@@ -72,8 +72,10 @@ def counts(model):
 
 def run_block(row):
     """One decoder layer on a hidden-state input that requires grad (a middle layer of a model)."""
-    model = build_model(row, layers=1)
-    layer = model.layers[0]
+    # DeepSeek's first layers are dense: its block rows measure the first MoE layer.
+    first_moe = modules.FAMILIES[row["family"]].get("first_k_dense", 0)
+    model = build_model(row, layers=first_moe + 1)
+    layer = model.layers[first_moe]
     b, s, d = int(row["batch"]), int(row["seq_len"]), int(row["hidden"])
     torch.manual_seed(1)
     # A middle layer's input is the previous layer's output, not a leaf: autocast caches the bf16 cast of a
