@@ -408,14 +408,18 @@ TEST_CASE("LoRA-FA saves no input for the frozen lora_A", "[activations]") {
 TEST_CASE("The longest inventory fits: every switch that adds terms, on every linear of an MoE block",
           "[activations]") {
   // MoE with a shared expert, q/k norms, four norms, eager attention with dropout and soft-capping, CPU
-  // scalars, fp32 adapters with dropout under autocast: DoRA lists the most (142 terms).
+  // scalars, fp32 adapters with dropout under autocast: DoRA lists the most (152 terms); and DeepSeek's MLA
+  // with its MoE block (four latent projections, two latent norms, the router, the shared experts).
   model_shape m = with_experts(with_qk_norm(dense(256, 0, 2, 4, 2, 64, 1000, false)), 4, 2, 128);
   m.attention_bias = true;
   m.norms_per_layer = 4;
   m.norm_topk_prob = true;
   m.shared_expert_intermediate_size = 256;
   m.attn_logit_softcapping = 50;
-  std::size_t longest = 0;
+  model_shape mla = deepseek_v3;
+  mla.num_hidden_layers = 4;
+  mla.dense_layers = 1;
+  std::size_t longest = 0, longest_mla = 0;
   for (const auto& type : peft_type_names) {
     training_setup s = with_method(training_method::lora, precision_route::fp32_autocast);
     set_peft_type(s.lora, type.value);
@@ -432,9 +436,12 @@ TEST_CASE("The longest inventory fits: every switch that adds terms, on every li
     c.ckpt = checkpointing::none;  // prefix tuning refuses checkpointing
     const activation_terms terms = layer_inventory(m, s, c);
     longest = std::max(longest, terms.size);
+    if (!prompt_learning(s.lora) || s.lora.method != peft_method::prefix_tuning)  // MLA refuses prefix tuning
+      longest_mla = std::max(longest_mla, layer_inventory(mla, s, c).size);
   }
-  CHECK(longest == 142);
+  CHECK(longest == 152);
   CHECK(longest < activation_terms::capacity);
+  CHECK(longest_mla < activation_terms::capacity);
 }
 
 namespace {
@@ -744,4 +751,21 @@ TEST_CASE(
   CHECK(term(first, "kv_a_layernorm") == bytes(t * 512 * 4 + t * 4));
   const activation_estimate le = estimate_activations(deepseek_v3, lora, c);
   CHECK(le.first_layer_saving == layer_inventory(runs.items[0].shape, lora, c).total() - first.total());
+}
+
+TEST_CASE(
+    "Qwen2-MoE: the router, the shared expert and its gate keep one input, the gated product both operands",
+    "[activations]") {
+  // Qwen1.5-MoE-A2.7B (tests/data/configs/qwen1.5-moe-a2.7b.json): 60 experts of 1,408, top 4, a shared 5,632
+  model_shape m = with_experts(dense(2048, 0, 24, 16, 16, 128, 151936, false), 60, 4, 1408);
+  m.attention_bias = true;
+  m.shared_expert_intermediate_size = 5632;
+  const std::uint64_t t = 2048, d = 2048, sf = 5632;
+  const activation_terms r = layer_inventory(m, full_ft, one_sequence_2048(attention_impl::flash));
+  CHECK(term(r, "router and shared expert input") == bytes(t * d * 2));
+  CHECK(term(r, "router input") == bytes(0));            // not listed apart
+  CHECK(term(r, "shared expert gate") == bytes(t * 2));  // sigmoid's output
+  CHECK(term(r, "shared expert output") == bytes(t * d * 2));
+  // the routed experts' SwiGLU terms and the shared expert's are listed under the same names: t·4 rows and t
+  CHECK(term(r, "gate_proj output") == bytes((t * 4) * 1408 * 2 + t * sf * 2));
 }

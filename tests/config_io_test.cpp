@@ -395,3 +395,23 @@ TEST_CASE("DeepSeek configs the model cannot price are refused with the key name
   CHECK(parameter_count(model_from_config(j, "d.json").spec.shape).count() ==
         671'026'404'352 + 3 * ((257ull * 3 * 7168 * 2048 + 256 * 7168) - 3ull * 7168 * 18432));
 }
+
+TEST_CASE("Qwen2-MoE config.json files load with their published counts", "[config_io]") {
+  // Hand-derived from the shapes (docs/presets.md): the cards' 14.3B (A2.7B) and 57.4B (A14B).
+  const loaded_model small = load_model_config(data_dir / "configs" / "qwen1.5-moe-a2.7b.json");
+  CHECK(parameter_count(small.spec.shape).count() == 14'315'784'192);
+  CHECK(active_parameter_count(small.spec.shape).count() == 2'689'173'504);
+  const model_shape& m = small.spec.shape;
+  CHECK(
+      (m.attention_bias && !m.o_proj_bias && m.shared_expert_intermediate_size == 5632 && !m.norm_topk_prob));
+  const loaded_model large = load_model_config(data_dir / "configs" / "qwen2-57b-a14b.json");
+  CHECK(parameter_count(large.spec.shape).count() == 57'408'658'944);
+  CHECK(active_parameter_count(large.spec.shape).count() == 14'249'270'784);
+  // Layouts mixing dense and MoE layers are refused with the key named.
+  nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "qwen1.5-moe-a2.7b.json");
+  j["decoder_sparse_step"] = 2;
+  test::require_input_error([&] { (void)model_from_config(j, "q.json"); }, "q.json: /decoder_sparse_step");
+  j["decoder_sparse_step"] = 1;
+  j["mlp_only_layers"] = {0, 1};
+  test::require_input_error([&] { (void)model_from_config(j, "q.json"); }, "q.json: /mlp_only_layers");
+}

@@ -109,6 +109,7 @@ inline model_shape shape_of(const measured_row& r) {
   } else {
     j["intermediate_size"] = r.count("intermediate");
   }
+  if (family == "qwen2_moe") j["shared_expert_intermediate_size"] = 128;  // modules.FAMILIES["qwen2_moe"]
   if (family == "starcoder2")
     j["residual_dropout"] = j["embedding_dropout"] = 0.1;  // the harness's (the 3B's)
   if (family == "gemma2") {

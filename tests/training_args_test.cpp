@@ -34,8 +34,8 @@ TEST_CASE("Real configs: Qwen3-Coder's zero shared expert, and refusals that nam
   nlohmann::json ds = detail::parse_json_file(data_dir / "configs" / "deepseek-v3.json");
   ds["_headroom"] = {{"architecture", "qwen3_moe"}};
   require_input_error(config(ds), "/n_routed_experts", "changes the model's shapes", "'qwen3_moe'");
-  nlohmann::json qwen2_moe = {{"model_type", "qwen2_moe"}, {"_headroom", {{"architecture", "qwen3_moe"}}}};
-  require_input_error(config(qwen2_moe), "/_headroom/architecture", "shared expert", "wrong count");
+  nlohmann::json next = {{"model_type", "qwen3_next"}, {"_headroom", {{"architecture", "qwen3_moe"}}}};
+  require_input_error(config(next), "/_headroom/architecture", "linear-attention", "wrong count");
   nlohmann::json tiny = {{"model_type", "llama"},  {"hidden_size", 64}, {"num_attention_heads", 4},
                          {"num_hidden_layers", 2}, {"vocab_size", 100}, {"intermediate_size", 128}};
   nlohmann::json unread = tiny;

@@ -166,7 +166,7 @@ struct activation_term {
 
 /// A fixed-capacity list of terms, so the inventory stays constexpr.
 struct activation_terms {
-  static constexpr std::size_t capacity = 192;  // the longest list (activations_test.cpp) has 142
+  static constexpr std::size_t capacity = 192;  // the longest list (activations_test.cpp) has 152
   std::array<activation_term, capacity> items{};
   std::size_t size = 0;
 

@@ -261,8 +261,16 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
     // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.
     const std::uint64_t kk = m.num_experts_per_tok, routed = checked_mul(t, kk);
-    add_linear_group(out, rest, "router input", t, d, sb,
-                     std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
+    const std::uint64_t sf = m.shared_expert_intermediate_size;
+    if (sf == 0)
+      add_linear_group(out, rest, "router input", t, d, sb,
+                       std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
+    else  // Qwen2MoeSparseMoeBlock: the router, the shared expert and its gate read one tensor
+      add_linear_group(out, rest, "router and shared expert input", t, d, sb,
+                       std::array<linear_site, 4>{{{mn::router, m.num_experts},
+                                                   {mn::gate_proj, sf},
+                                                   {mn::up_proj, sf},
+                                                   {mn::shared_expert_gate, 1}}});
     if (m.experts_3d)  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
       out.add("router softmax", act(routed, 1, ab), "softmax of the top-k logits, in their dtype");
     else
@@ -282,9 +290,11 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     out.add("weighted expert outputs", act(routed, d, sb), "the source of index_add_, saved by it");
   }
   if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe) {
-    // Qwen2-MoE's shared expert: a dense SwiGLU on every token (not measured: no grid row has one).
-    add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1);
-    out.add("shared expert gate", act(t, 2, ab), "sigmoid gate logit and value");
+    // Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed with the router's), times
+    // sigmoid(shared_expert_gate(x)): the product keeps both operands.
+    add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1, false, true);
+    out.add("shared expert gate", act(t, 1, ab), "sigmoid's output, saved by it and by the product");
+    out.add("shared expert output", act(t, d, ab), "saved by the product with the gate");
   }
   if (gemma_post_norms || m.post_norms)
     add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output

@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 19> architectures{{
+inline constexpr std::array<architecture, 20> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -77,6 +77,8 @@ inline constexpr std::array<architecture, 19> architectures{{
     {"deepseek_v3", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
     {"kimi_k2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
     {"deepseek_v2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
+    {"qwen2_moe", 2, false, true, false, 0, "num_experts", "moe_intermediate_size"},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -109,7 +111,7 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 8> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
@@ -118,7 +120,6 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 9> un
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"cohere2", "interleaved sliding-window and global layers (RoPE on the sliding ones only)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
-    {"qwen2_moe", "a sigmoid-gated shared expert, q/k/v biases and decoder_sparse_step"},
 }};
 
 inline std::string key_path(const std::string& origin, std::string_view key) {

@@ -68,19 +68,29 @@ inline std::string dtype_name(const json& j, const std::string& origin) {
     throw input_error(origin + ": /dtype", "unknown '" + d + "'; valid: float32, bfloat16, float16, auto");
   return d;
 }
-/// PEFT's default target_modules when none are given (TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING).
-inline lora_targets peft_default_targets(const std::string& model_type) {
-  if (model_type == "phi3") return parse_lora_targets("qkv_proj");
-  if (model_type == "gpt_neox") return parse_lora_targets("query_key_value");
-  return parse_lora_targets("q_proj,v_proj");
-}
-/// PEFT's IA3 defaults (utils/constants.py TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING): k_proj,
-/// v_proj, down_proj for Llama and Mistral; q_proj, v_proj, down_proj for Qwen2, Qwen3 and Gemma 2.
-inline lora_targets peft_ia3_default_targets(const std::string& model_type) {
-  if (model_type == "gpt_neox") return parse_lora_targets("query_key_value,dense_4h_to_h");
-  if (model_type == "qwen2" || model_type == "qwen3" || model_type == "gemma2" || model_type == "gemma")
-    return parse_lora_targets("q_proj,v_proj,down_proj");
-  return parse_lora_targets("k_proj,v_proj,down_proj");
+/// PEFT's default target_modules for the families headroom reads (utils/constants.py at 5d602fdb:
+/// TRANSFORMERS_MODELS_TO_LORA_TARGET_MODULES_MAPPING and TRANSFORMERS_MODELS_TO_IA3_TARGET_MODULES_MAPPING).
+/// A model_type without a row (Phi-3, Qwen3-MoE, OLMo-2, Granite, gpt-oss, StarCoder2, Cohere, DeepSeek, …)
+/// makes PEFT raise "Please specify `target_modules`".
+struct peft_default_mapping {
+  std::string_view model_type, lora, ia3;
+};
+inline constexpr std::array<peft_default_mapping, 9> peft_default_mappings{{
+    {"llama", "q_proj,v_proj", "k_proj,v_proj,down_proj"},
+    {"mistral", "q_proj,v_proj", "k_proj,v_proj,down_proj"},
+    {"mixtral", "q_proj,v_proj", "k_proj,v_proj,down_proj"},  // IA3's w2: the experts' down projection
+    {"gemma", "q_proj,v_proj", "q_proj,v_proj,down_proj"},
+    {"gemma2", "q_proj,v_proj", "q_proj,v_proj,down_proj"},
+    {"gemma3_text", "q_proj,v_proj", "q_proj,v_proj,down_proj"},
+    {"qwen2", "q_proj,v_proj", "q_proj,v_proj,down_proj"},
+    {"qwen3", "q_proj,v_proj", "q_proj,v_proj,down_proj"},
+    {"gpt_neox", "query_key_value", "query_key_value,dense_4h_to_h"},
+}};
+/// The row for `model_type`, or nullptr when PEFT has none.
+inline const peft_default_mapping* peft_defaults(const std::string& model_type) {
+  for (const peft_default_mapping& row : peft_default_mappings)
+    if (row.model_type == model_type) return &row;
+  return nullptr;
 }
 /// PeftConfig.peft_type strings (peft/utils/peft_types.py PeftType) that headroom models.
 inline std::optional<peft_method> peft_method_named(const std::string& type) {
@@ -355,15 +365,13 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                              " is priced over every norm (LN tuning) or the prompt encoder; the list is "
                              "not read");
     } else if (tm == peft->end() || tm->is_null()) {
-      // PEFT's mappings (utils/constants.py) have no row for these: _prepare_adapter_config raises.
-      for (const char* none : {"olmo2", "granite", "gpt_oss", "gemma3", "starcoder2", "cohere", "deepseek_v2",
-                               "deepseek_v3", "kimi_k2"})
-        if (model.model_type == none)
-          throw input_error(po + "/target_modules",
-                            "not set, and PEFT has no default for '" + model.model_type +
-                                "' (\"Please specify `target_modules`\"): list the modules");
-      r.setup.lora.targets = *method == peft_method::ia3 ? detail::peft_ia3_default_targets(model.model_type)
-                                                         : detail::peft_default_targets(model.model_type);
+      // No row in PEFT's mappings: _prepare_adapter_config raises.
+      const detail::peft_default_mapping* defaults = detail::peft_defaults(model.model_type);
+      if (defaults == nullptr)
+        throw input_error(po + "/target_modules",
+                          "not set, and PEFT has no default for '" + model.model_type +
+                              "' (\"Please specify `target_modules`\"): list the modules");
+      r.setup.lora.targets = parse_lora_targets(*method == peft_method::ia3 ? defaults->ia3 : defaults->lora);
       a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +
                         lora_targets_text(r.setup.lora.targets));
     } else {

@@ -36,7 +36,11 @@ SHAPES["cohere_qk"] = dict(hidden=96, intermediate=256, heads=6, kv_heads=2, hea
 # out of 4) and one shared expert; the MLA widths and routing are the harness family's (modules.FAMILIES).
 SHAPES["deepseek_v3"] = dict(hidden=64, intermediate=160, heads=4, kv_heads=4, head_dim=24, vocab=2048, tied=0,
                              experts=8, experts_per_tok=2, moe_intermediate=32, norm_topk=1)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3")
+# Qwen2-MoE as Qwen1.5-MoE-A2.7B: multi-head, q/k/v biases, top-4 routing without renormalisation, a shared
+# expert of 4× the expert width (modules.FAMILIES["qwen2_moe"]).
+SHAPES["qwen2_moe"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=4, head_dim=16, vocab=4096, tied=0,
+                           experts=8, experts_per_tok=4, moe_intermediate=32, norm_topk=0)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -375,9 +379,22 @@ def deepseek_rows():
     return rows
 
 
+def qwen2_moe_rows():
+    """Qwen2-MoE blocks (the router, the shared expert and its gate read one input) under every variant, the
+    shared expert's gate adapted, and whole steps."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("qwen2_moe")
+    rows.append(_row("block", "qwen2_moe", **lora("shared_expert_gate,gate", rank=4)))
+    rows.append(_row("block", "qwen2_moe", dtype="autocast", **lora()))
+    rows.append(_row("step", "qwen2_moe", dtype="bf16", **step_kw))
+    rows.append(_row("step", "qwen2_moe", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("step", "qwen2_moe", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows() + cohere_rows() + deepseek_rows())
+           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

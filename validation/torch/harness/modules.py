@@ -19,6 +19,8 @@ change the measurement.  The sources (read for this harness; none of their code 
   - ``models/mixtral/modeling_mixtral.py`` ``MixtralSparseMoeBlock.forward`` and
     ``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward`` (router, fp32 softmax,
     top-k, optional renormalisation, one_hot expert mask, per-expert ``torch.where`` / index / ``index_add_``).
+  - ``models/qwen2_moe/modeling_qwen2_moe.py`` ``Qwen2MoeSparseMoeBlock.forward``: Qwen3-MoE's routing plus
+    ``shared_expert`` on every token times ``sigmoid(shared_expert_gate(x))``, added.
   - ``models/deepseek_v3/modeling_deepseek_v3.py``: ``DeepseekV3Attention.forward`` (MLA: q_a_proj /
     q_a_layernorm / q_b_proj, kv_a_proj_with_mqa split into the latent and the RoPE key, kv_a_layernorm, kv_b_proj
     split into nope keys and values, ``apply_rotary_pos_emb_interleave``, the two ``torch.cat`` calls),
@@ -79,6 +81,9 @@ FAMILIES = {
     # cohere_qk adds Command-R+'s use_qk_norm (per-head norms with (heads, head_dim) weights).
     "cohere": dict(cohere=True, logit_scale=0.0625),
     "cohere_qk": dict(cohere=True, logit_scale=0.0625, qk_norm_cohere=True),
+    # Qwen1.5-MoE / Qwen2-MoE: Qwen2's q/k/v biases, Qwen3-MoE's routed experts, and a shared expert of 4× the
+    # expert width behind a sigmoid gate (Qwen1.5-MoE-A2.7B: 5632 = 4·1408)
+    "qwen2_moe": dict(moe=True, qkv_bias=True, shared_expert_intermediate=128),
     # DeepSeek-V3 (and Kimi-K2, the same code): MLA attention, a dense first layer, then sigmoid-routed experts
     # with group-limited top-k and one shared expert; the proportions of DeepSeek-V3's config.json
     # (q_lora_rank 1536 = 3·kv_lora_rank, qk_nope = v_head_dim = 2·qk_rope, 8 groups of which 4 are kept).
@@ -745,6 +750,9 @@ class SparseMoeBlock(nn.Module):
         self.norm_topk_prob = cfg.get("norm_topk", FAMILIES[cfg["family"]].get("norm_topk", False))
         self.gate = nn.Linear(cfg["hidden"], self.num_experts, bias=False)
         self.experts = nn.ModuleList([MLP(cfg, cfg["moe_intermediate"]) for _ in range(self.num_experts)])
+        shared = FAMILIES[cfg["family"]].get("shared_expert_intermediate")
+        self.shared_expert = MLP(cfg, shared) if shared else None  # Qwen2MoeSparseMoeBlock
+        self.shared_expert_gate = nn.Linear(cfg["hidden"], 1, bias=False) if shared else None
 
     def forward(self, hidden_states):
         batch_size, sequence_length, hidden_dim = hidden_states.shape
@@ -764,6 +772,10 @@ class SparseMoeBlock(nn.Module):
             current_state = hidden_states[None, top_x].reshape(-1, hidden_dim)
             current_hidden_states = expert_layer(current_state) * routing_weights[top_x, idx, None]
             final_hidden_states.index_add_(0, top_x, current_hidden_states.to(hidden_states.dtype))
+        if self.shared_expert is not None:  # Qwen2MoeSparseMoeBlock.forward: the gated shared expert
+            shared_expert_output = self.shared_expert(hidden_states)
+            shared_expert_output = F.sigmoid(self.shared_expert_gate(hidden_states)) * shared_expert_output
+            final_hidden_states = final_hidden_states + shared_expert_output
         return final_hidden_states.reshape(batch_size, sequence_length, hidden_dim)
 
 
@@ -1082,7 +1094,7 @@ def loss_from_hidden(model, hidden_states, labels, loss, chunk, num_items):
 
 LINEAR_NAMES = ("q_proj", "k_proj", "v_proj", "o_proj", "qkv_proj", "gate_proj", "up_proj", "down_proj",
                 "gate_up_proj", "gate", "c_fc", "c_proj", "query_key_value", "dense", "dense_h_to_4h", "dense_4h_to_h",
-                "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj")
+                "q_a_proj", "q_b_proj", "kv_a_proj_with_mqa", "kv_b_proj", "shared_expert_gate")
 
 
 def apply_lora(model, targets, rank, alpha, dropout, dtype, dora=False):
