@@ -68,6 +68,8 @@ expect "deepseek prefix" 2 'prefix tuning: MLA' -- --config "$data/configs/deeps
 expect "deepseek-v2-lite" 0 '"params": 15706484224' -- --config "$data/configs/deepseek-v2-lite.json" --method qlora --json
 expect "qwen1.5-moe" 0 'qwen2_moe\), 14,315,784,192 parameters' -- --config "$data/configs/qwen1.5-moe-a2.7b.json"
 expect "qwen2-moe shared gate target" 0 'rank 8 on shared_expert_gate: ' -- --config "$data/configs/qwen2-57b-a14b.json" --method lora --rank 8 --targets shared_expert_gate
+expect "command-r7b" 0 'cohere2\), 8,028,033,024 parameters' -- --config "$data/configs/c4ai-command-r7b-12-2024.json"
+expect "command-r7b window" 0 'sliding_window 4096: attention priced as full causal attention' -- --config "$data/configs/c4ai-command-r7b-12-2024.json"
 expect "kimi-k2" 0 'kimi_k2\), 1,026,408,209,408 parameters' -- --config "$data/configs/kimi-k2-instruct.json"
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"

@@ -229,9 +229,9 @@ TEST_CASE("Cohere config.json files load with their counts, q/k norms and the lo
   test::require_input_error([&] { (void)model_from_config(j, "c.json"); }, "c.json: /logit_scale", "null");
   j["logit_scale"] = -1;
   test::require_input_error([&] { (void)model_from_config(j, "c.json"); }, "/logit_scale", "positive");
-  const nlohmann::json c2 = {{"model_type", "cohere2"}};
-  test::require_input_error([&] { (void)model_from_config(c2, "c2.json"); }, "unsupported 'cohere2'",
-                            "sliding-window");
+  const nlohmann::json bigcode = {{"model_type", "gpt_bigcode"}};
+  test::require_input_error([&] { (void)model_from_config(bigcode, "b.json"); }, "unsupported 'gpt_bigcode'",
+                            "multi-query");
 }
 
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
@@ -414,4 +414,18 @@ TEST_CASE("Qwen2-MoE config.json files load with their published counts", "[conf
   j["decoder_sparse_step"] = 1;
   j["mlp_only_layers"] = {0, 1};
   test::require_input_error([&] { (void)model_from_config(j, "q.json"); }, "q.json: /mlp_only_layers");
+}
+
+TEST_CASE("Cohere2 (Command-R7B, Command-A) loads as Cohere's block, its sliding window noted",
+          "[config_io]") {
+  // Hand-derived from the shapes (docs/presets.md): the cards' 8.03B and 111B.
+  const loaded_model r7b = load_model_config(data_dir / "configs" / "c4ai-command-r7b-12-2024.json");
+  CHECK(parameter_count(r7b.spec.shape).count() == 8'028'033'024);
+  CHECK((r7b.spec.shape.cohere_norm && r7b.spec.shape.parallel_residual && r7b.spec.shape.logit_scale));
+  CHECK(mentions(r7b.notes, "sliding_window 4096"));
+  CHECK(parameter_count(load_model_config(data_dir / "configs" / "c4ai-command-a-03-2025.json").spec.shape)
+            .count() == 111'057'580'032);
+  // Qwen2's use_sliding_window false: no window, no note
+  const loaded_model qwen = load_model_config(data_dir / "configs" / "qwen1.5-moe-a2.7b.json");
+  CHECK_FALSE(mentions(qwen.notes, "sliding_window"));
 }

@@ -50,7 +50,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 20> architectures{{
+inline constexpr std::array<architecture, 21> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -72,6 +72,9 @@ inline constexpr std::array<architecture, 20> architectures{{
     {"gpt_neox", 2, false, false, false, 0, "", ""},
     // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale (set below).
     {"cohere", 1, false, false, true, 0, "", ""},
+    // Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
+    // sliding_window_pattern-th layer global without it (read below).
+    {"cohere2", 1, false, false, true, 0, "", ""},
     // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
     // routed and shared experts (set below).
     {"deepseek_v3", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
@@ -111,14 +114,13 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 8> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
     {"llama4", "interleaved MoE layers, a shared expert and a vision tower"},
     {"llama4_text", "interleaved MoE layers and a shared expert"},
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
-    {"cohere2", "interleaved sliding-window and global layers (RoPE on the sliding ones only)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
 }};
 
@@ -510,8 +512,9 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
       throw input_error(detail::key_path(origin, "num_key_value_heads"),
                         "GPT-NeoX has no grouped-query attention");
   }
-  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM
-  if (arch->model_type == "cohere") {
+  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
+  // its global layers skip RoPE, which saves nothing but the shared tables either way)
+  if (arch->model_type == "cohere" || arch->model_type == "cohere2") {
     m.cohere_norm = m.parallel_residual = m.logit_scale = true;
     if (!detail::read_optional_number(j, "logit_scale", origin, true))
       throw input_error(detail::key_path(origin, "logit_scale"), "must be a positive number, got null");
@@ -519,6 +522,17 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     m.qk_norm = m.qk_norm_full_width = detail::read_bool_or(j, "use_qk_norm", origin, false);
   }
   m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
+  // sliding_window (Mistral v0.1, Gemma-2/3, Cohere2, gpt-oss; Qwen2 only with use_sliding_window): a window
+  // saves no tensor of its own under FlashAttention, and up to W tokens its mask is the causal one.
+  if (const std::uint64_t window = detail::read_count_or(j, "sliding_window", origin, 0);
+      window != 0 && detail::read_bool_or(j, "use_sliding_window", origin, true))
+    out.notes.push_back(
+        "sliding_window " + std::to_string(window) +
+        ": attention priced as full causal attention — exact for FlashAttention (the window "
+        "saves no tensor of its own) and for sequences up to " +
+        std::to_string(window) +
+        " tokens; beyond that, SDPA and eager receive a sliding mask (b × s × s) not priced, and "
+        "the attention FLOPs are counted over the whole causal triangle (an overestimate)");
   if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)
     out.notes.emplace_back(
         "config.json trains with dropout (attention_dropout, residual_dropout or embedding_dropout above 0): "

@@ -40,7 +40,9 @@ SHAPES["deepseek_v3"] = dict(hidden=64, intermediate=160, heads=4, kv_heads=4, h
 # expert of 4× the expert width (modules.FAMILIES["qwen2_moe"]).
 SHAPES["qwen2_moe"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=4, head_dim=16, vocab=4096, tied=0,
                            experts=8, experts_per_tok=4, moe_intermediate=32, norm_topk=0)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe")
+# Cohere2 as Command-R7B (GQA, tied, logit_scale 0.25); steps of 4 layers include a global one.
+SHAPES["cohere2"] = dict(hidden=128, intermediate=352, heads=8, kv_heads=2, head_dim=16, vocab=4096, tied=1)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -392,9 +394,20 @@ def qwen2_moe_rows():
     return rows
 
 
+def cohere2_rows():
+    """Cohere2 blocks (a sliding-window layer, with RoPE) and whole 4-layer steps whose last layer is global (no
+    RoPE); the scaled logits."""
+    step_kw = dict(layers=4, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = [_row("block", "cohere2"), _row("block", "cohere2", attention="eager"), _row("block", "cohere2", **lora())]
+    rows.append(_row("step", "cohere2", dtype="bf16", **step_kw))
+    rows.append(_row("step", "cohere2", dtype="autocast", attention="eager", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("loss", "cohere2", dtype="bf16", loss="hf", head_trainable="1"))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows())
+           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

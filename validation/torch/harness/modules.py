@@ -19,6 +19,8 @@ change the measurement.  The sources (read for this harness; none of their code 
   - ``models/mixtral/modeling_mixtral.py`` ``MixtralSparseMoeBlock.forward`` and
     ``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward`` (router, fp32 softmax,
     top-k, optional renormalisation, one_hot expert mask, per-expert ``torch.where`` / index / ``index_add_``).
+  - ``models/cohere2/modeling_cohere2.py`` ``Cohere2Attention.forward``: Cohere's attention with RoPE only when
+    the layer is a sliding-window one (``layer_types``).
   - ``models/qwen2_moe/modeling_qwen2_moe.py`` ``Qwen2MoeSparseMoeBlock.forward``: Qwen3-MoE's routing plus
     ``shared_expert`` on every token times ``sigmoid(shared_expert_gate(x))``, added.
   - ``models/deepseek_v3/modeling_deepseek_v3.py``: ``DeepseekV3Attention.forward`` (MLA: q_a_proj /
@@ -81,6 +83,9 @@ FAMILIES = {
     # cohere_qk adds Command-R+'s use_qk_norm (per-head norms with (heads, head_dim) weights).
     "cohere": dict(cohere=True, logit_scale=0.0625),
     "cohere_qk": dict(cohere=True, logit_scale=0.0625, qk_norm_cohere=True),
+    # Cohere2 (Command-R7B): Cohere's block; every sliding_window_pattern-th layer global and without RoPE. The
+    # grid's sequences are shorter than any window, so the sliding mask is the causal one.
+    "cohere2": dict(cohere=True, logit_scale=0.25, sliding_window_pattern=4),
     # Qwen1.5-MoE / Qwen2-MoE: Qwen2's q/k/v biases, Qwen3-MoE's routed experts, and a shared expert of 4× the
     # expert width behind a sigmoid gate (Qwen1.5-MoE-A2.7B: 5632 = 4·1408)
     "qwen2_moe": dict(moe=True, qkv_bias=True, shared_expert_intermediate=128),
@@ -374,6 +379,8 @@ class Attention(nn.Module):
         self.kernel = ATTENTION[cfg["attention"]]
         self.cohere = fam.get("cohere", False)
         self.cohere_qk = False  # CohereLayer sets the q/k norms
+        pattern = fam.get("sliding_window_pattern")  # Cohere2Config.layer_types: (i + 1) % pattern → sliding
+        self.rope = pattern is None or (layer_idx + 1) % pattern != 0
 
     def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
         input_shape = hidden_states.shape[:-1]
@@ -404,7 +411,8 @@ class Attention(nn.Module):
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         rotary = cohere_apply_rotary_pos_emb if self.cohere else apply_rotary_pos_emb
-        query_states, key_states = rotary(query_states, key_states, cos, sin)
+        if self.rope:  # Cohere2Attention: RoPE on the sliding-window layers only
+            query_states, key_states = rotary(query_states, key_states, cos, sin)
         if past is not None:  # DynamicLayer.update: the prefix's keys and values, then this layer's
             prefix_key, prefix_value, cache = past
             key_states = torch.cat([prefix_key, key_states], dim=-2)
