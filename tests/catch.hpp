@@ -9,7 +9,9 @@
 #include <catch2/catch.hpp>
 #endif
 
+#include <algorithm>
 #include <string>
+#include <vector>
 
 #include <headroom/error.hpp>
 
@@ -29,5 +31,10 @@ void require_input_error(F&& f, const Fragments&... fragments) {
     INFO("expected fragment: " << fragment);
     CHECK(message.find(fragment) != std::string::npos);
   }
+}
+/// Whether any line of `list` (notes, warnings) contains `fragment`.
+inline bool mentions(const std::vector<std::string>& list, const std::string& fragment) {
+  return std::any_of(list.begin(), list.end(),
+                     [&](const std::string& line) { return line.find(fragment) != std::string::npos; });
 }
 }  // namespace headroom::test

@@ -340,13 +340,6 @@ TEST_CASE(
   CHECK(estimate_training(oss.spec, r).total_bytes().count() > 0);
 }
 
-namespace {
-bool mentions(const std::vector<std::string>& notes, const std::string& fragment) {
-  return std::any_of(notes.begin(), notes.end(),
-                     [&](const std::string& n) { return n.find(fragment) != std::string::npos; });
-}
-}  // namespace
-
 TEST_CASE("DeepSeek-V2, V2-Lite, V3 and Kimi-K2 config.json files load with their published counts",
           "[config_io]") {
   const auto count = [](const char* file) {
@@ -361,12 +354,12 @@ TEST_CASE("DeepSeek-V2, V2-Lite, V3 and Kimi-K2 config.json files load with thei
   const model_shape& m = v3.spec.shape;
   CHECK((m.q_lora_rank == 1536 && m.kv_lora_rank == 512 && m.head_dim == 192 && m.v_head_dim == 128));
   CHECK((m.dense_layers == 3 && m.shared_expert_intermediate_size == 2048 && m.router_sigmoid));
-  CHECK(active_parameter_count(m).count() == 37'552'282'624);  // the paper's 37B activated
-  CHECK(mentions(v3.notes, "num_nextn_predict_layers"));       // the MTP layer is not in the model
+  CHECK(active_parameter_count(m).count() == 37'552'282'624);   // the paper's 37B activated
+  CHECK(test::mentions(v3.notes, "num_nextn_predict_layers"));  // the MTP layer is not in the model
   // V2-Lite: one q_proj (q_lora_rank null), a softmax router, and a note that V2's forward is V3's here.
   const loaded_model lite = load_model_config(data_dir / "configs" / "deepseek-v2-lite.json");
   CHECK((lite.spec.shape.q_lora_rank == 0 && !lite.spec.shape.router_sigmoid));
-  CHECK(mentions(lite.notes, "DeepSeek-V2"));
+  CHECK(test::mentions(lite.notes, "DeepSeek-V2"));
   CHECK(active_parameter_count(lite.spec.shape).count() == 2'661'150'208);
 }
 
@@ -422,10 +415,10 @@ TEST_CASE("Cohere2 (Command-R7B, Command-A) loads as Cohere's block, its sliding
   const loaded_model r7b = load_model_config(data_dir / "configs" / "c4ai-command-r7b-12-2024.json");
   CHECK(parameter_count(r7b.spec.shape).count() == 8'028'033'024);
   CHECK((r7b.spec.shape.cohere_norm && r7b.spec.shape.parallel_residual && r7b.spec.shape.logit_scale));
-  CHECK(mentions(r7b.notes, "sliding_window 4096"));
+  CHECK(test::mentions(r7b.notes, "sliding_window 4096"));
   CHECK(parameter_count(load_model_config(data_dir / "configs" / "c4ai-command-a-03-2025.json").spec.shape)
             .count() == 111'057'580'032);
   // Qwen2's use_sliding_window false: no window, no note
   const loaded_model qwen = load_model_config(data_dir / "configs" / "qwen1.5-moe-a2.7b.json");
-  CHECK_FALSE(mentions(qwen.notes, "sliding_window"));
+  CHECK_FALSE(test::mentions(qwen.notes, "sliding_window"));
 }

@@ -18,10 +18,6 @@ recipe read(const char* file, std::uint64_t gpus = 1) {
   return load_recipe(recipes / file, o);
 }
 std::string targets(const recipe& r) { return lora_targets_text(r.args.run.setup.lora.targets); }
-bool has(const std::vector<std::string>& list, const std::string& fragment) {
-  return std::any_of(list.begin(), list.end(),
-                     [&](const std::string& s) { return s.find(fragment) != std::string::npos; });
-}
 }  // namespace
 
 TEST_CASE("Framework profiles: every framework's defaults, each different where its source says so",
@@ -81,15 +77,15 @@ TEST_CASE("torchtune recipes: the model builder, LoRA arguments and recipe keys"
   CHECK(r.activations.batch == 2);
   CHECK(r.grad_accum_steps == 8);
   CHECK(r.activations.seq_len == 2048);  // max_seq_len: null → the fallback, said in a note
-  CHECK(has(lora.args.notes, "max_seq_len is null"));
+  CHECK(test::mentions(lora.args.notes, "max_seq_len is null"));
   CHECK(r.activations.ckpt == checkpointing::full);
   CHECK_FALSE(r.activations.reentrant);
   CHECK(r.loss.impl == loss_impl::linear_ce);
   CHECK(std::string(r.setup.optimizer.name) == "adamw_torch");
   CHECK(r.setup.optim.impl == optimizer_impl::fused);
   CHECK(r.activations.attention == attention_impl::sdpa);
-  CHECK(has(lora.args.ignored, "epochs"));
-  CHECK(has(lora.args.ignored, "output_dir"));
+  CHECK(test::mentions(lora.args.ignored, "epochs"));
+  CHECK(test::mentions(lora.args.ignored, "output_dir"));
   // 19,660,800 adapter parameters: r·(in + out) over q, v, o, gate, up, down in 32 layers.
   CHECK(adapter_count(lora.model.spec.shape, r.setup.lora).count() ==
         32ull * 8 * ((4096 + 4096) + (4096 + 1024) + (4096 + 4096) + 2 * (4096 + 14336) + (14336 + 4096)));
@@ -106,7 +102,7 @@ TEST_CASE("torchtune recipes: the model builder, LoRA arguments and recipe keys"
   CHECK(qlora.args.run.setup.method == training_method::qlora);
   CHECK(qlora.args.run.load == load_path::torchao_nf4);
   CHECK(qlora.args.run.activations.seq_len == 2048);
-  CHECK_FALSE(has(qlora.args.notes, "max_seq_len is null"));
+  CHECK_FALSE(test::mentions(qlora.args.notes, "max_seq_len is null"));
 
   // The same config run on 4 GPUs is the distributed recipe: FSDP2 fully_shard.
   const recipe dist = read("tt_qwen3_8b_lora.yaml", 4);
@@ -139,7 +135,7 @@ TEST_CASE("axolotl configs: adapter, LoRA keys, sample packing, bf16 auto", "[re
   CHECK(std::string(r.setup.optimizer.name) == "adamw_8bit");
   CHECK(lora.args.packing);
   CHECK(lora.args.batching.layout == batch_layout::padding_free);
-  CHECK(has(lora.args.notes, "bf16: auto"));
+  CHECK(test::mentions(lora.args.notes, "bf16: auto"));
 
   const recipe qlora = read("ax_llama3_qlora_1b.yml");
   CHECK(qlora.args.run.setup.method == training_method::qlora);
@@ -152,7 +148,7 @@ TEST_CASE("axolotl configs: adapter, LoRA keys, sample packing, bf16 auto", "[re
   CHECK(linear.model.name == "llama-3.1-8b-like");  // NousResearch/Meta-Llama-3-8B: Llama 3 8B shapes
   CHECK(targets(linear) == "all-linear");
   CHECK(linear.args.run.activations.seq_len == 4096);
-  CHECK(has(linear.args.ignored, "tokenizer_type"));
+  CHECK(test::mentions(linear.args.ignored, "tokenizer_type"));
 }
 
 TEST_CASE("LLaMA-Factory configs: finetuning_type, upcast trainable parameters, cutoff_len, DeepSpeed",
@@ -170,7 +166,7 @@ TEST_CASE("LLaMA-Factory configs: finetuning_type, upcast trainable parameters, 
   CHECK(r.activations.batch == 1);
   CHECK(r.grad_accum_steps == 8);
   CHECK(r.activations.attention == attention_impl::sdpa);
-  CHECK(has(lora.args.ignored, "template"));
+  CHECK(test::mentions(lora.args.ignored, "template"));
 
   const recipe full = read("lf_qwen3_full_sft_ds3.yaml");
   CHECK(full.args.run.setup.method == training_method::full);
@@ -217,13 +213,13 @@ TEST_CASE("accelerate configs: processes, FSDP and DeepSpeed plugin keys", "[rec
   CHECK(fsdp.processes == 2);
   CHECK(fsdp.shard == sharding::fsdp_full);
   CHECK_FALSE(fsdp.offload);
-  CHECK(has(fsdp.ignored, "fsdp_config.fsdp_state_dict_type"));
+  CHECK(test::mentions(fsdp.ignored, "fsdp_config.fsdp_state_dict_type"));
   run_config r;
   std::vector<std::string> notes;
   apply_accelerate(fsdp, r, notes);
   CHECK(r.parallel.data_parallel == 2);
   CHECK(r.parallel.shard == sharding::fsdp_full);
-  CHECK(has(notes, "mixed_precision bf16"));
+  CHECK(test::mentions(notes, "mixed_precision bf16"));
 
   const accelerate_config two = load_accelerate_config(recipes / "acc_fsdp2_offload.yaml");
   run_config r2;

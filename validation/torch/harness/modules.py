@@ -628,29 +628,6 @@ class DeepseekV3MoE(nn.Module):
         return hidden_states + self.shared_experts(residuals)
 
 
-class DeepseekV3Layer(nn.Module):
-    """DeepseekV3DecoderLayer: Llama's sequential block with MLA, and DeepseekV3MLP in the first
-    first_k_dense_replace layers, DeepseekV3MoE after them."""
-
-    def __init__(self, cfg, layer_idx):
-        super().__init__()
-        d = cfg["hidden"]
-        self.self_attn = DeepseekV3Attention(cfg, layer_idx)
-        dense = layer_idx < FAMILIES[cfg["family"]]["first_k_dense"]
-        self.mlp = MLP(cfg) if dense else DeepseekV3MoE(cfg)
-        self.input_layernorm = LlamaRMSNorm(d)
-        self.post_attention_layernorm = LlamaRMSNorm(d)
-
-    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
-        residual = hidden_states
-        hidden_states = self.input_layernorm(hidden_states)
-        hidden_states = self.self_attn(hidden_states, position_embeddings, attention_mask, past)
-        hidden_states = residual + hidden_states
-        residual = hidden_states
-        hidden_states = self.mlp(self.post_attention_layernorm(hidden_states))
-        return residual + hidden_states
-
-
 class NeoXAttention(nn.Module):
     """models/gpt_neox/modeling_gpt_neox.py GPTNeoXAttention: one biased query_key_value viewed as
     (b, s, heads, 3·head_size), transposed and chunked into q, k, v views; partial RoPE; the biased dense."""
@@ -798,8 +775,12 @@ class DecoderLayer(nn.Module):
         norm = GemmaRMSNorm if self.gemma else Olmo2RMSNorm if self.olmo2 else LlamaRMSNorm
         if fam.get("starcoder2", False):  # Starcoder2DecoderLayer: nn.LayerNorm(hidden, eps=norm_epsilon)
             norm = functools.partial(nn.LayerNorm, eps=1e-5)
-        self.self_attn = Attention(cfg, layer_idx)
-        self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
+        if fam.get("deepseek", False):  # DeepseekV3DecoderLayer: MLA, a dense MLP below first_k_dense_replace
+            self.self_attn = DeepseekV3Attention(cfg, layer_idx)
+            self.mlp = MLP(cfg) if layer_idx < fam["first_k_dense"] else DeepseekV3MoE(cfg)
+        else:
+            self.self_attn = Attention(cfg, layer_idx)
+            self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
         if not self.olmo2:  # Olmo2DecoderLayer has no input_layernorm
             self.input_layernorm = norm(d)
         self.post_attention_layernorm = norm(d)
@@ -890,8 +871,7 @@ class CausalLM(nn.Module):
         d, v = cfg["hidden"], cfg["vocab"]
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
-        layer = (NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False)
-                 else DeepseekV3Layer if fam.get("deepseek", False) else DecoderLayer)
+        layer = NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False) else DecoderLayer
         self.layers = nn.ModuleList([layer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
         if fam.get("starcoder2", False) or fam.get("neox", False):  # Starcoder2Model.norm, final_layer_norm
