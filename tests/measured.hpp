@@ -100,12 +100,14 @@ inline model_shape shape_of(const measured_row& r) {
   j["vocab_size"] = r.count("vocab");
   j["tie_word_embeddings"] = r.text("tied") == "1";
   if (r.has("experts")) {
-    j[family == "mixtral"       ? "num_local_experts"
+    const bool mixtral_keys =
+        family == "mixtral" || family == "gpt_oss";  // num_local_experts, intermediate_size
+    j[mixtral_keys              ? "num_local_experts"
       : family == "deepseek_v3" ? "n_routed_experts"
                                 : "num_experts"] = r.count("experts");
     j["num_experts_per_tok"] = r.count("experts_per_tok");
-    j[family == "mixtral" ? "intermediate_size" : "moe_intermediate_size"] = r.count("moe_intermediate");
-    if (family != "mixtral") j["norm_topk_prob"] = r.text("norm_topk") == "1";
+    j[mixtral_keys ? "intermediate_size" : "moe_intermediate_size"] = r.count("moe_intermediate");
+    if (!mixtral_keys) j["norm_topk_prob"] = r.text("norm_topk") == "1";
   } else {
     j["intermediate_size"] = r.count("intermediate");
   }

@@ -85,6 +85,37 @@ HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, s
     add_dropout(out, neox ? "MLP output dropout" : "c_proj output dropout", rows, d, k.dt.compute, k);
 }
 
+/// GptOssExperts in training (a loop over the experts hit) on `rows` routed rows: x @ gate_up_proj[e] + bias
+/// (the 3-D parameter's slice), gate and up as strided views of that output, clamped (each clamp keeps its
+/// input, so the whole output stays), glu = gate·sigmoid(alpha·gate), (up + 1)·glu, then @ down_proj[e] +
+/// bias. `out_bytes` is the dtype of the biased outputs (autocast: fp32, promoted by the fp32 bias).
+template <class Out>
+HEADROOM_INLINE constexpr void add_gpt_oss_experts(Out& out, const block_context& k, std::uint64_t rows,
+                                                   std::uint64_t in_bytes, std::uint64_t out_bytes) {
+  const model_shape& m = k.m;
+  const std::uint64_t f = m.moe_intermediate_size, d = m.hidden_size, E = m.num_experts;
+  const std::uint64_t hit = E < rows ? E : rows;  // at most one loop body per expert, one per routed row
+  if (k.dt.autocast) {  // each expert's fp32 slices are cast to bf16 (not leaves: not cached), and its rows
+    out.add("experts weight casts", act(E, checked_mul(d, 3 * f), bf16_bytes),
+            "gate_up_proj[e] and down_proj[e] cast to bf16, saved for the inputs' gradients");
+    if (k.full) {
+      out.add("experts gate_up input", act(rows, d, bf16_bytes), "each expert's rows cast to bf16, saved");
+      out.add("experts down input", act(rows, f, bf16_bytes), "(up + 1)·glu cast to bf16, saved");
+    }
+  } else if (k.full) {  // the matmuls keep their inputs for the 3-D parameters' gradients
+    out.add("experts gate_up input", act(rows, d, in_bytes), "each expert's rows (an index copy), saved");
+    out.add("experts down input", act(rows, f, out_bytes), "(up + 1)·glu, saved by the second matmul");
+  }
+  out.add("experts gate_up output", act(rows, 2 * f, out_bytes),
+          "kept whole by the two clamps, which save their inputs: strided views of it");
+  out.add("experts clamped gate", act(rows, f, out_bytes), "saved by gate · sigmoid(alpha · gate)");
+  out.add("experts sigmoid", act(rows, f, out_bytes), "sigmoid's output, saved by it and by that product");
+  out.add("experts glu", act(rows, f, out_bytes), "saved by the product with up + 1");
+  out.add("experts up + 1", act(rows, f, out_bytes), "saved by the product with glu");
+  if (k.scalar != 0)
+    out.add("experts alpha", bytes(k.scalar * hit), "the Python float alpha, once per expert");
+}
+
 /// DeepseekV3Attention's projections up to the attention kernel: q_a_proj and kv_a_proj_with_mqa read the
 /// input norm's output; q_a_layernorm and kv_a_layernorm (RMSNorms over q_lora_rank and kv_lora_rank, the
 /// latter on a split view) feed q_b_proj and kv_b_proj. The RoPE regrouping, the splits and the two
@@ -283,11 +314,18 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     }
     out.add("expert token indices", act(routed, 2, 8),
             "torch.where's (k-slot, token) int64 pairs, saved by indexing");
-    add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts, m.experts_3d);
-    out.add("expert outputs", act(routed, d, ab), "saved by the product with the routing weight");
-    out.add("routing weights", act(routed, 1, sb),
+    // gpt-oss: the router's scores are in the logits' dtype, the biased expert outputs in the bias's
+    const std::uint64_t expert_out = m.experts_3d && rest.dt.autocast ? fp32_bytes : ab;
+    const std::uint64_t weight_bytes = m.experts_3d ? ab : sb;
+    if (m.experts_3d)
+      add_gpt_oss_experts(out, rest, routed, sb, expert_out);
+    else
+      add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
+    out.add("expert outputs", act(routed, d, expert_out), "saved by the product with the routing weight");
+    out.add("routing weights", act(routed, 1, weight_bytes),
             "each token's weight for its expert, saved by that product");
-    out.add("weighted expert outputs", act(routed, d, sb), "the source of index_add_, saved by it");
+    out.add("weighted expert outputs", act(routed, d, expert_out > sb ? expert_out : sb),
+            "the source of index_add_, saved by it");
   }
   if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe) {
     // Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed with the router's), times

@@ -125,8 +125,12 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
     if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
       out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
               "int64 indices of each row's maximum, saved by max");
-    out.add("eager softmax output", with_sink * ab,
+    // The logits' dtype: q·kᵀ plus the mask, which is in the stream dtype (fp32 under autocast, promoting)
+    out.add("eager softmax output", with_sink * query_bytes,
             "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
+    if (query_bytes != ab && vg && !dropout)
+      out.add("eager probabilities", score_bytes() * ab,
+              "the sliced probabilities cast to the compute dtype by autocast, saved by ·v");
     if (dropout && scores_grad) {
       out.add("eager dropout mask", score_bytes() * mask_bytes(k, ab), "the dropout mask");
       if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");

@@ -487,8 +487,7 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     out.notes.emplace_back(
         "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
         "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
-        "priced; "
-        "the clamped SwiGLU's activations are priced as SwiGLU's");
+        "priced; the estimate assumes every expert is hit (each one hit casts and keeps its own tensors)");
   }
   if (arch->model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
     m.attention_bias = m.o_proj_bias = m.mlp_bias = detail::read_bool_or(j, "use_bias", origin, true);

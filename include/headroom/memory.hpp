@@ -258,7 +258,8 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
   if (full) {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
       model = checked_add(model, t.total().count(), "parameter count");
-      note_tensor(t.copies, t.numel());
+      const stored_tensors as = stored_as(spec.shape, t);  // gpt-oss: one 3-D tensor per layer
+      note_tensor(as.count, as.numel);
     });
   } else {
     visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
@@ -271,7 +272,8 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
       }
       if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
         saved = checked_add(saved, n, "modules_to_save");
-        note_tensor(t.copies, t.numel());
+        const stored_tensors as = stored_as(spec.shape, t);
+        note_tensor(as.count, as.numel);
       }
     });
     // VeRA's shared projections (stored, frozen) and the prompt-learning encoders (trainable).

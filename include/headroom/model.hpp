@@ -119,6 +119,7 @@ struct block_module_names {
 /// The width RoPE rotates in each head, and so the width of its cos/sin tables.
 [[nodiscard]] constexpr std::uint64_t rope_width(const model_shape& m) {
   if (m.kv_lora_rank != 0) return m.qk_rope_head_dim;  // MLA rotates qk_rope_head_dim of each head
+  if (m.experts_3d) return m.head_dim / 2;  // GptOssRotaryEmbedding: one angle per pair of the two halves
   return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
 }
 
@@ -147,6 +148,14 @@ struct param_tensor {
   [[nodiscard]] HEADROOM_INLINE constexpr params total() const {
     return params(detail::checked_mul(numel(), copies, "parameter count"));
   }
+};
+
+/// How a tensor group is stored: gpt-oss's 3-D expert parameters hold a layer's E experts in one tensor
+/// (E × rows × cols), every other group one tensor per copy. Optimizer state and for-loop steps go per
+/// tensor.
+struct stored_tensors {
+  std::uint64_t count = 0;  ///< tensors
+  std::uint64_t numel = 0;  ///< values in each
 };
 
 /// Fixed-capacity list of tensor groups, so inventories are constexpr in C++17.
@@ -519,6 +528,11 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
   params total{0};
   visit_parameters(m, [&total](const param_tensor& t) { total += t.total(); });
   return total;
+}
+
+[[nodiscard]] constexpr stored_tensors stored_as(const model_shape& m, const param_tensor& t) {
+  if (t.routed_expert && !t.nn_linear) return {t.copies / m.num_experts, t.numel() * m.num_experts};
+  return {t.copies, t.numel()};
 }
 
 /// Parameters outside the decoder layers: embed_tokens, the final norm (a LayerNorm's bias too), an untied

@@ -42,7 +42,10 @@ SHAPES["qwen2_moe"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=4, head_
                            experts=8, experts_per_tok=4, moe_intermediate=32, norm_topk=0)
 # Cohere2 as Command-R7B (GQA, tied, logit_scale 0.25); steps of 4 layers include a global one.
 SHAPES["cohere2"] = dict(hidden=128, intermediate=352, heads=8, kv_heads=2, head_dim=16, vocab=4096, tied=1)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2")
+# gpt-oss as gpt-oss-20b (GQA, head_dim 64 of 2880 → 16 of 64 here, 32 experts top 4 → 8 top 2), eager only.
+SHAPES["gpt_oss"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_dim=16, vocab=2048, tied=0,
+                         experts=8, experts_per_tok=2, moe_intermediate=32, norm_topk=0)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2", "gpt_oss")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -405,9 +408,26 @@ def cohere2_rows():
     return rows
 
 
+def gpt_oss_rows():
+    """gpt-oss blocks (sinks, the biased router, 3-D experts with the clamped SwiGLU) in eager attention, LoRA on
+    q/k/v/o (all-linear: the experts and router are not nn.Linear), and whole steps."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop", attention="eager")
+    rows = [_row("block", "gpt_oss", attention="eager"), _row("block", "gpt_oss", dtype="fp32", attention="eager"),
+            _row("block", "gpt_oss", dtype="autocast", attention="eager"),
+            _row("block", "gpt_oss", attention="eager", **lora()),
+            _row("block", "gpt_oss", attention="eager", **lora(adapter_dtype="fp32")),
+            _row("block", "gpt_oss", attention="eager", **lora("q_proj,v_proj", dropout=0.1))]
+    rows.append(_row("step", "gpt_oss", dtype="bf16", **step_kw))
+    # (bf16: autocast's per-expert weight casts depend on how many experts a 64-token step hits; the blocks,
+    # whose random inputs reach every expert, check those)
+    rows.append(_row("step", "gpt_oss", dtype="bf16", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("block", "gpt_oss", dtype="autocast", attention="eager", **lora(adapter_dtype="fp32")))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows())
+           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows() + gpt_oss_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

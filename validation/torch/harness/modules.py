@@ -19,6 +19,9 @@ change the measurement.  The sources (read for this harness; none of their code 
   - ``models/mixtral/modeling_mixtral.py`` ``MixtralSparseMoeBlock.forward`` and
     ``models/qwen3_moe/modeling_qwen3_moe.py`` ``Qwen3MoeSparseMoeBlock.forward`` (router, fp32 softmax,
     top-k, optional renormalisation, one_hot expert mask, per-expert ``torch.where`` / index / ``index_add_``).
+  - ``models/gpt_oss/modeling_gpt_oss.py``: ``GptOssRotaryEmbedding`` (head_dim / 2 angles), ``_apply_rotary_emb``,
+    ``eager_attention_forward`` with ``sinks``, ``GptOssTopKRouter.forward``, ``GptOssExperts.forward`` (the
+    training loop over the experts hit, the clamped SwiGLU).
   - ``models/cohere2/modeling_cohere2.py`` ``Cohere2Attention.forward``: Cohere's attention with RoPE only when
     the layer is a sliding-window one (``layer_types``).
   - ``models/qwen2_moe/modeling_qwen2_moe.py`` ``Qwen2MoeSparseMoeBlock.forward``: Qwen3-MoE's routing plus
@@ -86,6 +89,9 @@ FAMILIES = {
     # Cohere2 (Command-R7B): Cohere's block; every sliding_window_pattern-th layer global and without RoPE. The
     # grid's sequences are shorter than any window, so the sliding mask is the causal one.
     "cohere2": dict(cohere=True, logit_scale=0.25, sliding_window_pattern=4),
+    # gpt-oss (gpt-oss-20b's proportions): q/k/v/o biases, a learned sink per head in eager attention, a biased
+    # router whose top-k logits are softmaxed, 3-D expert parameters with biases and the clamped SwiGLU.
+    "gpt_oss": dict(gpt_oss=True, swiglu_limit=7.0, alpha=1.702),
     # Qwen1.5-MoE / Qwen2-MoE: Qwen2's q/k/v biases, Qwen3-MoE's routed experts, and a shared expert of 4× the
     # expert width behind a sigmoid gate (Qwen1.5-MoE-A2.7B: 5632 = 4·1408)
     "qwen2_moe": dict(moe=True, qkv_bias=True, shared_expert_intermediate=128),
@@ -142,9 +148,9 @@ class Rotary(nn.Module):
     """LlamaRotaryEmbedding: cos/sin of shape (b, s, head_dim), computed once per forward, no grad. Interleaved:
     CohereRotaryEmbedding, whose frequencies are repeat_interleave-d instead of concatenated."""
 
-    def __init__(self, head_dim, base=10000.0, interleave=False):
+    def __init__(self, head_dim, base=10000.0, interleave=False, halves=False):
         super().__init__()
-        self.interleave = interleave
+        self.interleave, self.halves = interleave, halves
         inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -154,7 +160,8 @@ class Rotary(nn.Module):
         position_ids_expanded = position_ids[:, None, :].float()
         with torch.autocast(device_type="cpu", enabled=False):
             freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
-            emb = torch.repeat_interleave(freqs, 2, dim=-1) if self.interleave else torch.cat((freqs, freqs), dim=-1)
+            emb = (freqs if self.halves  # GptOssRotaryEmbedding: one angle per pair, head_dim / 2 wide
+                   else torch.repeat_interleave(freqs, 2, dim=-1) if self.interleave else torch.cat((freqs, freqs), dim=-1))
             cos = emb.cos() * 1.0
             sin = emb.sin() * 1.0
         return cos.to(dtype=x.dtype), sin.to(dtype=x.dtype)
@@ -208,6 +215,25 @@ def eager_attention(module, query, key, value, attention_mask, dropout, scaling,
         attn_weights = attn_weights + causal_mask
     attn_weights = F.softmax(attn_weights, dim=-1, dtype=torch.float32).to(query.dtype)
     attn_weights = F.dropout(attn_weights, p=dropout, training=module.training)
+    attn_output = torch.matmul(attn_weights, value_states)
+    return attn_output.transpose(1, 2).contiguous()
+
+
+def eager_attention_with_sinks(module, query, key, value, attention_mask, dropout, scaling, softcap=None):
+    """models/gpt_oss/modeling_gpt_oss.py eager_attention_forward: each head's sink joins every row's softmax as
+    one more column, computed in the logits' dtype after subtracting the row maximum, then sliced off."""
+    key_states = repeat_kv(key, module.groups)
+    value_states = repeat_kv(value, module.groups)
+    attn_weights = torch.matmul(query, key_states.transpose(2, 3)) * scaling
+    if attention_mask is not None:
+        causal_mask = attention_mask[:, :, :, : key_states.shape[-2]]
+        attn_weights = attn_weights + causal_mask
+    sinks = module.sinks.reshape(1, -1, 1, 1).expand(query.shape[0], -1, query.shape[-2], -1)
+    combined_logits = torch.cat([attn_weights, sinks], dim=-1)
+    combined_logits = combined_logits - combined_logits.max(dim=-1, keepdim=True).values
+    probs = F.softmax(combined_logits, dim=-1, dtype=combined_logits.dtype)
+    scores = probs[..., :-1]
+    attn_weights = F.dropout(scores, p=dropout, training=module.training)
     attn_output = torch.matmul(attn_weights, value_states)
     return attn_output.transpose(1, 2).contiguous()
 
@@ -378,6 +404,13 @@ class Attention(nn.Module):
         self.attention_dropout = cfg.get("attention_dropout", 0.0)
         self.kernel = ATTENTION[cfg["attention"]]
         self.cohere = fam.get("cohere", False)
+        self.gpt_oss = fam.get("gpt_oss", False)
+        if self.gpt_oss:  # GptOssAttention: biased q/k/v/o, one sink per head, eager attention with sinks
+            for name in ("q_proj", "k_proj", "v_proj", "o_proj"):
+                old_linear = getattr(self, name)
+                setattr(self, name, nn.Linear(old_linear.in_features, old_linear.out_features, bias=True))
+            self.sinks = nn.Parameter(torch.zeros(a))
+            self.kernel = eager_attention_with_sinks
         self.cohere_qk = False  # CohereLayer sets the q/k norms
         pattern = fam.get("sliding_window_pattern")  # Cohere2Config.layer_types: (i + 1) % pattern → sliding
         self.rope = pattern is None or (layer_idx + 1) % pattern != 0
@@ -411,7 +444,10 @@ class Attention(nn.Module):
             value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
         cos, sin = position_embeddings
         rotary = cohere_apply_rotary_pos_emb if self.cohere else apply_rotary_pos_emb
-        if self.rope:  # Cohere2Attention: RoPE on the sliding-window layers only
+        if self.gpt_oss:  # GptOssAttention: apply_rotary_pos_emb with _apply_rotary_emb on each
+            cos, sin = cos.unsqueeze(1), sin.unsqueeze(1)
+            query_states, key_states = gpt_oss_rotary(query_states, cos, sin), gpt_oss_rotary(key_states, cos, sin)
+        elif self.rope:  # Cohere2Attention: RoPE on the sliding-window layers only
             query_states, key_states = rotary(query_states, key_states, cos, sin)
         if past is not None:  # DynamicLayer.update: the prefix's keys and values, then this layer's
             prefix_key, prefix_value, cache = past
@@ -553,6 +589,85 @@ class DeepseekV3Attention(nn.Module):
                                   self.scaling)
         attn_output = attn_output.reshape(batch_size, seq_length, -1).contiguous()
         return self.o_proj(attn_output)
+
+
+def gpt_oss_rotary(x, cos, sin):
+    """models/gpt_oss/modeling_gpt_oss.py _apply_rotary_emb: the two halves rotated, concatenated."""
+    first_half, second_half = torch.chunk(x, 2, dim=-1)
+    first_ = first_half * cos - second_half * sin
+    second_ = second_half * cos + first_half * sin
+    return torch.cat((first_, second_), dim=-1)
+
+
+class GptOssTopKRouter(nn.Module):
+    """GptOssTopKRouter: F.linear with a bias, top-k of the logits, softmax over the k values in their dtype,
+    scattered into a (tokens, experts) score matrix."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        self.top_k, self.num_experts, self.hidden_dim = cfg["experts_per_tok"], cfg["experts"], cfg["hidden"]
+        self.weight = nn.Parameter(torch.empty(self.num_experts, self.hidden_dim))
+        self.bias = nn.Parameter(torch.zeros(self.num_experts))
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+        router_logits = F.linear(hidden_states, self.weight, self.bias)
+        router_top_value, router_indices = torch.topk(router_logits, self.top_k, dim=-1)
+        router_top_value = F.softmax(router_top_value, dim=1, dtype=router_top_value.dtype)
+        router_scores = torch.zeros_like(router_logits).scatter_(1, router_indices, router_top_value)
+        return router_scores, router_indices
+
+
+class GptOssExperts(nn.Module):
+    """GptOssExperts.forward in training: a loop over the experts hit, each on its tokens, with 3-D parameters
+    (gate_up_proj (E, d, 2f) interleaved gate/up columns, down_proj (E, f, d), biases), the clamped SwiGLU
+    (up + 1)·gate·sigmoid(alpha·gate), weighted and index_add_-ed."""
+
+    def __init__(self, cfg):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        e, d, f = cfg["experts"], cfg["hidden"], cfg["moe_intermediate"]
+        self.num_experts, self.hidden_size = e, d
+        self.gate_up_proj = nn.Parameter(torch.empty(e, d, 2 * f))
+        self.gate_up_proj_bias = nn.Parameter(torch.zeros(e, 2 * f))
+        self.down_proj = nn.Parameter(torch.empty(e, f, d))
+        self.down_proj_bias = nn.Parameter(torch.zeros(e, d))
+        self.alpha, self.limit = fam["alpha"], fam["swiglu_limit"]
+
+    def forward(self, hidden_states, router_indices, routing_weights):
+        batch_size = hidden_states.shape[0]
+        hidden_states = hidden_states.reshape(-1, self.hidden_size)
+        num_experts = routing_weights.shape[1]
+        next_states = torch.zeros_like(hidden_states, dtype=hidden_states.dtype)
+        with torch.no_grad():
+            expert_mask = F.one_hot(router_indices, num_classes=num_experts).permute(2, 1, 0)
+            expert_hit = torch.greater(expert_mask.sum(dim=(-1, -2)), 0).nonzero()
+        for expert_idx in expert_hit[:]:
+            expert_idx = expert_idx[0]
+            with torch.no_grad():
+                _, token_idx = torch.where(expert_mask[expert_idx])
+            current_state = hidden_states[token_idx]
+            gate_up = current_state @ self.gate_up_proj[expert_idx] + self.gate_up_proj_bias[expert_idx]
+            gate, up = gate_up[..., ::2], gate_up[..., 1::2]
+            gate = gate.clamp(min=None, max=self.limit)
+            up = up.clamp(min=-self.limit, max=self.limit)
+            glu = gate * torch.sigmoid(gate * self.alpha)
+            gated_output = (up + 1) * glu
+            out = gated_output @ self.down_proj[expert_idx] + self.down_proj_bias[expert_idx]
+            weighted_output = out * routing_weights[token_idx, expert_idx, None]
+            next_states.index_add_(0, token_idx, weighted_output.to(hidden_states.dtype))
+        return next_states.view(batch_size, -1, self.hidden_size)
+
+
+class GptOssMLP(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.router = GptOssTopKRouter(cfg)
+        self.experts = GptOssExperts(cfg)
+
+    def forward(self, hidden_states):
+        router_scores, router_indices = self.router(hidden_states)
+        return self.experts(hidden_states, router_indices=router_indices, routing_weights=router_scores)
 
 
 class DeepseekV3TopkRouter(nn.Module):
@@ -780,7 +895,8 @@ class DecoderLayer(nn.Module):
             self.mlp = MLP(cfg) if layer_idx < fam["first_k_dense"] else DeepseekV3MoE(cfg)
         else:
             self.self_attn = Attention(cfg, layer_idx)
-            self.mlp = SparseMoeBlock(cfg) if fam.get("moe", False) else MLP(cfg)
+            self.mlp = (GptOssMLP(cfg) if fam.get("gpt_oss", False) else SparseMoeBlock(cfg) if fam.get("moe", False)
+                        else MLP(cfg))
         if not self.olmo2:  # Olmo2DecoderLayer has no input_layernorm
             self.input_layernorm = norm(d)
         self.post_attention_layernorm = norm(d)
@@ -883,6 +999,8 @@ class CausalLM(nn.Module):
         self.logit_scale = fam.get("logit_scale")
         self.granite = fam.get("granite", False)
         self.rotary_emb = Rotary(int(cfg["head_dim"] * fam.get("rotary_pct", 1.0)))  # GPT-NeoX: rotary_ndims
+        if fam.get("gpt_oss", False):
+            self.rotary_emb = Rotary(cfg["head_dim"], halves=True)
         if fam.get("deepseek", False):  # DeepseekV3RotaryEmbedding: over qk_rope_head_dim
             self.rotary_emb = Rotary(fam["qk_rope_head_dim"])
         if fam.get("cohere", False):
