@@ -16,6 +16,7 @@
 
 #include <headroom/config_io.hpp>
 #include <headroom/error.hpp>
+#include <headroom/gpu_io.hpp>
 
 namespace headroom::cli {
 

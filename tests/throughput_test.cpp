@@ -4,6 +4,7 @@
 
 #include <headroom/config_io.hpp>
 #include <headroom/flops.hpp>
+#include <headroom/gpu_io.hpp>
 #include <headroom/throughput.hpp>
 
 #include "catch.hpp"

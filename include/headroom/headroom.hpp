@@ -6,6 +6,7 @@
 #include "config_io.hpp"
 #include "core.hpp"
 #include "deepspeed_config.hpp"
+#include "gpu_io.hpp"
 #include "report_json.hpp"
 #include "report_text.hpp"
 #include "svg.hpp"
