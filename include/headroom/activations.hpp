@@ -127,7 +127,7 @@ HEADROOM_INLINE constexpr void add_mla_projections(Out& out, const block_context
   const model_shape& m = k.m;
   const std::uint64_t d = m.hidden_size, ab = k.dt.compute, sb = k.dt.stream;
   const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, kv_a = kvl + m.qk_rope_head_dim;
-  const std::uint64_t kv_b = m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim);
+  const mla_second_projections second = mla_contexts(k);
   if (ql != 0)
     add_linear_group(out, k, "q_a_proj/kv_a_proj_with_mqa input", t, d, in_bytes,
                      std::array<linear_site, 2>{{{mn::q_a_proj, ql}, {mn::kv_a_proj_with_mqa, kv_a}}});
@@ -137,19 +137,13 @@ HEADROOM_INLINE constexpr void add_mla_projections(Out& out, const block_context
         std::array<linear_site, 2>{{{mn::q_proj, query_width(m)}, {mn::kv_a_proj_with_mqa, kv_a}}});
   // A norm's output has its weight's dtype (the stream's): w · x.to(input dtype) promotes under autocast.
   if (ql != 0) {
-    const bool q_a = k.output_grad(mn::q_a_proj);
-    add_rms_norm(out, "q_a_layernorm", t, ql, ab, k, q_a);
-    block_context q_b = k;
-    q_b.input_grad = q_a || k.norm_weights_train();
-    add_linear_group(out, q_b, "q_b_proj input", t, ql, sb,
+    add_rms_norm(out, "q_a_layernorm", t, ql, ab, k, k.output_grad(mn::q_a_proj));
+    add_linear_group(out, second.q_b, "q_b_proj input", t, ql, sb,
                      std::array<linear_site, 1>{{{mn::q_b_proj, query_width(m)}}});
   }
-  const bool kv_a_grad = k.output_grad(mn::kv_a_proj_with_mqa);
-  add_rms_norm(out, "kv_a_layernorm", t, kvl, ab, k, kv_a_grad, kv_a);
-  block_context kv = k;
-  kv.input_grad = kv_a_grad || k.norm_weights_train();
-  add_linear_group(out, kv, "kv_b_proj input", t, kvl, sb,
-                   std::array<linear_site, 1>{{{mn::kv_b_proj, kv_b}}});
+  add_rms_norm(out, "kv_a_layernorm", t, kvl, ab, k, k.output_grad(mn::kv_a_proj_with_mqa), kv_a);
+  add_linear_group(out, second.kv_b, "kv_b_proj input", t, kvl, sb,
+                   std::array<linear_site, 1>{{{mn::kv_b_proj, kv_b_width(m)}}});
 }
 
 /// DeepseekV3MoE on t tokens: DeepseekV3TopkRouter (an nn.Parameter applied in fp32, sigmoid or softmax
@@ -161,9 +155,8 @@ HEADROOM_INLINE constexpr void add_deepseek_moe(Out& out, const block_context& k
   const std::uint64_t d = m.hidden_size, E = m.num_experts, ab = k.dt.compute, sb = k.dt.stream;
   const std::uint64_t routed = checked_mul(t, m.num_experts_per_tok, "routed rows");
   if (k.dt.autocast) {  // F.linear is an autocast op: x and the weight are cast to bf16 like any linear
-    bool shared = false;
-    add_linear(out, k, linear_site{module_name::router, E}, t, d, sb, shared);
-    if (shared) out.add("router input", act(t, d, sb), "the norm output, saved for the router's gradient");
+    add_linear_group(out, k, "router input", t, d, sb,
+                     std::array<linear_site, 1>{{{module_name::router, E}}});
   } else if (sb != fp32_bytes) {  // x.type(float32) and weight.type(float32) are new tensors
     if (k.full) out.add("router input in fp32", act(t, d, fp32_bytes), "x.type(float32), saved by F.linear");
     if (k.input_grad)
@@ -563,13 +556,12 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
     if (recompute > e.recompute) e.recompute = recompute;
     if (kept_per_layer > e.per_layer_kept) e.per_layer_kept = kept_per_layer;
   }
-  const bytes block = first_block;
   const model_shape& first = runs.items[0].shape;
   e.module_transient = dora_module_transient(m, s);
   if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
     bytes_sum frozen_input;  // the first layer over frozen embeddings: its input needs no gradient
     layer_terms(first, s, c, frozen_input, false);
-    e.first_layer_saving = block - frozen_input.total();
+    e.first_layer_saving = first_block - frozen_input.total();
     // autocast caches every trainable fp32 weight's bf16 cast until it exits (after the loss); the first
     // layer's lora_A casts are cached but not saved, so they count in forward only.
     if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes) {

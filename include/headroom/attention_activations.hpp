@@ -12,9 +12,17 @@ namespace detail {
 /// The memory-efficient SDPA kernel reads its bias in rows padded to 16 keys (PyTorch
 /// aten/src/ATen/native/transformers/attention.cpp, preprocess_mask / pad_bias).
 inline constexpr std::uint64_t sdpa_bias_alignment = 16;
-/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
-/// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
-/// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
+/// MLA's second projections: q_b_proj reads q_a_layernorm's output and kv_b_proj kv_a_layernorm's; each
+/// input requires grad when the first projection's output does or the norm's weight trains.
+struct mla_second_projections {
+  block_context q_b, kv_b;
+};
+constexpr mla_second_projections mla_contexts(const block_context& k) {
+  mla_second_projections out{k, k};
+  out.q_b.input_grad = k.output_grad(module_name::q_a_proj) || k.norm_weights_train();
+  out.kv_b.input_grad = k.output_grad(module_name::kv_a_proj_with_mqa) || k.norm_weights_train();
+  return out;
+}
 /// Which of q, k and v require grad: all of them in a middle layer; in a first layer over frozen embeddings
 /// only what an adapted projection (or prefix tuning's keys and values) makes so. MLA's q comes out of
 /// q_b_proj (or q_proj), its keys out of kv_b_proj and, for the RoPE part, kv_a_proj_with_mqa, its values out
@@ -29,15 +37,15 @@ constexpr qkv_grads attention_input_grads(const block_context& k) {
     return {k.output_grad(mn::q_proj), prefix || k.output_grad(mn::k_proj),
             prefix || k.output_grad(mn::v_proj)};
   }
-  block_context q_b = k;  // q_b_proj reads q_a_layernorm's output
-  q_b.input_grad = k.output_grad(mn::q_a_proj) || k.norm_weights_train();
-  block_context kv_b = k;  // kv_b_proj reads kv_a_layernorm's output
-  kv_b.input_grad = k.output_grad(mn::kv_a_proj_with_mqa) || k.norm_weights_train();
-  const bool v = kv_b.output_grad(mn::kv_b_proj);
-  return {k.m.q_lora_rank != 0 ? q_b.output_grad(mn::q_b_proj) : k.output_grad(mn::q_proj),
+  const mla_second_projections second = mla_contexts(k);
+  const bool v = second.kv_b.output_grad(mn::kv_b_proj);
+  return {k.m.q_lora_rank != 0 ? second.q_b.output_grad(mn::q_b_proj) : k.output_grad(mn::q_proj),
           v || k.output_grad(mn::kv_a_proj_with_mqa), v};
 }
 
+/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
+/// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
+/// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
 template <class Out>
 HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
   const model_shape& m = k.m;
@@ -60,8 +68,7 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
   // The values' width (MLA: a·v_head_dim, narrower than the q/k heads) and, under MLA, the storage a value
   // view keeps: kv_b_proj's whole output, nope keys and values (a·(qk_nope + v_head_dim)).
   const std::uint64_t vw = attention_output_width(m);
-  const std::uint64_t v_storage =
-      is_mla(m) ? m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim) : q;
+  const std::uint64_t v_storage = is_mla(m) ? kv_b_width(m) : q;
   out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
   switch (c.attention) {
     case attention_impl::flash:

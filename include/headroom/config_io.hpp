@@ -555,9 +555,8 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
     m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
     // 0 means no shared expert (Qwen3-Coder's configs write it so).
-    const auto shared = j.find("shared_expert_intermediate_size");
-    if (shared != j.end() && !(shared->is_number_integer() && *shared == 0))
-      m.shared_expert_intermediate_size = read_count_or(j, "shared_expert_intermediate_size", origin, 0);
+    m.shared_expert_intermediate_size =
+        detail::read_count_or_zero(j, "shared_expert_intermediate_size", origin, 0, detail::max_dimension);
     // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
     m.norm_topk_prob =
         arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);

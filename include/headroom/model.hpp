@@ -157,6 +157,10 @@ struct stored_tensors {
   std::uint64_t count = 0;  ///< tensors
   std::uint64_t numel = 0;  ///< values in each
 };
+[[nodiscard]] constexpr stored_tensors stored_as(const model_shape& m, const param_tensor& t) {
+  if (t.routed_expert && !t.nn_linear) return {t.copies / m.num_experts, t.numel() * m.num_experts};
+  return {t.copies, t.numel()};
+}
 
 /// Fixed-capacity list of tensor groups, so inventories are constexpr in C++17.
 struct param_inventory {
@@ -198,6 +202,10 @@ constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t li
 /// The attention output width o_proj reads: a·v_head_dim under MLA, else a·head_dim.
 [[nodiscard]] constexpr std::uint64_t attention_output_width(const model_shape& m) {
   return is_mla(m) ? m.num_attention_heads * m.v_head_dim : query_width(m);
+}
+/// kv_b_proj's output under MLA: every head's nope key and value, a·(qk_nope_head_dim + v_head_dim).
+[[nodiscard]] constexpr std::uint64_t kv_b_width(const model_shape& m) {
+  return m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim);
 }
 /// Layers whose MLP is the routed experts (all of an MoE model but its first_k_dense_replace dense ones).
 [[nodiscard]] constexpr std::uint64_t moe_layers(const model_shape& m) {
@@ -343,8 +351,7 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     }
     add({mn::kv_a_proj_with_mqa, tr::linear_weight, kvl + rope, d, L});
     add({mn::norm, tr::norm_weight, kvl, 0, L});  // kv_a_layernorm
-    add({mn::kv_b_proj, tr::linear_weight, m.num_attention_heads * (m.head_dim - rope + m.v_head_dim), kvl,
-         L});
+    add({mn::kv_b_proj, tr::linear_weight, kv_b_width(m), kvl, L});
   } else if (m.fused_qkv) {
     add({names.qkv, tr::linear_weight, q + 2 * kv, d, L});               // qkv_proj: d → (a + 2g)·head_dim
     if (m.attention_bias) add({names.qkv, tr::bias, q + 2 * kv, 0, L});  // GPT-NeoX's query_key_value
@@ -465,8 +472,7 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
       }
       linear(mn::kv_a_proj_with_mqa, m.kv_lora_rank + m.qk_rope_head_dim, d, false);
       visit(param_tensor{mn::norm, tr::norm_weight, m.kv_lora_rank, 0, 1});
-      linear(mn::kv_b_proj, m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim),
-             m.kv_lora_rank, false);
+      linear(mn::kv_b_proj, kv_b_width(m), m.kv_lora_rank, false);
     } else if (m.fused_qkv) {
       linear(names.qkv, q + 2 * kv, d, m.attention_bias);
     } else {
@@ -528,11 +534,6 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
   params total{0};
   visit_parameters(m, [&total](const param_tensor& t) { total += t.total(); });
   return total;
-}
-
-[[nodiscard]] constexpr stored_tensors stored_as(const model_shape& m, const param_tensor& t) {
-  if (t.routed_expert && !t.nn_linear) return {t.copies / m.num_experts, t.numel() * m.num_experts};
-  return {t.copies, t.numel()};
 }
 
 /// Parameters outside the decoder layers: embed_tokens, the final norm (a LayerNorm's bias too), an untied
