@@ -769,3 +769,45 @@ TEST_CASE(
   // the routed experts' SwiGLU terms and the shared expert's are listed under the same names: t·4 rows and t
   CHECK(term(r, "gate_proj output") == bytes((t * 4) * 1408 * 2 + t * sf * 2));
 }
+
+TEST_CASE(
+    "Llama-4: every expert runs on every token, the L2 q/k norm keeps fp32 copies, a NoPE layer its "
+    "temperature",
+    "[activations]") {
+  const std::uint64_t t = 2048, d = 5120, E = 16, f = 8192;
+  const activation_config c = one_sequence_2048(attention_impl::flash);
+  const layer_group_list groups = layer_groups(llama4_scout);  // 36 MoE layers with RoPE, 12 NoPE
+  REQUIRE(groups.size == 2);
+  const activation_terms r = layer_inventory(groups.items[0].shape, full_ft, c);
+  CHECK(term(r, "router and shared expert input") == bytes(t * d * 2));
+  CHECK(term(r, "top-k indices") == bytes(t * 8));
+  CHECK(term(r, "router sigmoid") == bytes(E * t * 4));
+  CHECK(term(r, "routing weights") == bytes(E * t * 2));
+  CHECK(term(r, "repeated tokens") == bytes(E * t * d * 2));
+  CHECK(term(r, "experts input") == bytes(E * t * d * 2));
+  CHECK(term(r, "experts gate_up output") == bytes(E * t * 2 * f * 2));
+  CHECK(term(r, "experts act(gate)") == bytes(E * t * f * 2));
+  CHECK(term(r, "experts down input") == bytes(E * t * f * 2));
+  CHECK(term(r, "q L2 norm") == bytes(t * 40 * 128 * 4 + t * 40 * 4));
+  CHECK(term(r, "k L2 norm") == bytes(t * 8 * 128 * 4 + t * 8 * 4));
+  CHECK(term(r, "attn_scales") == bytes(0));
+  // A NoPE layer: no L2 norm, q times the fp32 temperature (one value per position)
+  const activation_terms nope = layer_inventory(groups.items[1].shape, full_ft, c);
+  CHECK(term(nope, "q L2 norm") == bytes(0));
+  CHECK(term(nope, "attn_scales") == bytes(2048 * 4));
+  CHECK(nope.total() == r.total() - term(r, "q L2 norm") - term(r, "k L2 norm") + bytes(2048 * 4));
+  // LoRA: the frozen experts keep neither bmm input; the rest stays
+  const activation_terms lora = layer_inventory(groups.items[0].shape, lora16, c);
+  CHECK(term(lora, "experts input") == bytes(0));
+  CHECK(term(lora, "experts down input") == bytes(0));
+  CHECK(term(lora, "repeated tokens") == bytes(E * t * d * 2));
+  // The model: 36 + 12 layers; the complex64 freqs_cis once
+  const activation_estimate e = estimate_activations(llama4_scout, full_ft, c);
+  CHECK(e.kept == r.total() * 36 + nope.total() * 12 + e.model_level);
+  CHECK(term(model_level_inventory(llama4_scout, full_ft, c), "RoPE freqs_cis") == bytes(2048 * 64 * 8));
+  // Maverick's first layer is dense (its block has no experts)
+  const layer_group_list maverick = layer_groups(llama4_maverick);
+  CHECK(term(layer_inventory(maverick.items[0].shape, full_ft, c), "repeated tokens") == bytes(0));
+  CHECK(term(layer_inventory(maverick.items[0].shape, full_ft, c), "gate_proj output") ==
+        bytes(t * 16384 * 2));
+}

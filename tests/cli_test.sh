@@ -72,6 +72,12 @@ expect "command-r7b" 0 'cohere2\), 8,028,033,024 parameters' -- --config "$data/
 expect "command-r7b window" 0 'sliding_window 4096: attention priced as full causal attention' -- --config "$data/configs/c4ai-command-r7b-12-2024.json"
 expect "kimi-k2" 0 'kimi_k2\), 1,026,408,209,408 parameters' -- --config "$data/configs/kimi-k2-instruct.json"
 expect "gpt-oss sdpa" 2 "attention: gpt-oss's sinks run in eager attention or a FlashAttention kernel" -- --config "$data/configs/gpt-oss-20b.json" --attention sdpa
+expect "llama4 scout" 0 'llama4\), 108,641,793,536 parameters' -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json"
+expect "llama4 explain" 0 'Llama-4  48 MoE layers \(one in 1\) of 16 experts \(k 1, width 8192\) beside a shared expert, 0 dense' -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --explain
+expect "llama4 maverick" 0 'Llama-4  24 MoE layers \(one in 2\) of 128 experts' -- --config "$data/configs/llama-4-maverick-17b-128e-instruct.json" --explain
+expect "llama4 note" 0 'every expert on every token' -- --config "$data/configs/llama-4-maverick-17b-128e-instruct.json"
+expect "llama4 compile" 2 "compile: Llama-4's blocks" -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --compile
+expect "llama4 prefix" 2 "prefix tuning: Llama-4" -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --method lora --peft-type prefix-tuning --virtual-tokens 16
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full
 expect "checkpoint match" 0 'checkpoint model.safetensors.index.json total_size / 2 bytes: 7,298,617,344 parameters, as the shapes give' -- --config "$data/checkpoints/olmo2-index/config.json"

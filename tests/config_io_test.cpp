@@ -236,9 +236,9 @@ TEST_CASE("Cohere config.json files load with their counts, q/k norms and the lo
 
 TEST_CASE("Unpriced architectures are refused with the feature named, loaded plainly or forced",
           "[config_io][errors]") {
-  const nlohmann::json l4 = {{"model_type", "llama4_text"}, {"hidden_size", 5120}};
-  test::require_input_error([&] { (void)model_from_config(l4, "l4.json"); }, "/model_type",
-                            "unsupported 'llama4_text'", "interleaved MoE layers", "not priced yet");
+  const nlohmann::json next = {{"model_type", "qwen3_next"}, {"hidden_size", 2048}};
+  test::require_input_error([&] { (void)model_from_config(next, "n.json"); }, "/model_type",
+                            "unsupported 'qwen3_next'", "linear-attention", "not priced yet");
   const nlohmann::json llava = {{"model_type", "llava"}, {"text_config", {{"model_type", "llama"}}}};
   test::require_input_error([&] { (void)model_from_config(llava, "l.json"); }, "unsupported 'llava'",
                             "vision tower");
@@ -421,4 +421,74 @@ TEST_CASE("Cohere2 (Command-R7B, Command-A) loads as Cohere's block, its sliding
   // Qwen2's use_sliding_window false: no window, no note
   const loaded_model qwen = load_model_config(data_dir / "configs" / "qwen1.5-moe-a2.7b.json");
   CHECK_FALSE(test::mentions(qwen.notes, "sliding_window"));
+}
+
+TEST_CASE("Llama-4 Scout and Maverick config.json files load with their published counts", "[config_io]") {
+  // Hand-derived from the shapes (docs/presets.md); Meta's model card: 109B total / 17B active (Scout), 400B
+  // / 17B (Maverick); Hugging Face's Scout checkpoint lists 108,641,793,536 with the vision tower.
+  const loaded_model scout = load_model_config(data_dir / "configs" / "llama-4-scout-17b-16e-instruct.json");
+  const model_shape& m = scout.spec.shape;
+  CHECK(parameter_count(m).count() == 107'769'861'120);
+  CHECK(scout.spec.vision.params == 871'932'416);
+  CHECK(parameter_count(m).count() + scout.spec.vision.params == 108'641'793'536);
+  CHECK(active_parameter_count(m).count() == 17'172'894'720);
+  CHECK(scout.model_type == "llama4");
+  CHECK(scout.spec.vision.tokens_per_image == 144);  // (336 / 14)² patches · 0.5² (pixel shuffle)
+  CHECK((m.llama4_moe && m.l2_qk_norm && m.complex_rope && m.attn_temperature_tuning));
+  CHECK((m.moe_layer_step == 1 && m.nope_layer_interval == 4 && m.intermediate_size == 16384));
+  CHECK((m.moe_intermediate_size == 8192 && m.shared_expert_intermediate_size == 8192));
+  CHECK(test::mentions(scout.notes, "every expert on every token"));
+  CHECK(test::mentions(scout.notes, "attention_chunk_size 8192"));
+  CHECK(test::mentions(scout.notes, "Llama-4 multimodal"));
+  const loaded_model maverick =
+      load_model_config(data_dir / "configs" / "llama-4-maverick-17b-128e-instruct.json");
+  CHECK(parameter_count(maverick.spec.shape).count() == 400'711'848'960);
+  CHECK(parameter_count(maverick.spec.shape).count() + maverick.spec.vision.params == 401'583'781'376);
+  CHECK(active_parameter_count(maverick.spec.shape).count() == 17'184'691'200);
+  CHECK((moe_layers(maverick.spec.shape) == 24 && !maverick.spec.shape.l2_qk_norm));
+  // The text model alone (model_type llama4_text) has the language model's count.
+  const nlohmann::json full =
+      detail::parse_json_file(data_dir / "configs" / "llama-4-scout-17b-16e-instruct.json");
+  CHECK(parameter_count(model_from_config(full.at("text_config"), "t.json").spec.shape).count() ==
+        107'769'861'120);
+}
+
+TEST_CASE("Llama-4 configs the model cannot price are refused with the key named", "[config_io][errors]") {
+  const nlohmann::json full =
+      detail::parse_json_file(data_dir / "configs" / "llama-4-maverick-17b-128e-instruct.json");
+  const nlohmann::json base = full.at("text_config");
+  const auto refused = [&](const char* key, const nlohmann::json& value, const char* fragment) {
+    nlohmann::json j = base;
+    j[key] = value;
+    test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, std::string("l.json: /") + key,
+                              fragment);
+  };
+  refused("moe_layers", nlohmann::json::array({0, 2, 4}), "every interleave_moe_layer_step-th layer");
+  refused("no_rope_layers", nlohmann::json::array({1, 1, 1}), "NoPE every no_rope_layer_interval-th");
+  refused("interleave_moe_layer_step", 49, "exceeds num_hidden_layers");
+  refused("hidden_act", "gelu", "valid: silu");
+  refused("attn_temperature_tuning", "yes", "true, false or a non-negative number");
+  refused("num_local_experts", 0, "positive integer");
+  // The config's own lists, written out, are the pattern: accepted.
+  nlohmann::json j = base;
+  j["moe_layers"] = nlohmann::json::array();
+  for (int i = 1; i < 48; i += 2) j["moe_layers"].push_back(i);
+  j["attn_temperature_tuning"] = 4;
+  CHECK(parameter_count(model_from_config(j, "l.json").spec.shape).count() == 400'711'848'960);
+  // Forced through the escape hatch as Llama, its experts are named.
+  j = base;
+  j["_headroom"] = {{"architecture", "llama"}};
+  test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, "num_local_experts",
+                            "does not read it");
+  j = full;
+  j["vision_config"]["multi_modal_projector_bias"] = true;
+  test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, "multi_modal_projector_bias",
+                            "biased projector");
+  j = full;
+  j["text_config"]["model_type"] = "llama";
+  test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, "/text_config/model_type",
+                            "must be llama4_text");
+  j = full;
+  j.erase("vision_config");
+  test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, "/vision_config", "missing");
 }

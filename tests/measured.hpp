@@ -99,9 +99,10 @@ inline model_shape shape_of(const measured_row& r) {
   j["head_dim"] = r.count("head_dim");
   j["vocab_size"] = r.count("vocab");
   j["tie_word_embeddings"] = r.text("tied") == "1";
+  const bool llama4 = family.rfind("llama4", 0) == 0;
   if (r.has("experts")) {
     const bool mixtral_keys =
-        family == "mixtral" || family == "gpt_oss";  // num_local_experts, intermediate_size
+        family == "mixtral" || family == "gpt_oss" || llama4;  // num_local_experts, intermediate_size
     j[mixtral_keys              ? "num_local_experts"
       : family == "deepseek_v3" ? "n_routed_experts"
                                 : "num_experts"] = r.count("experts");
@@ -112,6 +113,16 @@ inline model_shape shape_of(const measured_row& r) {
     j["intermediate_size"] = r.count("intermediate");
   }
   if (family == "qwen2_moe") j["shared_expert_intermediate_size"] = 128;  // modules.FAMILIES["qwen2_moe"]
+  if (llama4) {  // modules.FAMILIES["llama4", "llama4_nope", "llama4_dense"]
+    j["model_type"] = "llama4_text";
+    j["intermediate_size_mlp"] = r.count("intermediate");
+    j["interleave_moe_layer_step"] = family == "llama4_dense" ? 2 : 1;
+    j["no_rope_layer_interval"] = family == "llama4_nope" ? 1 : 4;
+    // a block row measures layer 0: llama4_dense's is a dense one, in a model of at least two layers
+    if (family == "llama4_dense") j["num_hidden_layers"] = std::max<std::uint64_t>(2, r.count("layers"));
+    const model_shape m = model_from_config(j, r.id()).spec.shape;
+    return r.kind() == "block" ? layer_groups(m).items[0].shape : m;
+  }
   if (family == "starcoder2")
     j["residual_dropout"] = j["embedding_dropout"] = 0.1;  // the harness's (the 3B's)
   if (family == "gemma2") {

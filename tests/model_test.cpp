@@ -362,3 +362,83 @@ TEST_CASE("DeepSeek shapes that cannot exist are rejected with the field named",
   test::require_input_error([&] { (void)parameter_count(llama); }, "first_k_dense_replace", "DeepSeek");
   test::require_input_error([&] { (void)layer_gemms(deepseek_v3, full_ft); }, "layer_gemms", "layer_groups");
 }
+
+// Meta's model card: 109B total, 17B active (Scout); 400B, 17B (Maverick) — the vision tower adds 0.87B.
+static_assert(parameter_count(llama4_scout).count() == 107'769'861'120);
+static_assert(active_parameter_count(llama4_scout).count() == 17'172'894'720);
+static_assert(parameter_count(llama4_maverick).count() == 400'711'848'960);
+
+TEST_CASE("Llama-4: 3-D experts on interleaved layers, a shared expert, RoPE and NoPE layer groups",
+          "[model]") {
+  const model_shape& m = llama4_maverick;
+  std::uint64_t experts = 0, router = 0, dense_mlp = 0, shared = 0;
+  for (const param_tensor& t : parameter_inventory(m)) {
+    const std::uint64_t n = t.total().count();
+    if (t.module == module_name::experts) {
+      experts += n;
+      CHECK((t.routed_expert && !t.nn_linear));  // Llama4TextExperts: nn.Parameter (E, d, 2f), (E, f, d)
+    }
+    if (t.module == module_name::router) {
+      router += n;
+      CHECK_FALSE(t.nn_linear);  // priced neither adapted nor quantised: its forward returns a pair
+    }
+    if (t.module == module_name::gate_proj)
+      (t.copies == 24 && t.cols == 5120 && t.rows == 16384 ? dense_mlp : shared) += n;
+  }
+  CHECK(experts == 24ull * 128 * 3 * 5120 * 8192);
+  CHECK(router == 24ull * 128 * 5120);
+  CHECK(dense_mlp == 24ull * 16384 * 5120);
+  CHECK(shared == 24ull * 8192 * 5120);
+  // One 3-D tensor per expert weight and layer: the optimizer's step counters and for-loop steps go per
+  // tensor.
+  for (const param_tensor& t : parameter_inventory(m))
+    if (t.module == module_name::experts) CHECK(stored_as(m, t).count == 24);
+  // Groups: layer 0 is dense with RoPE; MoE on layers 1, 3, …; NoPE on layers 3, 7, … (all of them MoE).
+  const layer_group_list groups = layer_groups(m);
+  REQUIRE(groups.size == 3);
+  CHECK(
+      (groups.items[0].layers == 24 && !is_moe(groups.items[0].shape) && !skips_rope(groups.items[0].shape)));
+  CHECK(
+      (groups.items[1].layers == 12 && is_moe(groups.items[1].shape) && !skips_rope(groups.items[1].shape)));
+  CHECK((groups.items[2].layers == 12 && is_moe(groups.items[2].shape) && skips_rope(groups.items[2].shape)));
+  std::uint64_t total = model_level_parameters(m);
+  for (const layer_group& g : groups) total += g.layers * layer_parameter_count(g.shape).count();
+  CHECK(total == parameter_count(m).count());
+  const layer_group_list scout = layer_groups(llama4_scout);
+  REQUIRE(scout.size == 2);
+  CHECK((scout.items[0].layers == 36 && scout.items[1].layers == 12 && skips_rope(scout.items[1].shape)));
+  // model.parameters(): per MoE layer q, k, v, o, experts (gate_up_proj, down_proj), router, the shared
+  // expert's 3, two norms; per dense layer q, k, v, o, gate, up, down, two norms.
+  std::uint64_t tensors = 0, values = 0;
+  visit_parameters_in_order(m, [&](const param_tensor& t) {
+    ++tensors;
+    values += t.numel();
+  });
+  CHECK(tensors == 1 + 24 * (4 + 3 + 2) + 24 * (4 + 2 + 1 + 3 + 2) + 2);
+  CHECK(values == parameter_count(m).count());
+  // transformers runs every expert on every token: the MoE layers' matmuls count E expert passes.
+  const double attention = 2 * 5120.0 * 5120 + 2 * 5120.0 * 1024;
+  CHECK(detail::macs_per_token(m, full_ft).forward ==
+        24 * (attention + 3 * 5120.0 * 16384) +
+            24 * (attention + (128 + 1) * 3 * 5120.0 * 8192 + 128 * 5120.0));
+}
+
+TEST_CASE("Llama-4 shapes that cannot exist are rejected with the field named", "[model][errors]") {
+  model_shape bad = llama4_maverick;
+  bad.moe_layer_step = 49;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "interleave_moe_layer_step", "exceeds");
+  bad = llama4_maverick;
+  bad.shared_expert_intermediate_size = 0;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "llama4_moe", "shared expert");
+  bad = llama4_scout;
+  bad.qk_norm = true;
+  test::require_input_error([&] { (void)parameter_count(bad); }, "use_qk_norm", "excludes");
+  model_shape llama = llama_3_1_8b;
+  llama.nope_layer_interval = 4;
+  test::require_input_error([&] { (void)parameter_count(llama); }, "no_rope_layer_interval", "Llama-4");
+  llama = llama_3_1_8b;
+  llama.moe_layer_step = 2;
+  test::require_input_error([&] { (void)parameter_count(llama); }, "interleave_moe_layer_step", "Llama-4");
+  test::require_input_error([&] { (void)layer_gemms(llama4_maverick, full_ft); }, "layer_gemms",
+                            "layer_groups");
+}

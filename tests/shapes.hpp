@@ -159,4 +159,21 @@ constexpr model_shape deepseek_v3_like(std::uint64_t heads, std::uint64_t expert
 constexpr model_shape deepseek_v3 = deepseek_v3_like(128, 256, 3, 129280);
 constexpr model_shape kimi_k2 = deepseek_v3_like(64, 384, 1, 163840);
 
+// Llama-4-Scout's text model (tests/data/configs/llama-4-scout-17b-16e-instruct.json): 48 layers of GQA
+// attention (40 heads of 128 over 8 KV heads), each an MoE of 16 experts (8,192 wide, top 1) beside a shared
+// expert of the same width; untied, vocabulary 202,048. Maverick: 128 experts on every 2nd layer, the others
+// a dense MLP of 16,384.
+constexpr model_shape llama4_like(std::uint64_t experts, std::uint64_t step) {
+  model_shape m = dense(5120, 16384, 48, 40, 8, 128, 202048, false);
+  m.num_experts = experts;
+  m.num_experts_per_tok = 1;
+  m.moe_intermediate_size = m.shared_expert_intermediate_size = 8192;
+  m.llama4_moe = m.complex_rope = m.attn_temperature_tuning = true;
+  m.l2_qk_norm = step == 1;
+  m.moe_layer_step = step;
+  m.nope_layer_interval = 4;
+  return m;
+}
+constexpr model_shape llama4_scout = llama4_like(16, 1);
+constexpr model_shape llama4_maverick = llama4_like(128, 2);
 }  // namespace headroom::test

@@ -118,6 +118,7 @@ struct activation_config {
     return "StarCoder2's, GPT-NeoX's and Cohere's blocks under Inductor are not modelled (measured eager "
            "only)";
   if (is_mla(m)) return "DeepSeek's MLA blocks under Inductor are not modelled (measured eager only)";
+  if (m.complex_rope) return "Llama-4's blocks under Inductor are not modelled (measured eager only)";
   if (m.num_experts != 0)
     return "MoE blocks: the data-dependent expert loop breaks the graph; the routed part is not modelled";
   if (c.attention == attention_impl::eager || c.attention == attention_impl::sdpa_math)
@@ -271,8 +272,9 @@ struct block_context {
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
   [[nodiscard]] constexpr bool adapted(module_name mod) const {
-    // gpt-oss's and DeepSeek's routers are nn.Parameter tensors, which target_modules cannot adapt
-    if ((m.experts_3d || m.deepseek_moe) && mod == module_name::router) return false;
+    // gpt-oss's and DeepSeek's routers are nn.Parameter tensors, which target_modules cannot adapt (Llama-4's
+    // returns a pair, which a LoRA wrapper cannot add to)
+    if ((m.experts_3d || m.deepseek_moe || m.llama4_moe) && mod == module_name::router) return false;
     return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
   }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
@@ -304,6 +306,12 @@ constexpr bool first_layer_input_grad(const training_setup& s, const activation_
          prompt_positions(s.lora) != 0 ||  // the trainable prompts are part of the input
          (s.lora.method == peft_method::lora && s.lora.targets.contains(module_name::embed_tokens)) ||
          s.lora.modules_to_save.contains(module_name::embed_tokens);
+}
+/// The RoPE tables every layer shares: cos and sin of (1, s, width) in the stream dtype
+/// (LlamaRotaryEmbedding), or Llama-4's complex64 freqs_cis of (1, s, head_dim / 2).
+constexpr bytes rope_table_bytes(const model_shape& m, std::uint64_t seq_len, std::uint64_t stream_bytes) {
+  return m.complex_rope ? act(seq_len, rope_width(m) / 2, 2 * fp32_bytes)
+                        : act(seq_len, 2 * rope_width(m), stream_bytes);
 }
 constexpr std::uint64_t mask_bytes(const block_context& k, std::uint64_t input_bytes) {
   return k.mask == 0 ? input_bytes : k.mask;  // CPU: a scaled mask in the input dtype; CUDA: bool

@@ -187,6 +187,54 @@ HEADROOM_INLINE constexpr void add_deepseek_moe(Out& out, const block_context& k
     add_gated_mlp(out, k, t, m.shared_expert_intermediate_size, sb, 1);
 }
 
+/// Llama4TextL2Norm on `rows` rows of `width`: x.float() (a new fp32 tensor from a 16-bit input, the input
+/// itself in fp32) is saved by pow(2) and the rsqrt product, rsqrt by both; no weight.
+template <class Out>
+HEADROOM_INLINE constexpr void add_l2_norm(Out& out, std::string_view name, std::uint64_t rows,
+                                           std::uint64_t width, const block_context& k, bool input_grad) {
+  if (!input_grad) return;
+  out.add(name, act(rows, width, fp32_bytes), "the fp32 input, saved by pow(2) and the rsqrt product");
+  if (k.s.runtime.torch == torch_generation::v1_13)
+    out.add(name, act(rows, width, fp32_bytes), "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
+  out.add(name, act(rows, 1, fp32_bytes), "rsqrt(mean(x²) + eps), one fp32 value per row");
+}
+
+/// Llama4TextMoe on t tokens (transformers 4.5x): Llama4Router (an nn.Linear, top-k of its logits scattered
+/// into -inf, sigmoid in fp32, cast back), every token repeated for each of the E experts and scaled by its
+/// weight (0 where not routed), Llama4TextExperts' two bmm over the 3-D parameters with the SwiGLU between,
+/// the experts' outputs summed into the shared expert's output (add_, which saves nothing).
+template <class Out>
+HEADROOM_INLINE constexpr void add_llama4_moe(Out& out, const block_context& k, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const std::uint64_t d = m.hidden_size, E = m.num_experts, f = m.moe_intermediate_size, sf = f;
+  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream, rows = checked_mul(E, t, "expert rows");
+  // The router, the shared expert's gate/up (and the repeat, which saves nothing) read the norm's output.
+  add_linear_group(out, k, "router and shared expert input", t, d, sb,
+                   std::array<linear_site, 3>{{{mn::router, E}, {mn::gate_proj, sf}, {mn::up_proj, sf}}});
+  out.add("top-k indices", act(t, m.num_experts_per_tok, 8), "int64 indices, saved by topk and scatter_");
+  out.add("router sigmoid", act(rows, 1, fp32_bytes), "sigmoid of the scattered logits in fp32, saved by it");
+  const std::uint64_t rb = ab;  // the logits' dtype (bf16 under autocast), which the weights are cast back to
+  out.add("routing weights", act(rows, 1, rb),
+          "cast back and reshaped: a copy (the scores are transposed), saved by the product");
+  const std::uint64_t scaled = sb > rb ? sb : rb;  // repeat(x) · weight promotes to the wider dtype
+  out.add("repeated tokens", act(rows, d, sb), "x repeated E times, saved by the product for the weights");
+  if (k.dt.autocast) {  // torch.bmm is an autocast op: its operands are cast to bf16
+    if (k.full) out.add("experts input", act(rows, d, bf16_bytes), "the scaled tokens cast to bf16, saved");
+    out.add("experts weight casts", act(E, checked_mul(d, 3 * f), bf16_bytes),
+            "gate_up_proj and down_proj cast to bf16, saved for the inputs' gradients");
+  } else if (k.full) {
+    out.add("experts input", act(rows, d, scaled),
+            "the scaled tokens, saved by bmm for gate_up_proj's gradient");
+  }
+  out.add("experts gate_up output", act(rows, 2 * f, ab),
+          "its chunks (gate, up) are saved by SiLU and the product");
+  out.add("experts act(gate)", act(rows, f, ab), "saved by the product with up");
+  if (k.full)
+    out.add("experts down input", act(rows, f, ab), "up · act(gate), saved by bmm for down_proj's gradient");
+  add_gated_mlp(out, k, t, sf, sb, 1, false, true);  // the shared expert (its input listed above)
+}
+
 /// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
 template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
@@ -200,6 +248,9 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   validate_prefix(s, c);
   if (is_mla(m) && s.method != training_method::full && prefix_positions(s.lora) != 0)
     fail("prefix tuning", "MLA's compressed keys and values (DeepSeek) have no prefix cache priced");
+  if (m.complex_rope && s.method != training_method::full && prefix_positions(s.lora) != 0)
+    fail("prefix tuning",
+         "Llama-4's cache (complex RoPE, NoPE and chunked layers) has no prefix cache priced");
   const block_context k0 = context_of(m, s, c, input_grad);
   const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
@@ -238,6 +289,13 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, ab, k, k.output_grad(mn::q_proj));
     add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
   }
+  if (m.l2_qk_norm && !skips_rope(m)) {  // Llama4TextAttention: qk_norm after RoPE, on RoPE layers only
+    add_l2_norm(out, "q L2 norm", checked_mul(t, a), m.head_dim, k, k.output_grad(mn::q_proj));
+    add_l2_norm(out, "k L2 norm", checked_mul(t, g), m.head_dim, k, k.output_grad(mn::k_proj));
+  }
+  if (skips_rope(m) && m.attn_temperature_tuning && k.output_grad(mn::q_proj))
+    out.add("attn_scales", act(c.seq_len, 1, fp32_bytes),
+            "the per-position fp32 temperature (expanded over the batch), saved by q · attn_scales");
   add_attention_core(out, k, t);
   // o_proj's input requires grad when q, k or v does (in a first layer over frozen embeddings: an adapted
   // projection, or prefix tuning's keys and values); its output also when o_proj itself trains.
@@ -281,6 +339,8 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
   } else if (m.deepseek_moe) {
     add_deepseek_moe(out, rest, t);
+  } else if (m.llama4_moe) {
+    add_llama4_moe(out, rest, t);
   } else {
     // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
     // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.
@@ -320,7 +380,7 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     out.add("weighted expert outputs", act(routed, d, expert_out > sb ? expert_out : sb),
             "the source of index_add_, saved by it");
   }
-  if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe) {
+  if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe && !m.llama4_moe) {
     // Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed with the router's), times
     // sigmoid(shared_expert_gate(x)): the product keeps both operands.
     add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1, false, true);
@@ -384,7 +444,7 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   if (m.scaled_embeddings)
     out.add("embedding normalizer", bytes(sb), "sqrt(hidden_size) as a 0-dim tensor, saved by the product");
   // LlamaRotaryEmbedding: position_ids of shape (1, s), so the tables are (1, s, head_dim), broadcast.
-  out.add("RoPE cos/sin", act(c.seq_len, 2 * rope_width(m), sb),
+  out.add(m.complex_rope ? "RoPE freqs_cis" : "RoPE cos/sin", rope_table_bytes(m, c.seq_len, sb),
           "position tables shared by every layer's RoPE");
   // enable_input_require_grads (with checkpointing over a frozen table) makes the embedding output a leaf
   // that requires grad; its AccumulateGrad node keeps it until backward whenever it is not itself the first
@@ -604,7 +664,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   // mask and the RoPE tables — until the graph is freed after backward; non-reentrant ones free them per
   // layer.
   if (checkpoints && c.reentrant && !korthikanti)
-    e.retained = e.checkpoint_state + act(c.seq_len, 2 * rope_width(m), weight_bytes(s.precision));
+    e.retained = e.checkpoint_state + rope_table_bytes(m, c.seq_len, weight_bytes(s.precision));
   e.kept = kept_layers + e.model_level + e.checkpoint_state - e.first_layer_saving;
   e.gpu = e.kept + e.recompute;
   e.host = host_layers;

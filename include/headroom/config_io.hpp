@@ -17,6 +17,8 @@
 
 #include <nlohmann/json.hpp>
 
+#include "detail/family_fields.hpp"
+#include "detail/json_fields.hpp"
 #include "error.hpp"
 #include "memory.hpp"
 #include "model.hpp"
@@ -49,7 +51,7 @@ struct architecture {
   bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 21> architectures{{
+inline constexpr std::array<architecture, 22> architectures{{
     {"llama", 2, false, false, false, 0, "", ""},
     {"mistral", 2, false, false, false, 0, "", ""},
     {"qwen2", 2, false, true, false, 0, "", ""},
@@ -81,6 +83,9 @@ inline constexpr std::array<architecture, 21> architectures{{
     {"deepseek_v2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
     // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
     {"qwen2_moe", 2, false, true, false, 0, "num_experts", "moe_intermediate_size"},
+    // Llama4TextConfig: MoE every interleave_moe_layer_step-th layer (3-D experts, a shared expert), the
+    // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer (read below).
+    {"llama4_text", 2, false, false, false, 128, "num_local_experts", "intermediate_size"},
 }};
 
 [[nodiscard]] inline std::string supported_model_types() {
@@ -90,11 +95,9 @@ inline constexpr std::array<architecture, 21> architectures{{
 }
 
 namespace detail {
-using json = nlohmann::json;
-
 /// config.json keys that add or reshape parameters (MLA ranks and head dims, expert counts and widths, dense
 /// first layers, multimodal sub-configs, multi-token prediction).
-inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
+inline constexpr std::array<std::string_view, 18> shape_keys{"n_routed_experts",
                                                              "n_shared_experts",
                                                              "q_lora_rank",
                                                              "kv_lora_rank",
@@ -110,166 +113,17 @@ inline constexpr std::array<std::string_view, 17> shape_keys{"n_routed_experts",
                                                              "text_config",
                                                              "vision_config",
                                                              "interleave_moe_layer_step",
+                                                             "intermediate_size_mlp",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 7> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 5> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
-    {"llama4", "interleaved MoE layers, a shared expert and a vision tower"},
-    {"llama4_text", "interleaved MoE layers and a shared expert"},
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
 }};
-
-inline std::string key_path(const std::string& origin, std::string_view key) {
-  return origin + ": /" + std::string(key);
-}
-
-/// A positive integer field; rejects negatives, fractions, strings, booleans and absurd values.
-inline std::uint64_t read_count(const json& j, std::string_view key, const std::string& origin,
-                                std::uint64_t limit = max_dimension) {
-  const auto it = j.find(key);
-  if (it == j.end()) throw input_error(key_path(origin, key), "missing required key");
-  const std::string field = key_path(origin, key);
-  if (!it->is_number_integer()) throw input_error(field, "must be a positive integer, got " + it->dump());
-  // Parsed JSON gives non-negative integers as unsigned; json built in code may hold them signed.
-  if (it->is_number_unsigned() || it->get<std::int64_t>() >= 0) {
-    const auto v = it->is_number_unsigned() ? it->get<std::uint64_t>()
-                                            : static_cast<std::uint64_t>(it->get<std::int64_t>());
-    if (v == 0) throw input_error(field, "must be a positive integer, got 0");
-    if (v > limit) throw input_error(field, "is absurdly large (" + it->dump() + ")");
-    return v;
-  }
-  throw input_error(field, "must be a positive integer, got " + it->dump());
-}
-inline std::uint64_t read_count_or(const json& j, std::string_view key, const std::string& origin,
-                                   std::uint64_t fallback, std::uint64_t limit = max_dimension) {
-  if (!j.contains(key) || j.at(std::string(key)).is_null()) return fallback;
-  return read_count(j, key, origin, limit);
-}
-inline bool read_bool_or(const json& j, std::string_view key, const std::string& origin, bool fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw input_error(key_path(origin, key), "must be true or false, got " + it->dump());
-  return it->get<bool>();
-}
-/// A key that is either null or a positive number (a cap, a scale): whether it is set.
-inline bool read_optional_number(const json& j, std::string_view key, const std::string& origin,
-                                 bool fallback) {
-  const auto it = j.find(key);
-  if (it == j.end()) return fallback;
-  if (it->is_null()) return false;
-  if (!it->is_number() || !(it->get<double>() > 0))
-    throw input_error(key_path(origin, key), "must be a positive number or null, got " + it->dump());
-  return true;
-}
-/// A dropout probability in [0, 1) (0 when absent or null): whether dropout runs in training.
-inline bool read_dropout(const json& j, std::string_view key, const std::string& origin) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return false;
-  if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() < 1))
-    throw input_error(key_path(origin, key), "must be a probability in [0, 1), got " + it->dump());
-  return it->get<double>() > 0;
-}
-/// The RoPE width int(head_dim · fraction) from a fraction key (GPT-NeoX rotary_pct, partial_rotary_factor);
-/// 0 when it is the whole head. An even, positive width is required.
-inline std::uint64_t read_rotary_dim(const json& j, const char* key, double fallback, std::uint64_t head_dim,
-                                     const std::string& origin) {
-  const auto it = j.find(key);
-  const double fraction = it == j.end() || it->is_null() ? fallback
-                          : it->is_number()              ? it->get<double>()
-                                                         : -1.0;
-  if (!(fraction > 0 && fraction <= 1))
-    throw input_error(key_path(origin, key), "must be a fraction in (0, 1]");
-  const auto width = static_cast<std::uint64_t>(static_cast<double>(head_dim) * fraction);
-  if (width % 2 != 0 || width == 0)
-    throw input_error(key_path(origin, key),
-                      "gives " + std::to_string(width) +
-                          " rotary dimensions per head; RoPE needs an even, positive number");
-  return width == head_dim ? 0 : width;
-}
-inline std::string read_string_or(const json& j, std::string_view key, const std::string& origin,
-                                  std::string fallback) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_string()) throw input_error(key_path(origin, key), "must be a string, got " + it->dump());
-  return it->get<std::string>();
-}
-/// DeepSeek-V2/V3 and Kimi-K2: MLA, dense first layers, routed and shared experts.
-inline bool is_deepseek(std::string_view model_type) {
-  return model_type == "deepseek_v3" || model_type == "kimi_k2" || model_type == "deepseek_v2";
-}
-/// A count that may be 0 (absent or null: `fallback`).
-inline std::uint64_t read_count_or_zero(const json& j, std::string_view key, const std::string& origin,
-                                        std::uint64_t fallback, std::uint64_t limit) {
-  const auto it = j.find(key);
-  if (it == j.end() || it->is_null()) return fallback;
-  if (it->is_number_integer() && *it == 0) return 0;
-  return read_count(j, key, origin, limit);
-}
-/// DeepseekV3Config / DeepseekV2Config: MLA widths, the dense first layers, the shared experts, the router.
-inline void read_deepseek(const json& j, const std::string& origin, const std::string& model_type,
-                          model_shape& m, std::vector<std::string>& notes) {
-  const std::string act = read_string_or(j, "hidden_act", origin, "silu");
-  if (act != "silu")
-    throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
-  if (read_bool_or(j, "attention_bias", origin, false))
-    throw input_error(key_path(origin, "attention_bias"),
-                      "biased MLA projections are not priced (need false)");
-  m.kv_lora_rank = read_count(j, "kv_lora_rank", origin);
-  m.q_lora_rank = read_count_or(j, "q_lora_rank", origin, 0);  // null: one q_proj (DeepSeek-V2-Lite)
-  m.qk_rope_head_dim = read_count(j, "qk_rope_head_dim", origin);
-  m.v_head_dim = read_count(j, "v_head_dim", origin);
-  // DeepseekV3Attention.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim (the config's head_dim is the RoPE
-  // width)
-  m.head_dim = checked_add(read_count(j, "qk_nope_head_dim", origin), m.qk_rope_head_dim, "qk head_dim");
-  m.intermediate_size = read_count(j, "intermediate_size", origin);  // the dense first layers' MLP
-  m.dense_layers = read_count_or_zero(j, "first_k_dense_replace", origin, 0, max_layers);
-  if (read_count_or(j, "moe_layer_freq", origin, 1) != 1)
-    throw input_error(key_path(origin, "moe_layer_freq"),
-                      "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
-  const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
-  m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
-  m.deepseek_moe = true;
-  const std::string scoring =
-      read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
-  if (scoring != "sigmoid" && scoring != "softmax")
-    throw input_error(key_path(origin, "scoring_func"), "'" + scoring + "'; valid: sigmoid, softmax");
-  m.router_sigmoid = scoring == "sigmoid";
-  if (m.router_sigmoid) {  // group-limited top-k: n_group groups, topk_group kept
-    const std::uint64_t groups = read_count_or(j, "n_group", origin, 1, max_experts);
-    if (m.num_experts % groups != 0)
-      throw input_error(key_path(origin, "n_group"), "must divide n_routed_experts");
-    if (read_count_or(j, "topk_group", origin, 1, max_experts) > groups)
-      throw input_error(key_path(origin, "topk_group"), "must not exceed n_group");
-  }
-  m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, model_type != "deepseek_v2");
-  if (read_count_or_zero(j, "num_nextn_predict_layers", origin, 0, 64) != 0)
-    notes.emplace_back(
-        "num_nextn_predict_layers: the checkpoint's multi-token-prediction layers are not part of the model "
-        "transformers builds (DeepseekV3ForCausalLM ignores them on load), so they are not counted or "
-        "trained");
-  if (model_type == "deepseek_v2" || !m.router_sigmoid)
-    notes.emplace_back(
-        "DeepSeek-V2: parameters exact; activations priced with DeepSeek-V3's block (measured), whose router "
-        "and RoPE save slightly different tensors from V2's softmax router and complex-number RoPE (not "
-        "measured)");
-}
-
-/// hidden_act of a GELU MLP (StarCoder2, GPT-NeoX): ACT2FN's gelu and gelu_pytorch_tanh keep only their
-/// input; gelu_new, gelu_fast and the others are Python modules that keep more, so they are refused.
-inline void require_gelu(const json& j, const char* fallback, const std::string& origin) {
-  const std::string act = read_string_or(j, "hidden_act", origin, fallback);
-  if (act != "gelu" && act != "gelu_pytorch_tanh")
-    throw input_error(
-        key_path(origin, "hidden_act"),
-        "'" + act + "' is not priced (its Python GELU keeps more tensors); valid: gelu, gelu_pytorch_tanh");
-}
-}  // namespace detail
-
-namespace detail {
 /// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
 inline std::string read_config_text(const std::filesystem::path& file) {
   std::error_code ec;
@@ -313,74 +167,84 @@ inline void read_meta(loaded_model& out, const nlohmann::json& j, const std::str
   }
 }
 
-/// A SigLIP tower's width, depth and parameter count.
-struct siglip_shape {
-  std::uint64_t hidden = 0, layers = 0, params = 0;
-};
-/// SiglipVisionModel's parameters (transformers models/siglip/modeling_siglip.py): the patch embedding (a
-/// Conv2d with bias), one position embedding per patch, per layer two LayerNorms with bias, q/k/v/out_proj
-/// and fc1/fc2 with biases, and the post-layernorm; no pooling head (vision_use_head false).
-inline siglip_shape siglip_params(const nlohmann::json& v, const std::string& origin) {
-  const std::uint64_t h = read_count(v, "hidden_size", origin),
-                      f = read_count(v, "intermediate_size", origin);
-  const std::uint64_t layers = read_count(v, "num_hidden_layers", origin, 1000);
-  const std::uint64_t image = read_count(v, "image_size", origin, 100'000);
-  const std::uint64_t patch = read_count(v, "patch_size", origin, 10'000);
-  const std::uint64_t channels = read_count_or(v, "num_channels", origin, 3, 64);
-  (void)read_count(v, "num_attention_heads", origin);
-  if (image % patch != 0) throw input_error(key_path(origin, "patch_size"), "must divide image_size");
-  if (read_bool_or(v, "vision_use_head", origin, false))
-    throw input_error(key_path(origin, "vision_use_head"), "a pooling head is not priced (Gemma-3 has none)");
-  const std::uint64_t patches = checked_mul(image / patch, image / patch, "patches");
-  const std::uint64_t embeddings = checked_mul(channels * patch * patch, h, "patch embedding") + h +
-                                   checked_mul(patches, h, "position embedding");
-  const std::uint64_t layer = 2 * h + 4 * (h * h + h) + 2 * h + (h * f + f) + (f * h + h);
-  return {h, layers,
-          checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
-                      2 * h, "vision tower")};
-}
 }  // namespace detail
 
 [[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin);
 
 namespace detail {
+/// A *ForConditionalGeneration config's language model, read from its text_config (whose model_type must be
+/// `text_type`; tie_word_embeddings may sit at the top level), and its vision_config.
+struct multimodal_parts {
+  loaded_model model;
+  const nlohmann::json* vision = nullptr;
+};
+inline multimodal_parts read_multimodal(const nlohmann::json& j, const std::string& origin,
+                                        const std::string& family, const std::string& text_type) {
+  const auto text = j.find("text_config");
+  if (text == j.end() || !text->is_object())
+    throw input_error(key_path(origin, "text_config"),
+                      "missing: a '" + family + "' config holds its language model there");
+  const auto vision = j.find("vision_config");
+  if (vision == j.end() || !vision->is_object())
+    throw input_error(key_path(origin, "vision_config"),
+                      "missing: a '" + family + "' config holds its vision tower there");
+  nlohmann::json lm = *text;
+  const std::string type = read_string_or(lm, "model_type", origin + ": /text_config", text_type);
+  if (type != text_type)
+    throw input_error(origin + ": /text_config/model_type", "must be " + text_type + ", got '" + type + "'");
+  lm["model_type"] = text_type;
+  if (j.contains("tie_word_embeddings") && !lm.contains("tie_word_embeddings"))
+    lm["tie_word_embeddings"] = j.at("tie_word_embeddings");
+  multimodal_parts out{model_from_config(lm, origin + ": /text_config"), &*vision};
+  out.model.origin = origin;
+  out.model.model_type = family;
+  return out;
+}
+/// The note every multimodal model carries: what is priced of its tower, and what is not.
+inline std::string tower_note(const std::string& name, const loaded_model& out, const std::string& tower_name,
+                              std::uint64_t tower, std::uint64_t projector, const std::string& tokens,
+                              std::uint64_t tower_linears) {
+  return name + " multimodal: the language model from text_config (" +
+         with_commas(parameter_count(out.spec.shape).count()) + " parameters); the " + tower_name + " (" +
+         with_commas(tower) + ") and projector (" + with_commas(projector) +
+         ") priced frozen in the load dtype, also under QLoRA; " + tokens +
+         "; not priced: the tower's forward on images, training it, and the adapters PEFT's all-linear also "
+         "puts on its " +
+         std::to_string(tower_linears) + " linears";
+}
 /// Gemma3ForConditionalGeneration: the language model from text_config (gemma3_text), the SigLIP tower from
 /// vision_config and Gemma3MultiModalProjector (mm_input_projection_weight: vision hidden × text hidden, and
 /// mm_soft_emb_norm), frozen.
 inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string& origin) {
-  const auto text = j.find("text_config");
-  if (text == j.end() || !text->is_object())
-    throw input_error(key_path(origin, "text_config"),
-                      "missing: a 'gemma3' config holds its language model there");
-  const auto vision = j.find("vision_config");
-  if (vision == j.end() || !vision->is_object())
-    throw input_error(key_path(origin, "vision_config"),
-                      "missing: a 'gemma3' config holds its SigLIP tower there");
-  nlohmann::json lm = *text;
-  const std::string text_type = read_string_or(lm, "model_type", origin + ": /text_config", "gemma3_text");
-  if (text_type != "gemma3_text")
-    throw input_error(origin + ": /text_config/model_type", "must be gemma3_text, got '" + text_type + "'");
-  lm["model_type"] = "gemma3_text";
-  if (j.contains("tie_word_embeddings") && !lm.contains("tie_word_embeddings"))
-    lm["tie_word_embeddings"] = j.at("tie_word_embeddings");
-  loaded_model out = model_from_config(lm, origin + ": /text_config");
-  out.origin = origin;
-  out.model_type = "gemma3";
-  const std::string vo = origin + ": /vision_config";
-  const siglip_shape siglip = siglip_params(*vision, vo);
-  const std::uint64_t tower = siglip.params;
+  multimodal_parts parts = read_multimodal(j, origin, "gemma3", "gemma3_text");
+  loaded_model& out = parts.model;
+  const siglip_shape siglip = siglip_params(*parts.vision, origin + ": /vision_config");
   const std::uint64_t projector = siglip.hidden * out.spec.shape.hidden_size + siglip.hidden;
-  out.spec.vision.params = tower + projector;
+  out.spec.vision.params = siglip.params + projector;
   out.spec.vision.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
   out.notes.push_back(
-      "Gemma-3 multimodal: the language model from text_config (" +
-      with_commas(parameter_count(out.spec.shape).count()) + " parameters); the SigLIP tower (" +
-      with_commas(tower) + ") and projector (" + with_commas(projector) +
-      ") priced frozen in the load dtype, also under QLoRA; each image is " +
-      std::to_string(out.spec.vision.tokens_per_image) +
-      " tokens of --seq-len; not priced: the tower's forward on images, training it, and the adapters PEFT's "
-      "all-linear also puts on its " +
-      std::to_string(6 * siglip.layers) + " linears (q/k/v/out_proj, fc1, fc2)");
+      tower_note("Gemma-3", out, "SigLIP tower", siglip.params, projector,
+                 "each image is " + std::to_string(out.spec.vision.tokens_per_image) + " tokens of --seq-len",
+                 6 * siglip.layers) +
+      " (q/k/v/out_proj, fc1, fc2)");
+  read_meta(out, j, origin);
+  return out;
+}
+/// Llama4ForConditionalGeneration: the language model from text_config (llama4_text), Llama4VisionModel
+/// from vision_config and Llama4MultiModalProjector, frozen.
+inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string& origin) {
+  multimodal_parts parts = read_multimodal(j, origin, "llama4", "llama4_text");
+  loaded_model& out = parts.model;
+  const llama4_vision_shape v =
+      llama4_vision_params(*parts.vision, out.spec.shape.hidden_size, origin + ": /vision_config");
+  out.spec.vision.params = v.tower + v.projector;
+  out.spec.vision.tokens_per_image = v.tokens_per_tile;
+  out.notes.push_back(tower_note("Llama-4", out, "vision tower", v.tower, v.projector,
+                                 "each image tile is " + std::to_string(v.tokens_per_tile) +
+                                     " tokens of --seq-len (the processor cuts an image into tiles and adds "
+                                     "a global one)",
+                                 6 * v.layers + 2) +
+                      " (q/k/v/o_proj, fc1, fc2, the adapter's fc1 and fc2)");
   read_meta(out, j, origin);
   return out;
 }
@@ -404,6 +268,7 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
     forced = true;
   }
   if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
+  if (out.model_type == "llama4" && !forced) return detail::llama4_multimodal(j, origin);
   const auto arch = std::find_if(architectures.begin(), architectures.end(),
                                  [&](const architecture& a) { return a.model_type == family; });
   // A model_type whose parameters no supported family has: named with the missing feature, loaded as it is
@@ -440,7 +305,9 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
                               key == "qk_rope_head_dim" || key == "qk_nope_head_dim" || key == "v_head_dim" ||
                               key == "first_k_dense_replace" || key == "moe_layer_freq" ||
                               key == "num_nextn_predict_layers";
+    const bool llama4_key = key == "interleave_moe_layer_step" || key == "intermediate_size_mlp";
     const bool read = key == arch->experts_key || key == arch->expert_width_key ||
+                      (llama4_key && arch->model_type == "llama4_text") ||
                       (key == "shared_expert_intermediate_size" && !arch->experts_key.empty()) ||
                       (deepseek_key && detail::is_deepseek(arch->model_type));
     if (!read)
@@ -569,6 +436,7 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   }
   if (detail::is_deepseek(arch->model_type))
     detail::read_deepseek(j, origin, std::string(arch->model_type), m, out.notes);
+  if (arch->model_type == "llama4_text") detail::read_llama4(j, origin, m, out.notes);
   try {
     validate(m);
   } catch (const input_error& e) {

@@ -51,9 +51,9 @@ struct gemm_list {
 };
 
 /// The matmuls of one decoder layer, from the parameter inventory (plus LoRA A/B where attached).
-/// `m` is one run of uniform layers (layer_groups: DeepSeek's dense first layers are a run of their own).
+/// `m` is one group of uniform layers (layer_groups: DeepSeek's dense first layers are a group of their own).
 [[nodiscard]] constexpr gemm_list layer_gemms(const model_shape& m, const training_setup& s) {
-  if (m.dense_layers != 0) detail::fail("layer_gemms", "takes one run of uniform layers (see layer_groups)");
+  if (!uniform_layers(m)) detail::fail("layer_gemms", "takes one group of uniform layers (see layer_groups)");
   gemm_list out;
   const bool full = s.method == training_method::full;
   for (const param_tensor& t : parameter_inventory(m)) {
@@ -63,7 +63,8 @@ struct gemm_list {
     g.in = t.cols;
     g.out = t.rows;
     const bool expert = t.routed_expert;
-    g.rows_num = expert ? m.num_experts_per_tok : 1;
+    // Llama4TextMoe runs every expert on every token (a zero weight where not routed); others k of E
+    g.rows_num = expert ? (m.llama4_moe ? m.num_experts : m.num_experts_per_tok) : 1;
     g.weight_copies = expert ? m.num_experts : 1;
     g.trainable = full;
     g.quantised = s.method == training_method::qlora && t.nn_linear;  // bitsandbytes replaces nn.Linear only

@@ -74,6 +74,17 @@ struct model_shape {
   bool deepseek_moe =
       false;  ///< nn.Parameter router run in fp32, shared experts added ungated (DeepseekV3MoE)
   bool router_sigmoid = false;  ///< sigmoid scores with group-limited top-k (V3 noaux_tc), not softmax (V2)
+  // Llama-4 text (Llama4TextDecoderLayer, Llama4TextMoe, Llama4TextAttention): MoE every n-th layer, the
+  // others a dense SwiGLU of intermediate_size (config.json intermediate_size_mlp); every n-th layer NoPE.
+  std::uint64_t moe_layer_step =
+      0;  ///< interleave_moe_layer_step: layer i is MoE when (i + 1) % n == 0; 0 = all
+  std::uint64_t nope_layer_interval =
+      0;                      ///< no_rope_layer_interval: layer i skips RoPE when (i + 1) % n == 0
+  bool llama4_moe = false;    ///< 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
+                              ///< sigmoid(top-k logits); an nn.Linear router; an ungated shared expert
+  bool l2_qk_norm = false;    ///< use_qk_norm: a weightless L2 norm of q and k after RoPE (RoPE layers only)
+  bool complex_rope = false;  ///< RoPE as a complex product with fp32 freqs_cis (Llama4TextRotaryEmbedding)
+  bool attn_temperature_tuning = false;  ///< NoPE layers scale q by an fp32 per-position factor
 };
 
 /// Module names as PEFT and transformers spell them (used for LoRA targets and quantisation).
@@ -207,9 +218,32 @@ constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t li
 [[nodiscard]] constexpr std::uint64_t kv_b_width(const model_shape& m) {
   return m.num_attention_heads * (m.head_dim - m.qk_rope_head_dim + m.v_head_dim);
 }
-/// Layers whose MLP is the routed experts (all of an MoE model but its first_k_dense_replace dense ones).
+/// Layers whose MLP is the routed experts: all of an MoE model but DeepSeek's first_k_dense_replace dense
+/// ones, or every n-th (Llama-4's interleave_moe_layer_step).
 [[nodiscard]] constexpr std::uint64_t moe_layers(const model_shape& m) {
-  return is_moe(m) ? m.num_hidden_layers - m.dense_layers : 0;
+  if (!is_moe(m)) return 0;
+  return m.moe_layer_step > 1 ? m.num_hidden_layers / m.moe_layer_step : m.num_hidden_layers - m.dense_layers;
+}
+/// Layers with a dense MLP of intermediate_size: every layer of a dense model, an MoE model's others.
+[[nodiscard]] constexpr std::uint64_t dense_mlp_layers(const model_shape& m) {
+  return m.num_hidden_layers - moe_layers(m);
+}
+/// Whether every layer has one shape (else layer_groups splits them).
+[[nodiscard]] constexpr bool uniform_layers(const model_shape& m) {
+  return (!is_moe(m) || dense_mlp_layers(m) == 0) &&
+         (m.nope_layer_interval == 0 || m.nope_layer_interval == 1 ||
+          m.nope_layer_interval > m.num_hidden_layers);
+}
+/// Whether layer i (from 0) skips RoPE: Llama4TextConfig no_rope_layers[i] == 0.
+[[nodiscard]] constexpr bool nope_layer(const model_shape& m, std::uint64_t i) {
+  return m.nope_layer_interval != 0 && (i + 1) % m.nope_layer_interval == 0;
+}
+/// Whether every layer of `m` skips RoPE (one of layer_groups' NoPE groups, or no_rope_layer_interval 1).
+[[nodiscard]] constexpr bool skips_rope(const model_shape& m) { return m.nope_layer_interval == 1; }
+/// Whether layer i (from 0) has the routed experts.
+[[nodiscard]] constexpr bool moe_layer(const model_shape& m, std::uint64_t i) {
+  if (!is_moe(m)) return false;
+  return m.moe_layer_step > 1 ? (i + 1) % m.moe_layer_step == 0 : i >= m.dense_layers;
 }
 
 /// Throws input_error naming the first field that is zero, absurd or inconsistent.
@@ -291,36 +325,71 @@ constexpr void validate(const model_shape& m) {
   if ((m.deepseek_moe || m.router_sigmoid) && (!is_moe(m) || m.experts_3d || m.fused_gate_up || m.mlp_bias))
     detail::fail("deepseek_moe", "is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
   if (m.router_sigmoid && !m.deepseek_moe) detail::fail("router_sigmoid", "set without deepseek_moe");
+  if (m.moe_layer_step > 1) {
+    if (!m.llama4_moe)
+      detail::fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
+    if (m.moe_layer_step > m.num_hidden_layers)
+      detail::fail("interleave_moe_layer_step", "exceeds num_hidden_layers: no layer would have experts");
+    detail::require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
+  }
+  if (m.nope_layer_interval > detail::max_layers) detail::fail("no_rope_layer_interval", "is absurdly large");
+  if (m.llama4_moe && (!is_moe(m) || m.experts_3d || m.deepseek_moe || m.fused_gate_up || m.mlp_bias ||
+                       m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
+    detail::fail("llama4_moe", "is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
+  if (m.l2_qk_norm && m.qk_norm)
+    detail::fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
+  if ((m.l2_qk_norm || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
+      (!m.complex_rope || m.fused_qkv || is_mla(m) || m.layer_norm || m.parallel_residual || m.post_norms ||
+       m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks))
+    detail::fail("no_rope_layer_interval",
+                 "NoPE layers and the L2 q/k norm are modelled with Llama-4's block");
 }
 
-/// A run of consecutive layers that share one shape, and how many layers it has.
+/// Layers that share one shape, and how many of them there are.
 struct layer_group {
   model_shape shape{};  ///< the model with every layer like these (num_hidden_layers = layers)
   std::uint64_t layers = 0;
 };
-/// The model's layers in uniform runs: one run, or DeepSeek's dense first layers and then the MoE ones.
+/// The model's layers in uniform groups, the first layer's group first: one group; DeepSeek's dense first
+/// layers and then the MoE ones; Llama-4's dense or MoE layers, each with RoPE or NoPE.
 struct layer_group_list {
-  std::array<layer_group, 2> items{};
+  std::array<layer_group, 4> items{};
   std::size_t size = 0;
   [[nodiscard]] constexpr const layer_group* begin() const { return items.data(); }
   [[nodiscard]] constexpr const layer_group* end() const { return items.data() + size; }
 };
+namespace detail {
+/// `m` with every layer dense (num_experts 0) or every layer MoE, and every layer NoPE or none.
+constexpr model_shape layer_kind(const model_shape& m, bool moe, bool nope, std::uint64_t layers) {
+  model_shape k = m;
+  k.num_hidden_layers = layers;
+  k.dense_layers = 0;
+  k.moe_layer_step = 0;
+  k.nope_layer_interval = nope ? 1 : 0;
+  if (!moe) {  // DeepseekV3DecoderLayer: layer_idx < first_k_dense_replace → DeepseekV3MLP; Llama4TextMLP
+    k.num_experts = k.num_experts_per_tok = k.moe_intermediate_size = 0;
+    k.shared_expert_intermediate_size = 0;
+    k.norm_topk_prob = k.deepseek_moe = k.router_sigmoid = k.llama4_moe = false;
+  }
+  return k;
+}
+}  // namespace detail
 [[nodiscard]] constexpr layer_group_list layer_groups(const model_shape& m) {
   layer_group_list out;
-  if (m.dense_layers == 0) {
+  if (uniform_layers(m)) {
     out.items[out.size++] = {m, m.num_hidden_layers};
     return out;
   }
-  model_shape dense = m;  // DeepseekV3DecoderLayer: layer_idx < first_k_dense_replace → DeepseekV3MLP
-  dense.num_hidden_layers = dense.dense_layers;
-  dense.dense_layers = dense.num_experts = dense.num_experts_per_tok = dense.moe_intermediate_size = 0;
-  dense.shared_expert_intermediate_size = 0;
-  dense.norm_topk_prob = dense.deepseek_moe = dense.router_sigmoid = false;
-  model_shape moe = m;
-  moe.num_hidden_layers = moe_layers(m);
-  moe.dense_layers = 0;
-  out.items[out.size++] = {dense, dense.num_hidden_layers};
-  out.items[out.size++] = {moe, moe.num_hidden_layers};
+  // Counts of the four kinds (MoE or dense × NoPE or RoPE); the first layer's kind leads.
+  std::array<std::uint64_t, 4> count{};
+  for (std::uint64_t i = 0; i < m.num_hidden_layers; ++i)
+    ++count[(moe_layer(m, i) ? 2u : 0u) + (nope_layer(m, i) ? 1u : 0u)];
+  const std::size_t first = (moe_layer(m, 0) ? 2u : 0u) + (nope_layer(m, 0) ? 1u : 0u);
+  for (std::size_t n = 0; n < 4; ++n) {
+    const std::size_t kind = (first + n) % 4;
+    if (count[kind] != 0)
+      out.items[out.size++] = {detail::layer_kind(m, kind >= 2, kind % 2 == 1, count[kind]), count[kind]};
+  }
   return out;
 }
 
@@ -398,10 +467,18 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
         add({mn::down_proj, tr::bias, d, 0, copies, true, routed});
       }
     };
-    const std::uint64_t moe = moe_layers(m);
-    if (!is_moe(m)) swiglu(m.intermediate_size, L, false);
-    if (m.dense_layers != 0) swiglu(m.intermediate_size, m.dense_layers, false);  // DeepSeek's first layers
-    if (is_moe(m)) {
+    const std::uint64_t moe = moe_layers(m), dense = dense_mlp_layers(m);
+    // every layer of a dense model; DeepSeek's first layers; Llama-4's non-MoE ones (intermediate_size_mlp)
+    if (dense != 0) swiglu(m.intermediate_size, dense, false);
+    if (m.llama4_moe) {  // Llama4TextExperts: gate_up_proj (E, d, 2f), down_proj (E, f, d); Llama4Router: d →
+                         // E
+      const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(moe, m.num_experts, "experts");
+      add({mn::experts, tr::linear_weight, 2 * f, d, E, false, true});
+      add({mn::experts, tr::linear_weight, d, f, E, false, true});
+      // Llama4Router subclasses nn.Linear but returns (scores, logits): priced as neither adapted nor
+      // quantised
+      add({mn::router, tr::linear_weight, m.num_experts, d, moe, false});
+    } else if (is_moe(m)) {
       swiglu(m.moe_intermediate_size, detail::checked_mul(moe, m.num_experts, "experts"), true);
       // gate: d → E; DeepseekV3TopkRouter holds it as an nn.Parameter (its e_score_correction_bias is a
       // buffer)
@@ -409,7 +486,8 @@ HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& vi
     }
     if (m.shared_expert_intermediate_size != 0) {
       swiglu(m.shared_expert_intermediate_size, moe, false);
-      if (!m.deepseek_moe) add({mn::shared_expert_gate, tr::linear_weight, 1, d, moe});  // Qwen2-MoE's gate
+      if (!m.deepseek_moe && !m.llama4_moe)
+        add({mn::shared_expert_gate, tr::linear_weight, 1, d, moe});  // Qwen2-MoE's gate
     }
   }
   // nn.LayerNorm holds a bias beside its weight, so its parameters are twice an RMSNorm's.
@@ -494,6 +572,16 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
       visit(param_tensor{mn::experts, tr::bias, E * 2 * f, 0, 1, false});
       visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
       visit(param_tensor{mn::experts, tr::bias, E * d, 0, 1, false});
+    } else if (m.llama4_moe) {  // Llama4TextMoe: experts (gate_up_proj, down_proj), router, shared_expert
+      if (moe_layer(m, layer)) {
+        const std::uint64_t f = m.moe_intermediate_size, E = m.num_experts;
+        visit(param_tensor{mn::experts, tr::linear_weight, E * 2 * f, d, 1, false});
+        visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
+        visit(param_tensor{mn::router, tr::linear_weight, E, d, 1, false});
+        mlp(m.shared_expert_intermediate_size, false);
+      } else {
+        mlp(m.intermediate_size, false);  // Llama4TextMLP(intermediate_size_mlp)
+      }
     } else if (is_moe(m) && m.deepseek_moe) {  // DeepseekV3MoE: experts, gate, shared_experts
       if (layer < m.dense_layers) {
         mlp(m.intermediate_size, false);

@@ -217,10 +217,10 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     auto minus = [](bytes a, bytes b) { return a > b ? a - b : bytes(0); };  // sharded grads can be smaller
     const bytes layer_grads = minus(st.grads, detail::non_layer_grads(spec.shape, r.setup));
     const model_shape& m = spec.shape;
-    // The first layer's share: 1/L of uniform layers; DeepSeek's first is a dense layer, its share by
-    // parameters.
+    // The first layer's share: 1/L of uniform layers; else (DeepSeek's dense first layer, Llama-4's) its
+    // group's share by parameters.
     const bytes first_layer =
-        m.dense_layers == 0
+        uniform_layers(m)
             ? detail::div_up(layer_grads, m.num_hidden_layers)
             : bytes(static_cast<std::uint64_t>(
                   static_cast<double>(layer_grads.count()) *

@@ -257,6 +257,14 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                           m.dense_layers, m.intermediate_size, moe_layers(m), m.num_experts,
                           m.num_experts_per_tok, m.shared_expert_intermediate_size)
             : ""));
+  if (m.llama4_moe)
+    line(fmt::format(
+        "  Llama-4  {} MoE layers (one in {}) of {} experts (k {}, width {}) beside a shared expert, "
+        "{} dense (d_ff {}); every expert runs on every token; {} NoPE layers{}",
+        moe_layers(m), m.moe_layer_step > 1 ? m.moe_layer_step : 1, m.num_experts, m.num_experts_per_tok,
+        m.moe_intermediate_size, dense_mlp_layers(m), m.intermediate_size,
+        m.nope_layer_interval == 0 ? 0 : m.num_hidden_layers / m.nope_layer_interval,
+        m.l2_qk_norm ? ", L2 q/k norm on the others" : ""));
   line(
       fmt::format("  params   {} from the inventory (embedding + L·(attention + MLP + norms) + final "
                   "norm{}); priced on {} = {}",

@@ -106,7 +106,10 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   // launches per adapter matmul listed. Experts are counted below.
   for (const gemm_shape& g : layer_gemms(m, s))
     if (g.weight_copies == 1) k += g.adapter ? 2 + (s.lora.dropout > 0 ? 0.5 : 0) : 1;
-  if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
+  if (m.llama4_moe) {  // topk, full_like, scatter_, sigmoid (and its casts), repeat, ·, two bmm, act, ·, sum,
+                       // add_
+    k += 13;
+  } else if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
     k += 6 + expert_ops * static_cast<double>(m.num_experts);
   } else {
     k += m.plain_mlp ? 1 : 2;  // GELU (StarCoder2), or act(gate) · up
@@ -212,8 +215,9 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     attention_recompute += L * attn_fwd;
     // Elementwise traffic per layer, forward (backward ≈ 2×): norms read/write with an fp32 pass,
     // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
-    const double ff = static_cast<double>(is_moe(lm) ? lm.moe_intermediate_size * lm.num_experts_per_tok
-                                                     : lm.intermediate_size);
+    const double ff = static_cast<double>(
+        is_moe(lm) ? lm.moe_intermediate_size * (lm.llama4_moe ? lm.num_experts : lm.num_experts_per_tok)
+                   : lm.intermediate_size);
     // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
     const double norms = static_cast<double>(lm.norms_per_layer);
     const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;

@@ -45,7 +45,13 @@ SHAPES["cohere2"] = dict(hidden=128, intermediate=352, heads=8, kv_heads=2, head
 # gpt-oss as gpt-oss-20b (GQA, head_dim 64 of 2880 → 16 of 64 here, 32 experts top 4 → 8 top 2), eager only.
 SHAPES["gpt_oss"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_dim=16, vocab=2048, tied=0,
                          experts=8, experts_per_tok=2, moe_intermediate=32, norm_topk=0)
-APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2", "gpt_oss")
+# Llama-4 as Scout (40 heads over 8 KV heads → 4 over 2 here, 16 experts top 1 → 4 top 1, the shared expert as
+# wide as one, the dense MLP twice that: intermediate_size_mlp 16384 = 2 · 8192)
+for _family in ("llama4", "llama4_nope", "llama4_dense"):
+    SHAPES[_family] = dict(hidden=64, intermediate=64, heads=4, kv_heads=2, head_dim=16, vocab=2048, tied=0,
+                           experts=4, experts_per_tok=1, moe_intermediate=32, norm_topk=0)
+APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2", "gpt_oss",
+                     "llama4", "llama4_nope", "llama4_dense")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -425,9 +431,26 @@ def gpt_oss_rows():
     return rows
 
 
+def llama4_rows():
+    """Llama-4 blocks: an MoE layer with RoPE and the L2 q/k norm (every expert on every token), a NoPE layer (q
+    scaled by the temperature) and a dense layer, under the block variants; whole steps over 4 layers (the last
+    NoPE; Maverick's interleaving: dense, MoE, dense, MoE)."""
+    step_kw = dict(layers=4, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    rows = family_block_rows("llama4")
+    rows += [_row("block", "llama4_nope"), _row("block", "llama4_nope", dtype="fp32", attention="eager"),
+             _row("block", "llama4_nope", dtype="autocast"), _row("block", "llama4_nope", **lora("q_proj,v_proj")),
+             _row("block", "llama4_dense"), _row("block", "llama4_dense", dtype="autocast", **lora(adapter_dtype="fp32"))]
+    rows.append(_row("step", "llama4", dtype="bf16", **step_kw))
+    rows.append(_row("step", "llama4", dtype="autocast", **step_kw, **lora(adapter_dtype="fp32")))
+    rows.append(_row("step", "llama4_dense", dtype="bf16", **step_kw))
+    rows.append(_row("step", "llama4_dense", dtype="fp32", checkpointing="non_reentrant", **step_kw, **lora()))
+    return rows
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
-           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows() + gpt_oss_rows())
+           + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows() + gpt_oss_rows()
+           + llama4_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

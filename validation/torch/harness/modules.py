@@ -31,6 +31,12 @@ change the measurement.  The sources (read for this harness; none of their code 
     split into nope keys and values, ``apply_rotary_pos_emb_interleave``, the two ``torch.cat`` calls),
     ``DeepseekV3TopkRouter.forward`` / ``get_topk_indices``, ``DeepseekV3MoE.moe`` / ``forward``,
     ``DeepseekV3DecoderLayer`` (dense MLP below ``first_k_dense_replace``).
+  - ``models/llama4/modeling_llama4.py``: ``Llama4TextRotaryEmbedding`` (complex ``freqs_cis``),
+    ``apply_rotary_emb`` (q and k as fp32 complex pairs), ``Llama4TextL2Norm``, ``Llama4TextAttention.forward``
+    (RoPE and the L2 q/k norm on RoPE layers; NoPE layers scale q by ``attn_scales``), ``Llama4Router``,
+    ``Llama4TextExperts`` (every expert on every token, two ``bmm``), ``Llama4TextMoe.forward`` (repeat, scale,
+    the shared expert, ``add_`` of the experts' sum), ``Llama4TextDecoderLayer`` (MoE on every
+    ``interleave_moe_layer_step``-th layer, ``Llama4TextMLP`` of ``intermediate_size_mlp`` elsewhere).
   - ``integrations/sdpa_attention.py`` ``sdpa_attention_forward`` (repeat_kv before the kernel when torch
     cannot do GQA itself, ``is_causal`` without a mask); on torch 1.13 the kernel is
     ``torch.nn.functional._scaled_dot_product_attention``, whose CPU path is the math implementation.
@@ -101,6 +107,12 @@ FAMILIES = {
     "deepseek_v3": dict(deepseek=True, q_lora_rank=48, kv_lora_rank=16, qk_nope_head_dim=16, qk_rope_head_dim=8,
                         v_head_dim=16, first_k_dense=1, n_shared_experts=1, n_group=4, topk_group=2,
                         routed_scaling_factor=2.5, norm_topk=True),
+    # Llama-4 (Llama-4-Scout's layout): MoE on every layer with one shared expert, NoPE every 4th layer, the L2 q/k
+    # norm on the RoPE layers; llama4_nope has every layer NoPE (its block rows measure a NoPE layer) and
+    # llama4_dense Maverick's interleaving (MoE every 2nd layer: its block rows measure a dense layer).
+    "llama4": dict(llama4=True, interleave_moe_layer_step=1, no_rope_layer_interval=4, use_qk_norm=True),
+    "llama4_nope": dict(llama4=True, interleave_moe_layer_step=1, no_rope_layer_interval=1, use_qk_norm=True),
+    "llama4_dense": dict(llama4=True, interleave_moe_layer_step=2, no_rope_layer_interval=4, use_qk_norm=True),
 }
 
 
@@ -146,11 +158,13 @@ class GemmaRMSNorm(nn.Module):
 
 class Rotary(nn.Module):
     """LlamaRotaryEmbedding: cos/sin of shape (b, s, head_dim), computed once per forward, no grad. Interleaved:
-    CohereRotaryEmbedding, whose frequencies are repeat_interleave-d instead of concatenated."""
+    CohereRotaryEmbedding, whose frequencies are repeat_interleave-d instead of concatenated. Complex:
+    Llama4TextRotaryEmbedding, freqs_cis = polar(1, angles), complex64 (1, s, head_dim / 2), returned as a pair
+    (freqs_cis, None) so callers unpack it like cos and sin."""
 
-    def __init__(self, head_dim, base=10000.0, interleave=False, halves=False):
+    def __init__(self, head_dim, base=10000.0, interleave=False, halves=False, complex_=False):
         super().__init__()
-        self.interleave, self.halves = interleave, halves
+        self.interleave, self.halves, self.complex = interleave, halves, complex_
         inv_freq = 1.0 / (base ** (torch.arange(0, head_dim, 2, dtype=torch.int64).float() / head_dim))
         self.register_buffer("inv_freq", inv_freq, persistent=False)
 
@@ -160,6 +174,8 @@ class Rotary(nn.Module):
         position_ids_expanded = position_ids[:, None, :].float()
         with torch.autocast(device_type="cpu", enabled=False):
             freqs = (inv_freq_expanded.float() @ position_ids_expanded.float()).transpose(1, 2)
+            if self.complex:
+                return torch.polar(torch.ones_like(freqs), freqs) * 1.0, None  # · attention_scaling
             emb = (freqs if self.halves  # GptOssRotaryEmbedding: one angle per pair, head_dim / 2 wide
                    else torch.repeat_interleave(freqs, 2, dim=-1) if self.interleave else torch.cat((freqs, freqs), dim=-1))
             cos = emb.cos() * 1.0
@@ -743,6 +759,109 @@ class DeepseekV3MoE(nn.Module):
         return hidden_states + self.shared_experts(residuals)
 
 
+def llama4_apply_rotary_emb(xq, xk, freqs_cis):
+    xq_ = torch.view_as_complex(xq.float().reshape(*xq.shape[:-1], -1, 2))
+    xk_ = torch.view_as_complex(xk.float().reshape(*xk.shape[:-1], -1, 2))
+    xq_out = torch.view_as_real(xq_ * freqs_cis[:, :, None, :]).flatten(3)
+    xk_out = torch.view_as_real(xk_ * freqs_cis[:, :, None, :]).flatten(3)
+    return xq_out.type_as(xq), xk_out.type_as(xk)
+
+
+def llama4_l2_norm(x, eps=1e-5):
+    """Llama4TextL2Norm (eps = rms_norm_eps): no weight, computed in fp32, cast back."""
+    y = x.float()
+    return (y * torch.rsqrt(y.pow(2).mean(-1, keepdim=True) + eps)).type_as(x)
+
+
+class Llama4Attention(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        fam = FAMILIES[cfg["family"]]
+        d, a, g, hd = cfg["hidden"], cfg["heads"], cfg["kv_heads"], cfg["head_dim"]
+        self.head_dim, self.groups = hd, a // g
+        self.q_proj = nn.Linear(d, a * hd, bias=False)
+        self.k_proj = nn.Linear(d, g * hd, bias=False)
+        self.v_proj = nn.Linear(d, g * hd, bias=False)
+        self.o_proj = nn.Linear(a * hd, d, bias=False)
+        self.use_rope = (layer_idx + 1) % fam["no_rope_layer_interval"] != 0  # Llama4TextConfig.no_rope_layers
+        self.qk_norm = fam["use_qk_norm"] and self.use_rope
+        self.scaling = hd ** -0.5
+        self.attention_dropout = cfg.get("attention_dropout", 0.0)
+        self.kernel = ATTENTION[cfg["attention"]]
+
+    def forward(self, hidden_states, position_embeddings, attention_mask, past=None):
+        input_shape = hidden_states.shape[:-1]
+        hidden_shape = (*input_shape, -1, self.head_dim)
+        query_states = self.q_proj(hidden_states).view(hidden_shape)
+        key_states = self.k_proj(hidden_states).view(*input_shape, -1, self.head_dim)
+        value_states = self.v_proj(hidden_states).view(hidden_shape).transpose(1, 2)
+        if self.use_rope:
+            query_states, key_states = llama4_apply_rotary_emb(query_states, key_states, position_embeddings[0])
+        if self.qk_norm:
+            query_states = llama4_l2_norm(query_states)
+            key_states = llama4_l2_norm(key_states)
+        if not self.use_rope:  # attn_temperature_tuning (floor_scale 8192, attn_scale 0.1), cache_position from 0
+            cache_position = torch.arange(input_shape[-1])
+            attn_scales = torch.log(torch.floor((cache_position.float() + 1.0) / 8192) + 1.0) * 0.1 + 1.0
+            attn_scales = attn_scales.view((1, input_shape[-1], 1, 1)).expand((*input_shape, 1, 1))
+            query_states = (query_states * attn_scales).to(query_states.dtype)
+        query_states = query_states.transpose(1, 2)
+        key_states = key_states.transpose(1, 2)
+        dropout = self.attention_dropout if self.training else 0.0
+        attn_output = self.kernel(self, query_states, key_states, value_states, attention_mask, dropout, self.scaling)
+        attn_output = attn_output.reshape(*input_shape, -1).contiguous()
+        return self.o_proj(attn_output)
+
+
+class Llama4Router(nn.Linear):
+    def __init__(self, cfg):
+        super().__init__(cfg["hidden"], cfg["experts"], bias=False)
+        self.top_k = cfg["experts_per_tok"]
+
+    def forward(self, hidden_states):
+        router_logits = super().forward(hidden_states)
+        router_top_value, router_indices = torch.topk(router_logits, self.top_k, dim=1)
+        router_scores = torch.full_like(router_logits, float("-inf")).scatter_(1, router_indices, router_top_value)
+        router_scores = router_scores.transpose(0, 1)
+        router_scores = torch.sigmoid(router_scores.float()).to(router_scores.dtype)
+        return router_scores, router_logits
+
+
+class Llama4TextExperts(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.num_experts, self.hidden_size, f = cfg["experts"], cfg["hidden"], cfg["moe_intermediate"]
+        self.gate_up_proj = nn.Parameter(torch.empty(self.num_experts, self.hidden_size, 2 * f))
+        self.down_proj = nn.Parameter(torch.empty(self.num_experts, f, self.hidden_size))
+
+    def forward(self, hidden_states):
+        hidden_states = hidden_states.view(self.num_experts, -1, self.hidden_size)
+        gate_up = torch.bmm(hidden_states, self.gate_up_proj)
+        gate, up = gate_up.chunk(2, dim=-1)
+        next_states = torch.bmm((up * F.silu(gate)), self.down_proj)
+        return next_states.view(-1, self.hidden_size)
+
+
+class Llama4TextMoe(nn.Module):
+    def __init__(self, cfg):
+        super().__init__()
+        self.hidden_dim = cfg["hidden"]
+        self.experts = Llama4TextExperts(cfg)
+        self.router = Llama4Router(cfg)
+        self.shared_expert = MLP(cfg, cfg["moe_intermediate"])
+
+    def forward(self, hidden_states):
+        shape = hidden_states.shape
+        hidden_states = hidden_states.reshape(-1, self.hidden_dim)
+        router_scores, router_logits = self.router(hidden_states)
+        routed_in = hidden_states.repeat(router_scores.shape[0], 1)
+        routed_in = routed_in * router_scores.reshape(-1, 1)
+        routed_out = self.experts(routed_in)
+        out = self.shared_expert(hidden_states)
+        out.add_(routed_out.reshape(router_scores.shape[0], -1, routed_out.shape[-1]).sum(dim=0))
+        return out.view(shape)  # Llama4TextDecoderLayer: hidden_states.view(residual.shape)
+
+
 class NeoXAttention(nn.Module):
     """models/gpt_neox/modeling_gpt_neox.py GPTNeoXAttention: one biased query_key_value viewed as
     (b, s, heads, 3·head_size), transposed and chunked into q, k, v views; partial RoPE; the biased dense."""
@@ -890,7 +1009,11 @@ class DecoderLayer(nn.Module):
         norm = GemmaRMSNorm if self.gemma else Olmo2RMSNorm if self.olmo2 else LlamaRMSNorm
         if fam.get("starcoder2", False):  # Starcoder2DecoderLayer: nn.LayerNorm(hidden, eps=norm_epsilon)
             norm = functools.partial(nn.LayerNorm, eps=1e-5)
-        if fam.get("deepseek", False):  # DeepseekV3DecoderLayer: MLA, a dense MLP below first_k_dense_replace
+        if fam.get("llama4", False):  # Llama4TextDecoderLayer: MoE on every interleave_moe_layer_step-th layer
+            self.self_attn = Llama4Attention(cfg, layer_idx)
+            step = fam["interleave_moe_layer_step"]
+            self.mlp = Llama4TextMoe(cfg) if (layer_idx + 1) % step == 0 else MLP(cfg)
+        elif fam.get("deepseek", False):  # DeepseekV3DecoderLayer: MLA, a dense MLP below first_k_dense_replace
             self.self_attn = DeepseekV3Attention(cfg, layer_idx)
             self.mlp = MLP(cfg) if layer_idx < fam["first_k_dense"] else DeepseekV3MoE(cfg)
         else:
@@ -1005,6 +1128,8 @@ class CausalLM(nn.Module):
             self.rotary_emb = Rotary(fam["qk_rope_head_dim"])
         if fam.get("cohere", False):
             self.rotary_emb = Rotary(cfg["head_dim"], interleave=True)
+        if fam.get("llama4", False):
+            self.rotary_emb = Rotary(cfg["head_dim"], base=500000.0, complex_=True)
         self.lm_head = nn.Linear(d, v, bias=False)
         if cfg.get("tied", False):
             self.lm_head.weight = self.embed_tokens.weight

@@ -1,0 +1,232 @@
+// SPDX-License-Identifier: MIT
+// The config.json fields of the families whose shapes need more than the common keys (DeepSeek's MLA and
+// experts, Llama-4's interleaved MoE, GELU MLPs) and the parameter counts of the vision towers beside a
+// multimodal language model (SigLIP, Llama-4's).
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../error.hpp"
+#include "../model.hpp"
+#include "../units.hpp"
+#include "json_fields.hpp"
+
+namespace headroom::detail {
+/// DeepSeek-V2/V3 and Kimi-K2: MLA, dense first layers, routed and shared experts.
+inline bool is_deepseek(std::string_view model_type) {
+  return model_type == "deepseek_v3" || model_type == "kimi_k2" || model_type == "deepseek_v2";
+}
+/// DeepseekV3Config / DeepseekV2Config: MLA widths, the dense first layers, the shared experts, the router.
+inline void read_deepseek(const json& j, const std::string& origin, const std::string& model_type,
+                          model_shape& m, std::vector<std::string>& notes) {
+  const std::string act = read_string_or(j, "hidden_act", origin, "silu");
+  if (act != "silu")
+    throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
+  if (read_bool_or(j, "attention_bias", origin, false))
+    throw input_error(key_path(origin, "attention_bias"),
+                      "biased MLA projections are not priced (need false)");
+  m.kv_lora_rank = read_count(j, "kv_lora_rank", origin);
+  m.q_lora_rank = read_count_or(j, "q_lora_rank", origin, 0);  // null: one q_proj (DeepSeek-V2-Lite)
+  m.qk_rope_head_dim = read_count(j, "qk_rope_head_dim", origin);
+  m.v_head_dim = read_count(j, "v_head_dim", origin);
+  // DeepseekV3Attention.qk_head_dim = qk_nope_head_dim + qk_rope_head_dim (the config's head_dim is the RoPE
+  // width)
+  m.head_dim = checked_add(read_count(j, "qk_nope_head_dim", origin), m.qk_rope_head_dim, "qk head_dim");
+  m.intermediate_size = read_count(j, "intermediate_size", origin);  // the dense first layers' MLP
+  m.dense_layers = read_count_or_zero(j, "first_k_dense_replace", origin, 0, max_layers);
+  if (read_count_or(j, "moe_layer_freq", origin, 1) != 1)
+    throw input_error(key_path(origin, "moe_layer_freq"),
+                      "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
+  const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
+  m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
+  m.deepseek_moe = true;
+  const std::string scoring =
+      read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
+  if (scoring != "sigmoid" && scoring != "softmax")
+    throw input_error(key_path(origin, "scoring_func"), "'" + scoring + "'; valid: sigmoid, softmax");
+  m.router_sigmoid = scoring == "sigmoid";
+  if (m.router_sigmoid) {  // group-limited top-k: n_group groups, topk_group kept
+    const std::uint64_t groups = read_count_or(j, "n_group", origin, 1, max_experts);
+    if (m.num_experts % groups != 0)
+      throw input_error(key_path(origin, "n_group"), "must divide n_routed_experts");
+    if (read_count_or(j, "topk_group", origin, 1, max_experts) > groups)
+      throw input_error(key_path(origin, "topk_group"), "must not exceed n_group");
+  }
+  m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, model_type != "deepseek_v2");
+  if (read_count_or_zero(j, "num_nextn_predict_layers", origin, 0, 64) != 0)
+    notes.emplace_back(
+        "num_nextn_predict_layers: the checkpoint's multi-token-prediction layers are not part of the model "
+        "transformers builds (DeepseekV3ForCausalLM ignores them on load), so they are not counted or "
+        "trained");
+  if (model_type == "deepseek_v2" || !m.router_sigmoid)
+    notes.emplace_back(
+        "DeepSeek-V2: parameters exact; activations priced with DeepSeek-V3's block (measured), whose router "
+        "and RoPE save slightly different tensors from V2's softmax router and complex-number RoPE (not "
+        "measured)");
+}
+
+/// hidden_act of a GELU MLP (StarCoder2, GPT-NeoX): ACT2FN's gelu and gelu_pytorch_tanh keep only their
+/// input; gelu_new, gelu_fast and the others are Python modules that keep more, so they are refused.
+inline void require_gelu(const json& j, const char* fallback, const std::string& origin) {
+  const std::string act = read_string_or(j, "hidden_act", origin, fallback);
+  if (act != "gelu" && act != "gelu_pytorch_tanh")
+    throw input_error(
+        key_path(origin, "hidden_act"),
+        "'" + act + "' is not priced (its Python GELU keeps more tensors); valid: gelu, gelu_pytorch_tanh");
+}
+/// A config list that must hold the layers a regular pattern gives (Llama-4's moe_layers: indices;
+/// no_rope_layers: one 0/1 per layer); absent, null or empty means the pattern itself.
+inline void require_layer_pattern(const json& j, std::string_view key, const std::string& origin,
+                                  const std::vector<std::uint64_t>& expected, const std::string& pattern) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null() || (it->is_array() && it->empty())) return;
+  bool same = it->is_array() && it->size() == expected.size();
+  for (std::size_t i = 0; same && i < expected.size(); ++i)
+    same = (*it)[i].is_number_integer() && (*it)[i].get<std::int64_t>() >= 0 &&
+           (*it)[i].get<std::uint64_t>() == expected[i];
+  if (!same) throw input_error(key_path(origin, key), "a layout other than " + pattern + " is not priced");
+}
+
+/// Llama4TextConfig (transformers models/llama4/configuration_llama4.py) read for Llama4TextDecoderLayer,
+/// Llama4TextMoe, Llama4TextExperts and Llama4TextAttention: intermediate_size is the experts' (and the
+/// shared expert's) width, intermediate_size_mlp the dense layers'; layer i is MoE when (i + 1) % step == 0
+/// and NoPE when (i + 1) % no_rope_layer_interval == 0 (the config's moe_layers and no_rope_layers defaults).
+inline void read_llama4(const json& j, const std::string& origin, model_shape& m,
+                        std::vector<std::string>& notes) {
+  const std::string act = read_string_or(j, "hidden_act", origin, "silu");
+  if (act != "silu")
+    throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
+  m.llama4_moe = m.complex_rope = true;
+  m.shared_expert_intermediate_size =
+      m.moe_intermediate_size;  // Llama4TextMoe.shared_expert: intermediate_size
+  m.intermediate_size = read_count_or(j, "intermediate_size_mlp", origin, 16384);  // the config class default
+  const std::uint64_t L = m.num_hidden_layers;
+  m.moe_layer_step = read_count_or(j, "interleave_moe_layer_step", origin, 1, max_layers);
+  if (m.moe_layer_step > L)
+    throw input_error(key_path(origin, "interleave_moe_layer_step"),
+                      "exceeds num_hidden_layers: no layer would have experts");
+  std::vector<std::uint64_t> moe, rope;
+  for (std::uint64_t i = m.moe_layer_step - 1; i < L; i += m.moe_layer_step) moe.push_back(i);
+  require_layer_pattern(j, "moe_layers", origin, moe, "every interleave_moe_layer_step-th layer");
+  m.nope_layer_interval = read_count_or(j, "no_rope_layer_interval", origin, 4, max_layers);
+  for (std::uint64_t i = 0; i < L; ++i) rope.push_back((i + 1) % m.nope_layer_interval != 0 ? 1 : 0);
+  require_layer_pattern(j, "no_rope_layers", origin, rope, "NoPE every no_rope_layer_interval-th layer");
+  m.l2_qk_norm = read_bool_or(j, "use_qk_norm", origin, true);
+  // attn_temperature_tuning: true in the config class; some checkpoints write a number (nonzero = on)
+  const auto tuning = j.find("attn_temperature_tuning");
+  if (tuning == j.end() || tuning->is_null())
+    m.attn_temperature_tuning = true;
+  else if (tuning->is_boolean())
+    m.attn_temperature_tuning = tuning->get<bool>();
+  else if (tuning->is_number() && tuning->get<double>() >= 0)
+    m.attn_temperature_tuning = tuning->get<double>() != 0;
+  else
+    throw input_error(key_path(origin, "attn_temperature_tuning"),
+                      "must be true, false or a non-negative number, got " + tuning->dump());
+  if (const std::uint64_t chunk = read_count_or(j, "attention_chunk_size", origin, 8192); chunk != 0)
+    notes.push_back(
+        "attention_chunk_size " + std::to_string(chunk) +
+        ": the RoPE layers attend within chunks; priced as full causal attention — exact up to " +
+        std::to_string(chunk) +
+        " tokens; beyond that the chunked mask (SDPA, eager) is not priced and the attention FLOPs "
+        "are counted over the whole causal triangle (an overestimate)");
+  notes.emplace_back(
+      "Llama-4: transformers' Llama4TextMoe runs every expert on every token (the router's sigmoid weight is "
+      "0 "
+      "where a token is not routed), so the activations and the step time price E expert passes per token; "
+      "MFU "
+      "credits the active parameters (k of E). Its experts are 3-D nn.Parameter tensors: bitsandbytes keeps "
+      "them in bf16 and all-linear adapts the attention and the shared expert only (the router, an nn.Linear "
+      "that "
+      "returns a pair, is priced neither adapted nor quantised: leave it out of target_modules and "
+      "quantisation)");
+}
+/// A ViT tower's dimensions (SigLIP's, Llama-4's vision encoder): width, MLP width, depth, patches per image
+/// and values per patch; the keys every vision_config has.
+struct vit_dims {
+  std::uint64_t hidden = 0, mlp = 0, layers = 0, patches = 0, patch_values = 0;
+};
+inline vit_dims read_vit_dims(const json& v, const std::string& origin) {
+  vit_dims r;
+  r.hidden = read_count(v, "hidden_size", origin);
+  r.mlp = read_count(v, "intermediate_size", origin);
+  r.layers = read_count(v, "num_hidden_layers", origin, 1000);
+  const std::uint64_t image = read_count(v, "image_size", origin, 100'000);
+  const std::uint64_t patch = read_count(v, "patch_size", origin, 10'000);
+  r.patch_values = read_count_or(v, "num_channels", origin, 3, 64) * patch * patch;
+  (void)read_count(v, "num_attention_heads", origin);
+  if (image % patch != 0) throw input_error(key_path(origin, "patch_size"), "must divide image_size");
+  r.patches = checked_mul(image / patch, image / patch, "patches");
+  return r;
+}
+/// One ViT encoder layer (SiglipEncoderLayer, Llama4VisionEncoderLayer): two LayerNorms with bias, q/k/v/o
+/// with biases, fc1 and fc2 with biases.
+constexpr std::uint64_t vit_layer_params(const vit_dims& v) {
+  const std::uint64_t h = v.hidden, f = v.mlp;
+  return 2 * 2 * h + 4 * (h * h + h) + (h * f + f) + (f * h + h);
+}
+
+/// A SigLIP tower's width, depth and parameter count.
+struct siglip_shape {
+  std::uint64_t hidden = 0, layers = 0, params = 0;
+};
+/// SiglipVisionModel's parameters (transformers models/siglip/modeling_siglip.py): the patch embedding (a
+/// Conv2d with bias), one position embedding per patch, the encoder layers and the post-layernorm; no
+/// pooling head (vision_use_head false).
+inline siglip_shape siglip_params(const nlohmann::json& v, const std::string& origin) {
+  const vit_dims dims = read_vit_dims(v, origin);
+  const std::uint64_t h = dims.hidden;
+  if (read_bool_or(v, "vision_use_head", origin, false))
+    throw input_error(key_path(origin, "vision_use_head"), "a pooling head is not priced (Gemma-3 has none)");
+  const std::uint64_t embeddings = checked_mul(dims.patch_values, h, "patch embedding") + h +
+                                   checked_mul(dims.patches, h, "position embedding");
+  return {
+      h, dims.layers,
+      checked_add(checked_add(embeddings, checked_mul(dims.layers, vit_layer_params(dims), "vision layers"),
+                              "vision tower"),
+                  2 * h, "vision tower")};
+}
+
+/// Llama4VisionModel and Llama4MultiModalProjector's parameters (transformers
+/// models/llama4/modeling_llama4.py): the unfolded patch embedding (a Linear of channels·patch² → hidden, no
+/// bias), the class embedding, one position embedding per patch and for the class token, layernorm_pre and
+/// layernorm_post, the encoder layers; the pixel-shuffle adapter's fc1 (intermediate_size →
+/// projector_input_dim) and fc2 (projector_output_dim², no biases); the projector vision_output_dim → text
+/// hidden without bias.
+struct llama4_vision_shape {
+  std::uint64_t layers = 0, tower = 0, projector = 0, tokens_per_tile = 0;
+};
+inline llama4_vision_shape llama4_vision_params(const json& v, std::uint64_t text_hidden,
+                                                const std::string& origin) {
+  const vit_dims dims = read_vit_dims(v, origin);
+  const std::uint64_t h = dims.hidden, f = dims.mlp, layers = dims.layers, patches = dims.patches;
+  const std::uint64_t in = read_count(v, "projector_input_dim", origin),
+                      out = read_count(v, "projector_output_dim", origin),
+                      vision_out = read_count(v, "vision_output_dim", origin);
+  if (read_bool_or(v, "multi_modal_projector_bias", origin, false))
+    throw input_error(key_path(origin, "multi_modal_projector_bias"),
+                      "a biased projector is not priced (Llama-4's has none)");
+  const auto ratio = v.find("pixel_shuffle_ratio");
+  if (ratio == v.end() || !ratio->is_number() || !(ratio->get<double>() > 0 && ratio->get<double>() <= 1))
+    throw input_error(key_path(origin, "pixel_shuffle_ratio"), "must be a number in (0, 1]");
+  const std::uint64_t embeddings = checked_mul(dims.patch_values, h, "patch embedding") + h +
+                                   checked_mul(patches + 1, h, "position embedding") + 4 * h;
+  const std::uint64_t layer = vit_layer_params(dims);
+  const std::uint64_t adapter =
+      checked_add(checked_mul(f, in, "adapter"), checked_mul(out, out, "adapter"), "adapter");
+  llama4_vision_shape r;
+  r.layers = layers;
+  r.tower = checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
+                        adapter, "vision tower");
+  r.projector = checked_mul(vision_out, text_hidden, "projector");
+  // Llama4Processor: a tile's patches shrunk by the pixel shuffle, ratio² of them
+  r.tokens_per_tile =
+      static_cast<std::uint64_t>(static_cast<double>(patches) * ratio->get<double>() * ratio->get<double>());
+  return r;
+}
+}  // namespace headroom::detail
