@@ -72,6 +72,8 @@ struct run_options {
   bool ddp_bucket_view = false;
   bool non_reentrant = false;
   bool compile = false;
+  std::string images;               ///< --images: images (Llama-4: tiles) per sequence of a multimodal model
+  bool train_vision_tower = false;  ///< --train-vision-tower: full fine-tuning trains the tower too
   bool sgd_momentum = false;
   bool optimizer_in_backward = false;
   std::string zero;
@@ -171,6 +173,11 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       "--compile", o.compile,
       "torch.compile (TrainingArguments torch_compile, torchtune compile): Inductor's fused, recomputed "
       "elementwise chains");
+  app.add_option("--images", o.images,
+                 "images per sequence of a multimodal model (Llama-4: tiles): their tokens join --seq-len");
+  app.add_flag("--train-vision-tower", o.train_vision_tower,
+               "full fine-tuning also trains the vision tower and projector (LLaMA-Factory "
+               "freeze_vision_tower: false); its activations need --images");
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
       ->capture_default_str();
   app.add_option("--torch", o.torch, "2 | 1.13: the PyTorch generation (autograd and optimizer details)")
@@ -545,6 +552,13 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
 
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
   r.setup.runtime = runtime_from(o);
+  if (!o.images.empty()) r.activations.images = parse_count("--images", o.images, max_images_per_sequence);
+  if (o.train_vision_tower) {
+    if (r.setup.method != training_method::full)
+      throw input_error("--train-vision-tower",
+                        "trains the tower by full fine-tuning (--method full); adapters leave it frozen");
+    r.setup.train_vision_tower = true;
+  }
   if (r.setup.runtime.device == device_kind::cpu && gpu)
     throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
   // Without --gpus the run keeps its own count (1, or what a DeepSpeed train_batch_size implies).

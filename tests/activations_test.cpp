@@ -505,12 +505,6 @@ constexpr activation_config one_sequence_2048(attention_impl a) {
   c.attention = a;
   return c;
 }
-bytes term(const activation_terms& terms, std::string_view name) {
-  bytes sum{0};
-  for (const activation_term& t : terms)
-    if (t.name == name) sum += t.amount;
-  return sum;
-}
 }  // namespace
 
 // Prefix tuning: each layer's kernel reads s + P keys; the cache of concatenated keys and values lives until

@@ -78,6 +78,11 @@ expect "llama4 maverick" 0 'Llama-4  24 MoE layers \(one in 2\) of 128 experts' 
 expect "llama4 note" 0 'every expert on every token' -- --config "$data/configs/llama-4-maverick-17b-128e-instruct.json"
 expect "llama4 compile" 2 "compile: Llama-4's blocks" -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --compile
 expect "llama4 prefix" 2 "prefix tuning: Llama-4" -- --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --method lora --peft-type prefix-tuning --virtual-tokens 16
+expect "gemma3 images" 0 'seq-len 512 \+ 2 images x 256 tokens' -- --config "$data/configs/gemma-3-4b-it.json" --seq-len 512 --images 2
+expect "images on a text model" 2 'images: the model has no vision tower' -- --images 1
+expect "tower under lora" 2 '--train-vision-tower: trains the tower by full fine-tuning' -- --config "$data/configs/gemma-3-4b-it.json" --method lora --train-vision-tower
+expect "tower without images" 2 'train_vision_tower: the tower gets gradients only from images' -- --config "$data/configs/gemma-3-4b-it.json" --train-vision-tower
+expect "tower trains" 0 '\(the vision tower trains\)' -- --config "$data/configs/gemma-3-4b-it.json" --train-vision-tower --images 1
 expect "gemma3 multimodal" 0 'gemma3\), 4,300,079,472 parameters' -- --config "$data/configs/gemma-3-4b-it.json"
 expect "gemma3 note" 0 'note +Gemma-3 multimodal: the language model from text_config \(3,880,263,168' -- --config "$data/configs/gemma-3-4b-it.json" --method full
 expect "checkpoint match" 0 'checkpoint model.safetensors.index.json total_size / 2 bytes: 7,298,617,344 parameters, as the shapes give' -- --config "$data/checkpoints/olmo2-index/config.json"
@@ -211,6 +216,7 @@ expect "args defaults" 0 'TRL loads the model in float32' -- --training-args "$d
 expect "args json" 0 '"config_class": "SFTConfig"' -- --training-args "$data/args/sft-defaults.json" --json
 expect "args bad" 2 'per_device_train_batch_size: must be a positive integer, got -2' -- --training-args "$data/args/bad-batch.json"
 rec=$data/recipes
+expect "lf tower" 0 '\(the vision tower trains\)' -- --recipe "$rec/lf_gemma3_full_tower.yaml" --config "$data/configs/gemma-3-4b-it.json" --images 1
 expect "deepspeed z3 offload" 0 'zero3' -- --preset qwen3-1.7b --method full --batch 2 --grad-accum 4 --gpus 8 --deepspeed "$rec/ds_z3_offload_llamafactory.json"
 expect "deepspeed warning" 0 'warning: deepspeed: zero_optimization.stage3_prefetch_bucket_size: not modelled' -- --preset qwen3-1.7b --method full --gpus 8 --deepspeed "$rec/ds_z3_offload_llamafactory.json"
 expect "deepspeed auto" 0 'deepspeed: zero_optimization.reduce_bucket_size "auto": hidden_size² = 4194304' -- --preset qwen3-1.7b --method full --gpus 8 --deepspeed "$rec/ds_z3_offload_llamafactory.json"

@@ -180,6 +180,22 @@ TEST_CASE("LLaMA-Factory configs: finetuning_type, upcast trainable parameters, 
   CHECK(qlora.args.run.setup.lora.dtype == adapter_precision::fp32);  // cast_trainable_params_to_fp32
 }
 
+TEST_CASE("LLaMA-Factory's freeze_vision_tower: false trains a multimodal model's tower in full fine-tuning",
+          "[recipe]") {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.model =
+      load_model_config(std::filesystem::path(HEADROOM_TEST_DATA_DIR) / "configs" / "gemma-3-4b-it.json");
+  const recipe r = load_recipe(recipes / "lf_gemma3_full_tower.yaml", o);
+  CHECK(r.args.run.setup.train_vision_tower);
+  CHECK(r.args.run.setup.method == training_method::full);
+  // A text model: nothing to train, said in a warning
+  o.model = load_preset("llama-3.1-8b-like", o.preset_dirs);
+  const recipe text = load_recipe(recipes / "lf_gemma3_full_tower.yaml", o);
+  CHECK_FALSE(text.args.run.setup.train_vision_tower);
+  CHECK(test::mentions(text.args.warnings, "freeze_vision_tower"));
+}
+
 TEST_CASE("Unsloth's calls: from_pretrained, get_peft_model and the SFTConfig", "[recipe][unsloth]") {
   const recipe q = read("us_llama3_1_8b_qlora.yaml");
   CHECK(q.source == framework::unsloth);

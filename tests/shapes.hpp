@@ -4,6 +4,9 @@
 // and the training setups the tests share.
 #pragma once
 
+#include <string_view>
+
+#include <headroom/activation_config.hpp>
 #include <headroom/memory.hpp>
 #include <headroom/model.hpp>
 
@@ -176,4 +179,12 @@ constexpr model_shape llama4_like(std::uint64_t experts, std::uint64_t step) {
 }
 constexpr model_shape llama4_scout = llama4_like(16, 1);
 constexpr model_shape llama4_maverick = llama4_like(128, 2);
+/// The bytes of an inventory's terms of one name.
+inline bytes term(const activation_terms& terms, std::string_view name) {
+  bytes sum{0};
+  for (const activation_term& t : terms)
+    if (t.name == name) sum += t.amount;
+  return sum;
+}
+
 }  // namespace headroom::test

@@ -107,6 +107,9 @@ struct activation_config {
   /// torch.compile (Inductor with AOTAutograd's min-cut partitioner): elementwise chains are fused and
   /// recomputed in backward, so only matmul outputs, kernel outputs, norm inputs and their rstd are saved.
   bool compiled = false;
+  /// Images per sequence (Llama-4: tiles) for a multimodal model: each adds its tokens to seq_len, and a
+  /// trained vision tower keeps its encoder's activations for them.
+  std::uint64_t images = 0;
 };
 
 /// Why torch.compile is not modelled for this block, or nullptr when it is (docs/activations.md,

@@ -489,6 +489,10 @@ constexpr void block_terms(const model_shape& m, const training_setup& s, const 
     layer_terms(m, s, c, out);
 }
 constexpr void validate_workload(const activation_config& c) {
+  if (c.images != 0)
+    fail("images",
+         "a multimodal batch adds its image tokens first: with_image_tokens(spec, c), as "
+         "estimate_training does");
   if (c.batch == 0) fail("batch", "must be a positive integer");
   if (c.seq_len == 0) fail("seq_len", "must be a positive integer");
   if (c.batch > max_workload_batch) fail("batch", "is absurdly large");

@@ -207,9 +207,13 @@ inline std::string tower_note(const std::string& name, const loaded_model& out, 
   return name + " multimodal: the language model from text_config (" +
          with_commas(parameter_count(out.spec.shape).count()) + " parameters); the " + tower_name + " (" +
          with_commas(tower) + ") and projector (" + with_commas(projector) +
-         ") priced frozen in the load dtype, also under QLoRA; " + tokens +
-         "; not priced: the tower's forward on images, training it, and the adapters PEFT's all-linear also "
-         "puts on its " +
+         ") resident in the load dtype, also under QLoRA, and frozen unless full fine-tuning trains it "
+         "(--train-vision-tower: its gradients, master copy and optimizer state, and its encoder's "
+         "activations "
+         "on the images, priced as LayerNorm blocks, not measured); " +
+         tokens +
+         ", added by --images; not priced: a frozen tower's forward transients, the projector's activations, "
+         "and the adapters PEFT's all-linear also puts on its " +
          std::to_string(tower_linears) + " linears";
 }
 /// Gemma3ForConditionalGeneration: the language model from text_config (gemma3_text), the SigLIP tower from
@@ -219,14 +223,22 @@ inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string
   multimodal_parts parts = read_multimodal(j, origin, "gemma3", "gemma3_text");
   loaded_model& out = parts.model;
   const siglip_shape siglip = siglip_params(*parts.vision, origin + ": /vision_config");
-  const std::uint64_t projector = siglip.hidden * out.spec.shape.hidden_size + siglip.hidden;
-  out.spec.vision.params = siglip.params + projector;
-  out.spec.vision.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
-  out.notes.push_back(
-      tower_note("Gemma-3", out, "SigLIP tower", siglip.params, projector,
-                 "each image is " + std::to_string(out.spec.vision.tokens_per_image) + " tokens of --seq-len",
-                 6 * siglip.layers) +
-      " (q/k/v/out_proj, fc1, fc2)");
+  const std::uint64_t h = siglip.dims.hidden;
+  const std::uint64_t projector = h * out.spec.shape.hidden_size + h;
+  vision_tower& v = out.spec.vision;
+  v.params = siglip.params + projector;
+  v.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
+  // the patch Conv2d (weight, bias), the position embedding, 16 per layer, post_layernorm (2); the
+  // projector's 2
+  v.tensors = 2 + 1 + 16 * siglip.dims.layers + 2 + 2;
+  v.patches_per_image = siglip.dims.patches;
+  v.patch_values = siglip.dims.patch_values;
+  v.encoder = vit_encoder(siglip.dims);
+  out.notes.push_back(tower_note("Gemma-3", out, "SigLIP tower", siglip.params, projector,
+                                 "each image is " + std::to_string(out.spec.vision.tokens_per_image) +
+                                     " tokens of the sequence",
+                                 6 * siglip.dims.layers) +
+                      " (q/k/v/out_proj, fc1, fc2)");
   read_meta(out, j, origin);
   return out;
 }
@@ -237,13 +249,20 @@ inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string
   loaded_model& out = parts.model;
   const llama4_vision_shape v =
       llama4_vision_params(*parts.vision, out.spec.shape.hidden_size, origin + ": /vision_config");
-  out.spec.vision.params = v.tower + v.projector;
-  out.spec.vision.tokens_per_image = v.tokens_per_tile;
+  vision_tower& tower = out.spec.vision;
+  tower.params = v.tower + v.projector;
+  tower.tokens_per_image = v.tokens_per_tile;
+  // the patch linear, class and position embeddings, layernorm_pre/post (4), 16 per layer, the adapter's 2,
+  // the projector
+  tower.tensors = 1 + 2 + 4 + 16 * v.dims.layers + 2 + 1;
+  tower.patches_per_image = v.dims.patches;
+  tower.patch_values = v.dims.patch_values;
+  tower.encoder = vit_encoder(v.dims);
   out.notes.push_back(tower_note("Llama-4", out, "vision tower", v.tower, v.projector,
                                  "each image tile is " + std::to_string(v.tokens_per_tile) +
-                                     " tokens of --seq-len (the processor cuts an image into tiles and adds "
-                                     "a global one)",
-                                 6 * v.layers + 2) +
+                                     " tokens of the sequence (the processor cuts an image into tiles and "
+                                     "adds a global one: --images counts tiles)",
+                                 6 * v.dims.layers + 2) +
                       " (q/k/v/o_proj, fc1, fc2, the adapter's fc1 and fc2)");
   read_meta(out, j, origin);
   return out;

@@ -31,3 +31,4 @@
 #include "throughput.hpp"
 #include "units.hpp"
 #include "version.hpp"
+#include "vision.hpp"

@@ -58,6 +58,9 @@ struct training_setup {
   lora_config lora{};              ///< used by lora and qlora
   nf4_layout nf4{};                ///< used by qlora
   runtime_config runtime{};        ///< device and torch generation (CPU rows: cpu, 1.13)
+  /// Full fine-tuning also trains a multimodal model's vision tower and projector (LLaMA-Factory's
+  /// freeze_vision_tower: false); the tower gets gradients only from images (activation_config::images).
+  bool train_vision_tower = false;
 };
 
 /// Prefix tuning on a frozen base: P key/value positions before every layer's own.
@@ -69,11 +72,17 @@ struct training_setup {
   return s.method != training_method::full && prompt_learning(s.lora);
 }
 
-/// A vision tower and projector beside the language model (Gemma-3's *ForConditionalGeneration), frozen: its
-/// weights are resident, it trains nothing, and a text-only batch never runs it.
+/// A vision tower and projector beside the language model (Gemma-3's and Llama-4's
+/// *ForConditionalGeneration): frozen unless training_setup::train_vision_tower; a text-only batch never runs
+/// it, and each image adds its tokens to the language model's sequence.
 struct vision_tower {
-  std::uint64_t params = 0;            ///< tower + projector parameters
-  std::uint64_t tokens_per_image = 0;  ///< image tokens each image puts in the sequence (mm_tokens_per_image)
+  std::uint64_t params = 0;  ///< tower + projector parameters
+  std::uint64_t tokens_per_image =
+      0;                      ///< tokens an image (Llama-4: a tile) adds to the language model's sequence
+  std::uint64_t tensors = 0;  ///< parameter tensors of tower and projector (optimizer step counters)
+  std::uint64_t patches_per_image = 0;  ///< tokens an image (a tile) puts through the encoder
+  std::uint64_t patch_values = 0;       ///< values per patch, channels·patch²: the patch embedding's input
+  model_shape encoder{};  ///< the encoder as LayerNorm blocks with biased q/k/v/o and a GELU MLP (its depth)
 };
 
 /// A model: its shapes plus, for presets, the nominal size the course's Table 1 uses.
@@ -295,16 +304,29 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
           ? detail::for_loop_step_values(spec.shape, s)
           : 0;
   if (realistic_qlora) realistic_weights = detail::qlora_realistic_weights(spec.shape, s);
-  // A frozen vision tower: resident in the load dtype, never trained (priced apart from the language model).
-  const std::uint64_t frozen_tower = spec.vision.params;
-  if (frozen_tower > std::uint64_t{1} << 40) detail::fail("vision params", "is absurdly large");
-  model = checked_add(model, frozen_tower, "parameter count");
-  realistic_weights += detail::per_param(params(frozen_tower), detail::weight_bytes(s.precision));
+  // A vision tower: resident in the load dtype (also under QLoRA), frozen unless full fine-tuning trains it.
+  const std::uint64_t tower = spec.vision.params;
+  if (tower > std::uint64_t{1} << 40) detail::fail("vision params", "is absurdly large");
+  if (s.train_vision_tower) {
+    if (!full)
+      detail::fail("train_vision_tower",
+                   "prices full fine-tuning of the tower; under LoRA/QLoRA it stays frozen (adapters on its "
+                   "linears are not priced)");
+    if (tower == 0) detail::fail("train_vision_tower", "the model has no vision tower");
+    note_tensor(spec.vision.tensors, 0);
+  }
+  const std::uint64_t frozen_tower = s.train_vision_tower ? 0 : tower;
+  model = checked_add(model, tower, "parameter count");
+  realistic_weights += detail::per_param(params(tower), detail::weight_bytes(s.precision));
 
   const params priced = priced_on == params_basis::nominal ? params(spec.nominal_params) : params(model);
   const params trainable =
       full ? params(priced.count() - (priced_on == params_basis::exact ? frozen_tower : 0))
            : params(checked_add(adapters, saved, "trainable parameters"));
+  // Shape-dependent state over the tower: priced as one lumped tensor (its tensors are ViT-sized matrices).
+  if (state_per_tensor && s.train_vision_tower)
+    state +=
+        detail::tensor_state(param_tensor{module_name::q_proj, tensor_role::linear_weight, tower, 0, 1}, s);
   const std::uint64_t wb = detail::weight_bytes(s.precision);
   qlora_layout layout = qlora_layout::not_applicable;
   bytes weights{0};

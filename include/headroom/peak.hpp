@@ -18,6 +18,7 @@
 #include "memory.hpp"
 #include "overhead.hpp"
 #include "parallel.hpp"
+#include "vision.hpp"
 
 namespace headroom {
 
@@ -144,8 +145,17 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     fail("optimizer_in_backward",
          "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
          "(torchtune's recipes raise the same)");
-  const activation_config seen = positions_seen(r.activations, r.setup);  // + prompt tuning's tokens
+  // + image tokens (a multimodal batch), + prompt tuning's tokens
+  const activation_config seen = positions_seen(with_image_tokens(spec, r.activations), r.setup);
   activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, seen);
+  if (r.setup.train_vision_tower) {  // the tower runs first in forward and is back-propagated last
+    const activation_estimate tower = vision_activations(spec, r.setup, r.activations);
+    acts.kept += tower.kept;
+    acts.gpu += tower.kept;
+    acts.host += tower.host;
+    acts.recompute = acts.recompute > tower.recompute ? acts.recompute : tower.recompute;
+    acts.gpu = acts.kept + acts.recompute;
+  }
   const activation_scale tp = tensor_parallel_activation_scale(r.parallel);
   if (tp.den != 1) {  // tensor (and sequence) parallelism: one GPU keeps a share of each layer
     auto scale = [&](bytes b) { return bytes(detail::checked_mul(b.count() / tp.den, tp.num)); };

@@ -606,11 +606,22 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
              "lora_target",
              "lora_dropout",
              "use_dora",
-             "additional_target"},
+             "additional_target",
+             "freeze_vision_tower"},
             {"upcast_layernorm", "upcast_lmhead_output", "use_badam", "use_galore", "use_apollo",
-             "freeze_vision_tower", "pissa_init", "fsdp", "fsdp_config", "shift_attn", "mixture_of_depths"},
+             "pissa_init", "fsdp", "fsdp_config", "shift_attn", "mixture_of_depths"},
             t);
   out.args = resolve_translation(d, t, out.model);
+  // finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
+  if (!yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) {
+    if (type == "full" && out.model.spec.vision.params != 0)
+      out.args.run.setup.train_vision_tower = true;
+    else
+      out.args.warnings.push_back(
+          d.at("freeze_vision_tower") +
+          ": false changes nothing priced here (only full fine-tuning of a multimodal "
+          "model trains its tower); the tower is priced frozen");
+  }
   if (upcast)
     keep_fp32_qlora_adapters(out, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
   return out;

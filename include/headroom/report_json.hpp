@@ -87,9 +87,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                                                            const training_estimate& e,
                                                            std::optional<bytes> budget = std::nullopt) {
   nlohmann::json j = static_estimate_json(model, r.setup, e.statics);
-  const activation_config& a = r.activations;
+  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
   j["workload"] = {{"batch", a.batch},
-                   {"seq_len", a.seq_len},
+                   {"seq_len", a.seq_len},  // image tokens included
+                   {"images", r.activations.images},
                    {"grad_accum_steps", r.grad_accum_steps},
                    {"attention", choice_name(attention_names, a.attention)},
                    {"checkpointing", choice_name(checkpointing_names, a.ckpt)},

@@ -164,10 +164,14 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   detail::text_lines line;
   detail::model_lines(line, model, r.setup, e.statics);
   const activation_config& a = r.activations;
+  const std::string images =
+      a.images == 0 ? ""
+                    : fmt::format(" + {} images x {} tokens{}", a.images, model.spec.vision.tokens_per_image,
+                                  r.setup.train_vision_tower ? " (the vision tower trains)" : "");
   line(fmt::format(
-      "workload   micro-batch {} x seq-len {} (accumulation {}) | attention {} | checkpointing {} | "
+      "workload   micro-batch {} x seq-len {}{} (accumulation {}) | attention {} | checkpointing {} | "
       "activations {}{} | loss {}",
-      a.batch, a.seq_len, r.grad_accum_steps, choice_name(attention_names, a.attention),
+      a.batch, a.seq_len, images, r.grad_accum_steps, choice_name(attention_names, a.attention),
       choice_name(checkpointing_names, a.ckpt), choice_name(activation_formula_names, a.formula),
       a.compiled ? " (torch.compile)" : "", choice_name(loss_names, r.loss.impl)));
   line("");
@@ -312,7 +316,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                    : s.optimizer.storage == state_storage::fp32 ? "fp32"
                                                                 : "in the parameter dtype",
                    pb, gb(st.buckets.optimizer), s.optimizer.source));
-  const activation_config& a = r.activations;
+  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
   const activation_breakdown acts = activation_inventory(m, s, a);
   line(fmt::format(
       "  activations t = b·s = {} x {} tokens{}; {} formula; checkpointing {}: L x {} kept + {} "

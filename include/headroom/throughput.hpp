@@ -172,7 +172,7 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   const flops peak = gpu.peak(compute_dtype_for(s.precision));
   const detail::roofline roof{peak.count() * rc.matmul_efficiency,
                               gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
-  const activation_config& a = r.activations;
+  const activation_config a = with_image_tokens(spec, r.activations);  // + a multimodal batch's image tokens
   const double t = static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens"));
   const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
   const double kv = static_cast<double>(kv_width(m)), V = static_cast<double>(m.vocab_size);
@@ -250,6 +250,23 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
   p.loss_head = head;
   if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + attention_recompute;
   if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
+  // The vision tower on the micro-batch's images (a multimodal batch): its linears, 2·P FLOPs per patch, and
+  // its bidirectional attention, 4·patches²·width per layer, forward; a trained tower also back-propagates
+  // (2× more) and, under checkpointing, recomputes (1× more).
+  if (r.activations.images != 0) {
+    const vision_tower& v = spec.vision;
+    const double images = bsz * static_cast<double>(r.activations.images);
+    const double patches = static_cast<double>(v.patches_per_image);
+    const double tower_params = static_cast<double>(v.params);
+    const double tower_forward =
+        roof.time(images * (2 * tower_params * patches +
+                            4 * patches * patches * static_cast<double>(v.encoder.hidden_size) *
+                                static_cast<double>(v.encoder.num_hidden_layers)),
+                  detail::operand_bytes * tower_params);
+    const bool trains = s.train_vision_tower;
+    p.matmuls += tower_forward * (trains ? 3 : 1);
+    if (trains && recomputes_blocks(a.ckpt)) p.recompute += tower_forward;
+  }
   // Host side: eager PyTorch dispatches every op from Python; when that takes longer than the GPU runs the
   // kernels, the step waits for the host. Forward, about two launches per op in backward, a recomputed
   // forward, and the loss head's dozen ops.

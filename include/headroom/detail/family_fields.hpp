@@ -149,7 +149,7 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
 /// A ViT tower's dimensions (SigLIP's, Llama-4's vision encoder): width, MLP width, depth, patches per image
 /// and values per patch; the keys every vision_config has.
 struct vit_dims {
-  std::uint64_t hidden = 0, mlp = 0, layers = 0, patches = 0, patch_values = 0;
+  std::uint64_t hidden = 0, mlp = 0, layers = 0, heads = 0, patches = 0, patch_values = 0;
 };
 inline vit_dims read_vit_dims(const json& v, const std::string& origin) {
   vit_dims r;
@@ -159,10 +159,25 @@ inline vit_dims read_vit_dims(const json& v, const std::string& origin) {
   const std::uint64_t image = read_count(v, "image_size", origin, 100'000);
   const std::uint64_t patch = read_count(v, "patch_size", origin, 10'000);
   r.patch_values = read_count_or(v, "num_channels", origin, 3, 64) * patch * patch;
-  (void)read_count(v, "num_attention_heads", origin);
+  r.heads = read_count(v, "num_attention_heads", origin);
   if (image % patch != 0) throw input_error(key_path(origin, "patch_size"), "must divide image_size");
+  if (r.hidden % r.heads != 0)
+    throw input_error(key_path(origin, "num_attention_heads"), "must divide hidden_size");
   r.patches = checked_mul(image / patch, image / patch, "patches");
   return r;
+}
+/// The encoder as a decoder-like shape for its activations: LayerNorm blocks with biased q/k/v/o (multi-head,
+/// head_dim = width / heads) and a GELU MLP with biases (fc1, fc2), `layers` deep; no vocabulary of its own.
+constexpr model_shape vit_encoder(const vit_dims& v) {
+  model_shape m;
+  m.hidden_size = v.hidden;
+  m.num_attention_heads = m.num_key_value_heads = v.heads;
+  m.head_dim = v.hidden / v.heads;
+  m.intermediate_size = v.mlp;
+  m.num_hidden_layers = v.layers;
+  m.vocab_size = 1;
+  m.tie_word_embeddings = m.layer_norm = m.plain_mlp = m.mlp_bias = m.attention_bias = m.o_proj_bias = true;
+  return m;
 }
 /// One ViT encoder layer (SiglipEncoderLayer, Llama4VisionEncoderLayer): two LayerNorms with bias, q/k/v/o
 /// with biases, fc1 and fc2 with biases.
@@ -173,7 +188,8 @@ constexpr std::uint64_t vit_layer_params(const vit_dims& v) {
 
 /// A SigLIP tower's width, depth and parameter count.
 struct siglip_shape {
-  std::uint64_t hidden = 0, layers = 0, params = 0;
+  vit_dims dims{};
+  std::uint64_t params = 0;
 };
 /// SiglipVisionModel's parameters (transformers models/siglip/modeling_siglip.py): the patch embedding (a
 /// Conv2d with bias), one position embedding per patch, the encoder layers and the post-layernorm; no
@@ -185,11 +201,10 @@ inline siglip_shape siglip_params(const nlohmann::json& v, const std::string& or
     throw input_error(key_path(origin, "vision_use_head"), "a pooling head is not priced (Gemma-3 has none)");
   const std::uint64_t embeddings = checked_mul(dims.patch_values, h, "patch embedding") + h +
                                    checked_mul(dims.patches, h, "position embedding");
-  return {
-      h, dims.layers,
-      checked_add(checked_add(embeddings, checked_mul(dims.layers, vit_layer_params(dims), "vision layers"),
-                              "vision tower"),
-                  2 * h, "vision tower")};
+  return {dims, checked_add(
+                    checked_add(embeddings, checked_mul(dims.layers, vit_layer_params(dims), "vision layers"),
+                                "vision tower"),
+                    2 * h, "vision tower")};
 }
 
 /// Llama4VisionModel and Llama4MultiModalProjector's parameters (transformers
@@ -199,7 +214,8 @@ inline siglip_shape siglip_params(const nlohmann::json& v, const std::string& or
 /// projector_input_dim) and fc2 (projector_output_dim², no biases); the projector vision_output_dim → text
 /// hidden without bias.
 struct llama4_vision_shape {
-  std::uint64_t layers = 0, tower = 0, projector = 0, tokens_per_tile = 0;
+  vit_dims dims{};
+  std::uint64_t tower = 0, projector = 0, tokens_per_tile = 0;
 };
 inline llama4_vision_shape llama4_vision_params(const json& v, std::uint64_t text_hidden,
                                                 const std::string& origin) {
@@ -220,7 +236,8 @@ inline llama4_vision_shape llama4_vision_params(const json& v, std::uint64_t tex
   const std::uint64_t adapter =
       checked_add(checked_mul(f, in, "adapter"), checked_mul(out, out, "adapter"), "adapter");
   llama4_vision_shape r;
-  r.layers = layers;
+  r.dims = dims;
+  r.dims.patches = patches + 1;  // the class token goes through the encoder too
   r.tower = checked_add(checked_add(embeddings, checked_mul(layers, layer, "vision layers"), "vision tower"),
                         adapter, "vision tower");
   r.projector = checked_mul(vision_out, text_hidden, "projector");
