@@ -99,6 +99,14 @@ inline model_shape shape_of(const measured_row& r) {
   j["head_dim"] = r.count("head_dim");
   j["vocab_size"] = r.count("vocab");
   j["tie_word_embeddings"] = r.text("tied") == "1";
+  if (family == "siglip") {  // modules.SiglipEncoderLayer: a vision tower's encoder, as the loaders build it
+    headroom::detail::vit_dims v;
+    v.hidden = r.count("hidden");
+    v.mlp = r.count("intermediate");
+    v.heads = r.count("heads");
+    v.layers = std::max<std::uint64_t>(1, r.count("layers"));
+    return headroom::detail::vit_encoder(v);
+  }
   const bool llama4 = family.rfind("llama4", 0) == 0;
   if (r.has("experts")) {
     const bool mixtral_keys =

@@ -424,21 +424,22 @@ TEST_CASE("Llama-4: 3-D experts on interleaved layers, a shared expert, RoPE and
 }
 
 TEST_CASE("Llama-4 shapes that cannot exist are rejected with the field named", "[model][errors]") {
-  model_shape bad = llama4_maverick;
-  bad.moe_layer_step = 49;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "interleave_moe_layer_step", "exceeds");
-  bad = llama4_maverick;
-  bad.shared_expert_intermediate_size = 0;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "llama4_moe", "shared expert");
-  bad = llama4_scout;
-  bad.qk_norm = true;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "use_qk_norm", "excludes");
-  model_shape llama = llama_3_1_8b;
-  llama.nope_layer_interval = 4;
-  test::require_input_error([&] { (void)parameter_count(llama); }, "no_rope_layer_interval", "Llama-4");
-  llama = llama_3_1_8b;
-  llama.moe_layer_step = 2;
-  test::require_input_error([&] { (void)parameter_count(llama); }, "interleave_moe_layer_step", "Llama-4");
+  // Each: a shape with one field changed, and the field and words its error names.
+  const auto refused = [](model_shape m, auto change, const char* field, const char* words) {
+    change(m);
+    test::require_input_error([&] { (void)parameter_count(m); }, field, words);
+  };
+  refused(
+      llama4_maverick, [](model_shape& m) { m.moe_layer_step = 49; }, "interleave_moe_layer_step", "exceeds");
+  refused(
+      llama4_maverick, [](model_shape& m) { m.shared_expert_intermediate_size = 0; }, "llama4_moe",
+      "shared expert");
+  refused(
+      llama4_scout, [](model_shape& m) { m.qk_norm = true; }, "use_qk_norm", "excludes");
+  refused(
+      llama_3_1_8b, [](model_shape& m) { m.nope_layer_interval = 4; }, "no_rope_layer_interval", "Llama-4");
+  refused(
+      llama_3_1_8b, [](model_shape& m) { m.moe_layer_step = 2; }, "interleave_moe_layer_step", "Llama-4");
   test::require_input_error([&] { (void)layer_gemms(llama4_maverick, full_ft); }, "layer_gemms",
                             "layer_groups");
 }

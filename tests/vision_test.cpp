@@ -36,7 +36,7 @@ TEST_CASE("The towers' encoders: SigLIP's and Llama-4's as LayerNorm blocks, the
   CHECK(l.tensors == 1 + 2 + 4 + 16 * 34 + 2 + 1);
 }
 
-TEST_CASE("Images add their tokens to the sequence; a frozen tower keeps nothing", "[vision]") {
+TEST_CASE("Images add their tokens to the sequence, a frozen tower keeps nothing", "[vision]") {
   const loaded_model g = gemma3_4b();
   run_config r;
   r.setup = full_ft;

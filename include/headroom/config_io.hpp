@@ -210,7 +210,7 @@ inline std::string tower_note(const std::string& name, const loaded_model& out, 
          ") resident in the load dtype, also under QLoRA, and frozen unless full fine-tuning trains it "
          "(--train-vision-tower: its gradients, master copy and optimizer state, and its encoder's "
          "activations "
-         "on the images, priced as LayerNorm blocks, not measured); " +
+         "on the images: SigLIP-style encoder blocks, measured on the CPU); " +
          tokens +
          ", added by --images; not priced: a frozen tower's forward transients, the projector's activations, "
          "and the adapters PEFT's all-linear also puts on its " +

@@ -29,9 +29,9 @@ inline constexpr std::uint64_t max_images_per_sequence = 1u << 12;
 
 /// What a trained tower keeps for a micro-batch of b·images images of patches_per_image tokens: the patch
 /// embedding's input (the pixel values, in the weight dtype) and its encoder's blocks under the run's
-/// checkpointing — the encoder priced as LayerNorm blocks with biased q/k/v/o and a GELU MLP (the inventory
-/// measured for StarCoder2's blocks, not measured on a tower itself); no RoPE tables. A frozen tower keeps
-/// nothing: neither its weights nor the pixel values require grad.
+/// checkpointing — LayerNorm blocks with biased q/k/v/o, bidirectional attention and a GELU MLP (measured as
+/// SiglipEncoderLayer on the CPU: validation/torch); no RoPE tables. A frozen tower keeps nothing: neither
+/// its weights nor the pixel values require grad.
 [[nodiscard]] constexpr activation_estimate vision_activations(const model_spec& spec,
                                                                const training_setup& s,
                                                                const activation_config& c) {

@@ -50,8 +50,10 @@ SHAPES["gpt_oss"] = dict(hidden=64, intermediate=0, heads=4, kv_heads=2, head_di
 for _family in ("llama4", "llama4_nope", "llama4_dense"):
     SHAPES[_family] = dict(hidden=64, intermediate=64, heads=4, kv_heads=2, head_dim=16, vocab=2048, tied=0,
                            experts=4, experts_per_tok=1, moe_intermediate=32, norm_topk=0)
+# SigLIP's encoder layer as Gemma-3's so400m tower (width 1,152, 16 heads of 72, MLP 4,304 ≈ 3.7×): 4 heads of 16.
+SHAPES["siglip"] = dict(hidden=64, intermediate=240, heads=4, kv_heads=4, head_dim=16, vocab=2048, tied=1)
 APPENDED_FAMILIES = ("starcoder2", "gpt_neox", "cohere", "cohere_qk", "deepseek_v3", "qwen2_moe", "cohere2", "gpt_oss",
-                     "llama4", "llama4_nope", "llama4_dense")
+                     "llama4", "llama4_nope", "llama4_dense", "siglip")
 
 CONFIG_COLUMNS = [
     "id", "kind", "family", "hidden", "intermediate", "layers", "heads", "kv_heads", "head_dim", "vocab", "tied",
@@ -447,10 +449,18 @@ def llama4_rows():
     return rows
 
 
+def siglip_rows():
+    """A vision tower's encoder layer, trained (full fine-tuning only: adapters leave the tower frozen), on
+    batches of images' patches: bidirectional SDPA and eager attention, bf16, fp32 and autocast."""
+    return [_row("block", "siglip"), _row("block", "siglip", attention="eager"),
+            _row("block", "siglip", dtype="fp32", attention="eager"), _row("block", "siglip", dtype="autocast"),
+            _row("block", "siglip", batch=4, seq_len=64)]
+
+
 def rows():
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
            + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows() + gpt_oss_rows()
-           + llama4_rows())
+           + llama4_rows() + siglip_rows())
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out

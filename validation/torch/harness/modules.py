@@ -37,6 +37,9 @@ change the measurement.  The sources (read for this harness; none of their code 
     ``Llama4TextExperts`` (every expert on every token, two ``bmm``), ``Llama4TextMoe.forward`` (repeat, scale,
     the shared expert, ``add_`` of the experts' sum), ``Llama4TextDecoderLayer`` (MoE on every
     ``interleave_moe_layer_step``-th layer, ``Llama4TextMLP`` of ``intermediate_size_mlp`` elsewhere).
+  - ``models/siglip/modeling_siglip.py``: ``SiglipAttention.forward`` (bidirectional: ``is_causal`` False, no
+    mask), ``SiglipMLP`` (fc1, gelu_pytorch_tanh, fc2), ``SiglipEncoderLayer.forward`` — the vision tower's block a
+    trained tower keeps (Gemma-3's; Llama-4's encoder layer has the same tensors with an exact GELU).
   - ``integrations/sdpa_attention.py`` ``sdpa_attention_forward`` (repeat_kv before the kernel when torch
     cannot do GQA itself, ``is_causal`` without a mask); on torch 1.13 the kernel is
     ``torch.nn.functional._scaled_dot_product_attention``, whose CPU path is the math implementation.
@@ -110,6 +113,9 @@ FAMILIES = {
     # Llama-4 (Llama-4-Scout's layout): MoE on every layer with one shared expert, NoPE every 4th layer, the L2 q/k
     # norm on the RoPE layers; llama4_nope has every layer NoPE (its block rows measure a NoPE layer) and
     # llama4_dense Maverick's interleaving (MoE every 2nd layer: its block rows measure a dense layer).
+    # SigLIP's encoder layer (a vision tower trained with the language model): LayerNorms, biased q/k/v/out_proj,
+    # bidirectional attention, fc1 → gelu(tanh) → fc2
+    "siglip": dict(vit=True),
     "llama4": dict(llama4=True, interleave_moe_layer_step=1, no_rope_layer_interval=4, use_qk_norm=True),
     "llama4_nope": dict(llama4=True, interleave_moe_layer_step=1, no_rope_layer_interval=1, use_qk_norm=True),
     "llama4_dense": dict(llama4=True, interleave_moe_layer_step=2, no_rope_layer_interval=4, use_qk_norm=True),
@@ -862,6 +868,43 @@ class Llama4TextMoe(nn.Module):
         return out.view(shape)  # Llama4TextDecoderLayer: hidden_states.view(residual.shape)
 
 
+class SiglipEncoderLayer(nn.Module):
+    def __init__(self, cfg, layer_idx):
+        super().__init__()
+        d, a, hd, f = cfg["hidden"], cfg["heads"], cfg["head_dim"], cfg["intermediate"]
+        self.heads, self.head_dim, self.scale = a, hd, hd ** -0.5
+        self.layer_norm1 = nn.LayerNorm(d, eps=1e-6)
+        self.q_proj, self.k_proj, self.v_proj = (nn.Linear(d, a * hd) for _ in range(3))
+        self.out_proj = nn.Linear(a * hd, d)
+        self.layer_norm2 = nn.LayerNorm(d, eps=1e-6)
+        self.fc1 = nn.Linear(d, f)
+        self.fc2 = nn.Linear(f, d)
+        self.eager = cfg["attention"] == "eager"
+
+    def attention(self, hidden_states):
+        b, s, _ = hidden_states.shape
+        queries = self.q_proj(hidden_states).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        keys = self.k_proj(hidden_states).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        values = self.v_proj(hidden_states).view(b, s, self.heads, self.head_dim).transpose(1, 2)
+        if self.eager:  # eager_attention_forward without a mask
+            weights = torch.matmul(queries, keys.transpose(2, 3)) * self.scale
+            weights = F.softmax(weights, dim=-1, dtype=torch.float32).to(queries.dtype)
+            weights = F.dropout(weights, p=0.0, training=self.training)
+            out = torch.matmul(weights, values).transpose(1, 2).contiguous()
+        else:  # sdpa_attention_forward with is_causal False
+            out = F._scaled_dot_product_attention(queries, keys, values, None, 0.0, False, False)[0]
+            out = out.transpose(1, 2).contiguous()
+        return self.out_proj(out.reshape(b, s, -1).contiguous())
+
+    def forward(self, hidden_states, attention_mask=None, position_embeddings=None, past=None):
+        residual = hidden_states
+        hidden_states = self.attention(self.layer_norm1(hidden_states))
+        hidden_states = residual + hidden_states
+        residual = hidden_states
+        hidden_states = self.fc2(F.gelu(self.fc1(self.layer_norm2(hidden_states)), approximate="tanh"))
+        return residual + hidden_states
+
+
 class NeoXAttention(nn.Module):
     """models/gpt_neox/modeling_gpt_neox.py GPTNeoXAttention: one biased query_key_value viewed as
     (b, s, heads, 3·head_size), transposed and chunked into q, k, v views; partial RoPE; the biased dense."""
@@ -1110,7 +1153,8 @@ class CausalLM(nn.Module):
         d, v = cfg["hidden"], cfg["vocab"]
         self.gemma = fam.get("gemma", False)
         self.embed_tokens = nn.Embedding(v, d)
-        layer = NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False) else DecoderLayer
+        layer = (NeoXLayer if fam.get("neox", False) else CohereLayer if fam.get("cohere", False)
+                 else SiglipEncoderLayer if fam.get("vit", False) else DecoderLayer)
         self.layers = nn.ModuleList([layer(cfg, i) for i in range(cfg["layers"])])
         self.norm = (GemmaRMSNorm if self.gemma else Olmo2RMSNorm if fam.get("olmo2") else LlamaRMSNorm)(d)
         if fam.get("starcoder2", False) or fam.get("neox", False):  # Starcoder2Model.norm, final_layer_norm
