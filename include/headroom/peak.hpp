@@ -151,7 +151,6 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   if (r.setup.train_vision_tower) {  // the tower runs first in forward and is back-propagated last
     const activation_estimate tower = vision_activations(spec, r.setup, r.activations);
     acts.kept += tower.kept;
-    acts.gpu += tower.kept;
     acts.host += tower.host;
     acts.recompute = acts.recompute > tower.recompute ? acts.recompute : tower.recompute;
     acts.gpu = acts.kept + acts.recompute;

@@ -36,7 +36,10 @@ change the measurement.  The sources (read for this harness; none of their code 
     (RoPE and the L2 q/k norm on RoPE layers; NoPE layers scale q by ``attn_scales``), ``Llama4Router``,
     ``Llama4TextExperts`` (every expert on every token, two ``bmm``), ``Llama4TextMoe.forward`` (repeat, scale,
     the shared expert, ``add_`` of the experts' sum), ``Llama4TextDecoderLayer`` (MoE on every
-    ``interleave_moe_layer_step``-th layer, ``Llama4TextMLP`` of ``intermediate_size_mlp`` elsewhere).
+    ``interleave_moe_layer_step``-th layer, ``Llama4TextMLP`` of ``intermediate_size_mlp`` elsewhere). These are
+    4.5x's paths as recalled; the dense dispatch (every expert on every token, repeat and scale) matches Meta's
+    reference ``llama-models`` ``models/llama4/moe.py`` ``MoE.forward`` (commit a9c89c4), and the shapes, NoPE
+    layers and temperature match ``mlx-lm`` ``mlx_lm/models/llama4.py`` (commit d78bf58e).
   - ``models/siglip/modeling_siglip.py``: ``SiglipAttention.forward`` (bidirectional: ``is_causal`` False, no
     mask), ``SiglipMLP`` (fc1, gelu_pytorch_tanh, fc2), ``SiglipEncoderLayer.forward`` — the vision tower's block a
     trained tower keeps (Gemma-3's; Llama-4's encoder layer has the same tensors with an exact GELU).
