@@ -1,13 +1,20 @@
 #!/usr/bin/env bash
 # End-to-end checks of the example programs: the issues' "done when" numbers and the exit-code
-# contract (0 ok, 1 does not fit a given budget, 2 bad input). Usage: cli_test.sh BIN_DIR DATA_DIR
+# contract (0 ok, 1 does not fit a given budget, 2 bad input).
+# Usage: cli_test.sh BIN_DIR DATA_DIR [GOLDEN_DIR]
+# With GOLDEN_DIR, every case's whole output (as given, and with --json added or removed) and every file under
+# DATA_DIR run through the programs are compared byte for byte with GOLDEN_DIR/*.txt (tests/golden/README.md);
+# HEADROOM_UPDATE_GOLDEN=1 rewrites them instead.
 set -u
 dir=$1
 data=$2
+golden=${3:-}
 lengths_csv=$data/../../examples/data/chat_lengths.csv
 bin=$dir/memory_calculator
 passed=0
 failed=0
+# shellcheck source=tests/golden.sh
+[[ -n $golden ]] && source "$(dirname "$0")/golden.sh"
 
 # expect NAME CODE PATTERN -- ARGS...: exit code CODE and PATTERN (grep -E) in stdout+stderr.
 expect() {
@@ -16,6 +23,7 @@ expect() {
   local out rc
   out=$("$bin" "$@" 2>&1)
   rc=$?
+  [[ -n $golden ]] && golden_case "$name" "$rc" "$out" "$@"
   if [[ $rc -eq $code ]] && grep -Eq -- "$pattern" <<<"$out"; then
     passed=$((passed + 1))
   else
@@ -327,6 +335,7 @@ expect "sweep table" 1 '16384 +37\.107 GB  backward_start  does not fit' -- --pr
 expect "sweep csv" 0 '^seq_len,weights,adapter_weights,grads,master,optimizer,activations,logits,temporaries,overhead,total_bytes,peak_phase$' -- --preset qwen3-4b --method qlora --sweep seq-len=512:2048:x2 --csv
 expect "sweep batch" 0 '^4,' -- --preset qwen3-4b --method qlora --sweep batch=1:4 --csv
 expect "svg written" 0 '' -- --preset qwen3-4b --method qlora --svg "$svg"
+[[ -n $golden ]] && golden_file "svg written" "$svg"
 if grep -q '</svg>' "$svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL svg content"; fi
 expect "bad sweep" 2 "--sweep: unknown dimension 'rank'" -- --sweep rank=1:8
 expect "bad sweep step" 2 '--sweep: a geometric step must be at least x2' -- --sweep seq-len=512:1024:x1
@@ -378,6 +387,7 @@ if [[ $stable -eq 0 ]] && row "$wsd" 100 0 && row "$wsd" 9 0.00018; then passed=
 expect "chart" 0 '\*' -- --type cosine --peak 2e-4 --warmup 10 --total 100
 lr_svg=$(mktemp --suffix=.svg)
 expect "lr svg" 0 'step,lr' -- --type cosine --peak 2e-4 --warmup 10 --total 100 --csv --svg "$lr_svg"
+[[ -n $golden ]] && golden_file "lr svg" "$lr_svg"
 if grep -q '<polyline' "$lr_svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL lr svg"; fi
 rm -f "$lr_svg"
 expect "fraction warmup" 0 'warmup 5 of 100 steps' -- --type linear --peak 1e-4 --warmup 0.05 --total 100
@@ -386,5 +396,6 @@ expect "bad type" 2 "--type: unknown 'onecycle'" -- --type onecycle --total 100
 expect "no total" 2 'total' -- --type cosine
 expect "bad warmup" 2 'warmup_steps: a value >= 1 must be a whole number' -- --type cosine --total 100 --warmup 2.5
 
+[[ -n $golden ]] && golden_finish
 echo "$passed passed, $failed failed"
 [[ $failed -eq 0 ]]
