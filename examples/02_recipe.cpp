@@ -7,7 +7,7 @@
 #include <fmt/format.h>
 
 #include <headroom/headroom.hpp>
-#include <headroom/recipe.hpp>
+#include <headroom/recipes/recipe.hpp>
 
 using namespace headroom;
 

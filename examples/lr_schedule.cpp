@@ -10,10 +10,9 @@
 
 #include <fmt/format.h>
 
+#include <headroom/cli/parse.hpp>
+#include <headroom/report/svg.hpp>
 #include <headroom/schedules.hpp>
-#include <headroom/svg.hpp>
-
-#include "cli_common.hpp"
 
 namespace {
 

@@ -11,10 +11,9 @@
 
 #include <fmt/format.h>
 
+#include <headroom/cli/run_options.hpp>
 #include <headroom/headroom.hpp>
-#include <headroom/svg.hpp>
-
-#include "run_options.hpp"
+#include <headroom/report/svg.hpp>
 
 namespace {
 

@@ -6,9 +6,8 @@
 
 #include <fmt/format.h>
 
+#include <headroom/cli/parse.hpp>
 #include <headroom/headroom.hpp>
-
-#include "cli_common.hpp"
 
 using namespace headroom;
 

@@ -8,9 +8,8 @@
 
 #include <fmt/format.h>
 
+#include <headroom/cli/run_options.hpp>
 #include <headroom/headroom.hpp>
-
-#include "run_options.hpp"
 
 namespace {
 

@@ -4,7 +4,7 @@
 #include <cstdint>
 
 #include <headroom/headroom.hpp>
-#include <headroom/training_args.hpp>
+#include <headroom/io/training_args.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const headroom::loaded_model model =

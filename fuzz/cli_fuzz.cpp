@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "../examples/run_options.hpp"
+#include <headroom/cli/run_options.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string text(reinterpret_cast<const char*>(data), size);

@@ -6,8 +6,8 @@
 #include <string>
 #include <vector>
 
-#include <headroom/deepspeed_config.hpp>
 #include <headroom/headroom.hpp>
+#include <headroom/io/deepspeed.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const headroom::loaded_model model =

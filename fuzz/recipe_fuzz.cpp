@@ -6,9 +6,9 @@
 #include <string>
 #include <vector>
 
-#include <headroom/accelerate_config.hpp>
 #include <headroom/headroom.hpp>
-#include <headroom/recipe.hpp>
+#include <headroom/recipes/accelerate.hpp>
+#include <headroom/recipes/recipe.hpp>
 
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   static const headroom::recipe_options options{};

@@ -2,7 +2,7 @@
 // Activations: the course's activation table (W15–W19) and the per-tensor inventory.
 #include <algorithm>
 
-#include <headroom/activations.hpp>
+#include <headroom/activations/estimate.hpp>
 
 #include "catch.hpp"
 #include "shapes.hpp"

@@ -4,8 +4,8 @@
 #include <string>
 #include <vector>
 
-#include <headroom/config_io.hpp>
 #include <headroom/flops.hpp>
+#include <headroom/io/config.hpp>
 #include <headroom/peak.hpp>
 
 #include "catch.hpp"

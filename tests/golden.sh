@@ -9,7 +9,7 @@ golden_work=$(mktemp -d)
 
 # Paths that differ from machine to machine become placeholders; nothing else is touched.
 golden_normalise() {
-  sed -e "s|$data|<data>|g" -e "s|$golden_root|<root>|g" -e "s|$dir|<bin>|g" \
+  sed -e "s|$data|<data>|g" -e "s|$dir|<bin>|g" -e "s|$golden_root|<root>|g" \
     -e 's|/tmp/tmp\.[A-Za-z0-9]*|<tmp>|g'
 }
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Overhead (W38) and the GPU catalogue used for budgets and workspace sizes.
-#include <headroom/config_io.hpp>
-#include <headroom/gpu_io.hpp>
+#include <headroom/io/config.hpp>
+#include <headroom/io/gpu.hpp>
 #include <headroom/overhead.hpp>
 
 #include "catch.hpp"

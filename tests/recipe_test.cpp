@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: MIT
 // The YAML readers (torchtune, axolotl, LLaMA-Factory, Unsloth's calls, accelerate) and the framework
 // profiles: each shipped-style file round-tripped to the run it describes, each error path with its line.
-#include <headroom/accelerate_config.hpp>
 #include <headroom/framework.hpp>
-#include <headroom/recipe.hpp>
+#include <headroom/recipes/accelerate.hpp>
+#include <headroom/recipes/recipe.hpp>
 
 #include "catch.hpp"
 

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The printed table and the JSON document (schema in docs/json-schema.md).
-#include <headroom/report_json.hpp>
-#include <headroom/report_text.hpp>
+#include <headroom/report/json.hpp>
+#include <headroom/report/text.hpp>
 
 #include "catch.hpp"
 

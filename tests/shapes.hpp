@@ -6,7 +6,7 @@
 
 #include <string_view>
 
-#include <headroom/activation_config.hpp>
+#include <headroom/activations/config.hpp>
 #include <headroom/memory.hpp>
 #include <headroom/model.hpp>
 

@@ -2,7 +2,7 @@
 // The SVG charts are well-formed text with what they promise (rendering is checked in CI).
 #include <string>
 
-#include <headroom/svg.hpp>
+#include <headroom/report/svg.hpp>
 
 #include "catch.hpp"
 

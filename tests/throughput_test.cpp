@@ -2,9 +2,9 @@
 // FLOPs conventions and MFU (W33–W35), and the roofline prediction's properties.
 #include <cmath>
 
-#include <headroom/config_io.hpp>
 #include <headroom/flops.hpp>
-#include <headroom/gpu_io.hpp>
+#include <headroom/io/config.hpp>
+#include <headroom/io/gpu.hpp>
 #include <headroom/throughput.hpp>
 
 #include "catch.hpp"

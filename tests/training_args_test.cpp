@@ -4,7 +4,7 @@
 #include <algorithm>
 
 #include <headroom/flops.hpp>
-#include <headroom/training_args.hpp>
+#include <headroom/io/training_args.hpp>
 
 #include "catch.hpp"
 

@@ -2,8 +2,8 @@
 // A multimodal batch: image tokens in the language model's sequence, and a vision tower trained or frozen.
 #include <cstdint>
 
-#include <headroom/config_io.hpp>
-#include <headroom/gpu_io.hpp>
+#include <headroom/io/config.hpp>
+#include <headroom/io/gpu.hpp>
 #include <headroom/peak.hpp>
 #include <headroom/throughput.hpp>
 #include <headroom/vision.hpp>

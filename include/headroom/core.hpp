@@ -2,17 +2,17 @@
 // The dependency-free core: include this when you only need the numbers (standard library only).
 #pragma once
 
-#include "activation_config.hpp"
-#include "activations.hpp"
+#include "activations/attention.hpp"
+#include "activations/config.hpp"
+#include "activations/estimate.hpp"
+#include "activations/linear.hpp"
 #include "advisor.hpp"
-#include "attention_activations.hpp"
 #include "batching.hpp"
 #include "choices.hpp"
 #include "error.hpp"
 #include "flops.hpp"
 #include "framework.hpp"
 #include "gpu.hpp"
-#include "linear_activations.hpp"
 #include "load.hpp"
 #include "logits.hpp"
 #include "lora.hpp"

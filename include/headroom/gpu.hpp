@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // A GPU as the estimates need it: memory capacity, dense peak throughput per dtype, memory
 // bandwidth, and the generation facts (cuBLAS workspace size, bf16 support). The catalogue is data:
-// presets/gpus/*.json, read by load_gpu() in gpu_io.hpp.
+// presets/gpus/*.json, read by load_gpu() in io/gpu.hpp.
 #pragma once
 
 #include <cstdint>

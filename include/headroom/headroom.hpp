@@ -3,11 +3,11 @@
 // Include <headroom/core.hpp> instead to depend on the standard library only.
 #pragma once
 
-#include "config_io.hpp"
 #include "core.hpp"
-#include "deepspeed_config.hpp"
-#include "gpu_io.hpp"
-#include "report_json.hpp"
-#include "report_text.hpp"
-#include "svg.hpp"
-#include "training_args.hpp"
+#include "io/config.hpp"
+#include "io/deepspeed.hpp"
+#include "io/gpu.hpp"
+#include "io/training_args.hpp"
+#include "report/json.hpp"
+#include "report/svg.hpp"
+#include "report/text.hpp"

@@ -10,7 +10,7 @@
 #include <cstdint>
 #include <string_view>
 
-#include "activations.hpp"
+#include "activations/estimate.hpp"
 #include "memory.hpp"
 #include "model.hpp"
 #include "units.hpp"

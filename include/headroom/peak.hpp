@@ -12,7 +12,7 @@
 #include <string_view>
 #include <vector>
 
-#include "activations.hpp"
+#include "activations/estimate.hpp"
 #include "load.hpp"
 #include "logits.hpp"
 #include "memory.hpp"

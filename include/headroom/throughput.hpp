@@ -7,7 +7,7 @@
 #include <algorithm>
 #include <cstdint>
 
-#include "activations.hpp"
+#include "activations/estimate.hpp"
 #include "flops.hpp"
 #include "gpu.hpp"
 #include "logits.hpp"

@@ -5,8 +5,8 @@
 
 #include <cstdint>
 
-#include "activation_config.hpp"
-#include "activations.hpp"
+#include "activations/config.hpp"
+#include "activations/estimate.hpp"
 #include "memory.hpp"
 
 namespace headroom {

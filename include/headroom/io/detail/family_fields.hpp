@@ -11,9 +11,9 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../error.hpp"
-#include "../model.hpp"
-#include "../units.hpp"
+#include "../../error.hpp"
+#include "../../model.hpp"
+#include "../../units.hpp"
 #include "json_fields.hpp"
 
 namespace headroom::detail {

@@ -14,9 +14,9 @@
 
 #include <CLI/CLI.hpp>
 
-#include <headroom/config_io.hpp>
-#include <headroom/error.hpp>
-#include <headroom/gpu_io.hpp>
+#include "../error.hpp"
+#include "../io/config.hpp"
+#include "../io/gpu.hpp"
 
 namespace headroom::cli {
 

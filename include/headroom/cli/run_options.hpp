@@ -7,12 +7,11 @@
 #include <optional>
 #include <string>
 
-#include <headroom/accelerate_config.hpp>
-#include <headroom/headroom.hpp>
-#include <headroom/recipe.hpp>
-#include <headroom/training_args.hpp>
-
-#include "cli_common.hpp"
+#include "../headroom.hpp"
+#include "../io/training_args.hpp"
+#include "../recipes/accelerate.hpp"
+#include "../recipes/recipe.hpp"
+#include "parse.hpp"
 
 namespace headroom::cli {
 

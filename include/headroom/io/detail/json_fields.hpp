@@ -9,8 +9,8 @@
 
 #include <nlohmann/json.hpp>
 
-#include "../error.hpp"
-#include "../model.hpp"
+#include "../../error.hpp"
+#include "../../model.hpp"
 
 namespace headroom::detail {
 using json = nlohmann::json;

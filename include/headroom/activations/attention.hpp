@@ -1,0 +1,200 @@
+// SPDX-License-Identifier: MIT
+// What the attention core keeps between the projections and o_proj, per kernel (FlashAttention, SDPA,
+// SDPA's math path, eager), with prefix tuning's extra keys (docs/activations.md).
+#pragma once
+
+#include <cstdint>
+
+#include "config.hpp"
+
+namespace headroom {
+namespace detail {
+/// The memory-efficient SDPA kernel reads its bias in rows padded to 16 keys (PyTorch
+/// aten/src/ATen/native/transformers/attention.cpp, preprocess_mask / pad_bias).
+inline constexpr std::uint64_t sdpa_bias_alignment = 16;
+/// MLA's second projections: q_b_proj reads q_a_layernorm's output and kv_b_proj kv_a_layernorm's; each
+/// input requires grad when the first projection's output does or the norm's weight trains.
+struct mla_second_projections {
+  block_context q_b, kv_b;
+};
+constexpr mla_second_projections mla_contexts(const block_context& k) {
+  mla_second_projections out{k, k};
+  out.q_b.input_grad = k.output_grad(module_name::q_a_proj) || k.norm_weights_train();
+  out.kv_b.input_grad = k.output_grad(module_name::kv_a_proj_with_mqa) || k.norm_weights_train();
+  return out;
+}
+/// Which of q, k and v require grad: all of them in a middle layer; in a first layer over frozen embeddings
+/// only what an adapted projection (or prefix tuning's keys and values) makes so. MLA's q comes out of
+/// q_b_proj (or q_proj), its keys out of kv_b_proj and, for the RoPE part, kv_a_proj_with_mqa, its values out
+/// of kv_b_proj; a trainable norm between two projections makes the second's output require grad.
+struct qkv_grads {
+  bool q, k, v;
+};
+constexpr qkv_grads attention_input_grads(const block_context& k) {
+  using mn = module_name;
+  if (!is_mla(k.m)) {
+    const bool prefix = !k.full && prefix_positions(k.s.lora) != 0;
+    return {k.output_grad(mn::q_proj), prefix || k.output_grad(mn::k_proj),
+            prefix || k.output_grad(mn::v_proj)};
+  }
+  const mla_second_projections second = mla_contexts(k);
+  const bool v = second.kv_b.output_grad(mn::kv_b_proj);
+  return {k.m.q_lora_rank != 0 ? second.q_b.output_grad(mn::q_b_proj) : k.output_grad(mn::q_proj),
+          v || k.output_grad(mn::kv_a_proj_with_mqa), v};
+}
+
+/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
+/// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
+/// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
+template <class Out>
+HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
+  const model_shape& m = k.m;
+  const activation_config& c = k.c;
+  const bool dropout = c.attention_dropout || m.attention_dropout;  // the run's flag or the config's value
+  const std::uint64_t ab = k.dt.compute, q = query_width(m), kv = kv_width(m);
+  const std::uint64_t prefix = k.full ? 0 : prefix_positions(k.s.lora);
+  const std::uint64_t keys = c.seq_len + prefix;                        // validated sizes: no overflow
+  const std::uint64_t key_rows = checked_mul(c.batch, keys, "tokens");  // b·(s + P)
+  // b·a·s·(s + P) scores, for the kernels that materialise them
+  auto score_bytes = [&] { return act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys); };
+  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
+  // The dtype RoPE leaves q in: q·cos promotes to the tables' (stream) dtype under autocast.
+  const std::uint64_t query_bytes = ab > k.dt.stream ? ab : k.dt.stream;
+  // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
+  // the adapted projections do, and the prefix's keys and values); a product saves each operand only for
+  // the other's gradient.
+  const qkv_grads grads = attention_input_grads(k);
+  const bool qg = grads.q, kg = grads.k, vg = grads.v, scores_grad = qg || kg;
+  // The values' width (MLA: a·v_head_dim, narrower than the q/k heads) and, under MLA, the storage a value
+  // view keeps: kv_b_proj's whole output, nope keys and values (a·(qk_nope + v_head_dim)).
+  const std::uint64_t vw = attention_output_width(m);
+  const std::uint64_t v_storage = is_mla(m) ? kv_b_width(m) : q;
+  out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
+  switch (c.attention) {
+    case attention_impl::flash:
+      if (prefix == 0) {
+        out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
+                "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
+      } else {
+        out.add("flash-attn q", act(t, q, ab), "the kernel's query input, for backward");
+        out.add("flash-attn k, v", act(key_rows, 2 * kv, ab),
+                "s + P keys and values at GQA width, for backward");
+      }
+      out.add("flash-attn output", act(t, q, ab),
+              is_mla(m) ? "saved by the kernel, at the padded width; o_proj reads a sliced copy"
+                        : "saved by the kernel; o_proj reads the same storage");
+      out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
+      return;
+    case attention_impl::sdpa:
+      if (is_mla(m)) {
+        out.add("sdpa q, k, v", act(t, 2 * q + v_storage, ab),
+                "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
+      } else if (prefix == 0) {
+        out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
+      } else {
+        out.add("sdpa q", act(t, q, ab), "the kernel's query input, for backward");
+        out.add("sdpa k, v", act(key_rows, 2 * q, ab),
+                "s + P keys and values, expanded to all heads by repeat_kv");
+        // transformers' sdpa_mask cannot skip the mask when the key length is not s
+        out.add("sdpa attention bias", act(t, ceil_div(keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
+                "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
+                "(flash takes no mask)");
+      }
+      out.add("sdpa output", act(t, vw, ab), "saved by the kernel for its backward");
+      out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
+      return;
+    case attention_impl::sdpa_math: {
+      const bytes scores = score_bytes();
+      // aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in
+      // the input dtype and its output is both saved and multiplied by v.
+      out.add("sdpa-math q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+              "q·scale and kᵀ·scale, saved by their matmul");
+      if (scores_grad || vg)
+        out.add("sdpa-math probabilities", scores * ab,
+                "softmax output in the input dtype, saved by softmax and ·v");
+      if (dropout) {
+        if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
+        if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
+      }
+      if (scores_grad)
+        out.add("sdpa-math v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
+      return;
+    }
+    case attention_impl::eager:
+      break;
+  }
+  if (m.attention_sinks) {  // gpt-oss eager_attention_forward: each row's softmax also covers the head's sink
+    const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys + 1);
+    out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+            "saved by q·kᵀ; repeat_kv expands K to all heads");
+    if (scores_grad && k.scalar != 0)
+      out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+    if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
+      out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
+              "int64 indices of each row's maximum, saved by max");
+    // The logits' dtype: q·kᵀ plus the mask, which is in the stream dtype (fp32 under autocast, promoting)
+    out.add("eager softmax output", with_sink * query_bytes,
+            "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
+    if (query_bytes != ab && vg && !dropout)
+      out.add("eager probabilities", score_bytes() * ab,
+              "the sliced probabilities cast to the compute dtype by autocast, saved by ·v");
+    if (dropout && scores_grad) {
+      out.add("eager dropout mask", score_bytes() * mask_bytes(k, ab), "the dropout mask");
+      if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");
+    }
+    if (scores_grad)
+      out.add("eager v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
+    return;
+  }
+  // transformers eager_attention_forward.
+  const bytes scores = score_bytes();
+  out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+          "saved by q·kᵀ; repeat_kv expands K to all heads");
+  if (scores_grad) {
+    if (k.scalar != 0)
+      out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+    if (m.attn_logit_softcapping) {
+      out.add("eager soft-capping", scores * ab, "tanh(scores / cap), saved by tanh");
+      if (k.scalar != 0)
+        out.add("eager soft-capping", bytes(2 * k.scalar), "the Python floats of / cap and · cap");
+    }
+    out.add("eager softmax output", scores * fp32_bytes, "softmax(dtype=float32) saves its output");
+  }
+  if (dropout) {
+    if (scores_grad) out.add("eager dropout mask", scores * mask_bytes(k, query_bytes), "the dropout mask");
+    if (vg)
+      out.add("eager dropped probabilities", scores * ab,
+              "dropout's output (cast to bf16 under autocast), saved by ·v");
+  } else if (ab != fp32_bytes && vg) {
+    out.add("eager probabilities", scores * ab, "the cast to the compute dtype, saved by probs·v");
+  }
+  if (scores_grad)
+    out.add("eager v", act(key_rows, vw, ab),
+            "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
+}
+
+/// Prefix tuning's cache (peft_model.py get_prompt builds a DynamicCache; each layer's update keeps the
+/// concatenated keys and values): alive until the model's forward returns, after the loss, and extra
+/// wherever the kernel saved a copy instead (repeat_kv's expansion, a cast, sdpa-math's kᵀ·scale). Keys
+/// and values are in the dtype RoPE and v_proj leave them, promoted with the prefix's (the base model's).
+constexpr bytes prefix_cache_bytes(const model_shape& m, const training_setup& s,
+                                   const activation_config& c) {
+  if (!trains_prefix(s)) return bytes(0);
+  const block_dtypes dt = dtypes_of(s);
+  const std::uint64_t ab = dt.compute, sb = dt.stream;
+  const std::uint64_t cached = ab > sb ? ab : sb;  // RoPE's and v_proj's output promoted with the prefix
+  const bool expanded =
+      c.attention != attention_impl::flash && m.num_attention_heads != m.num_key_value_heads;
+  const bool key_copied = expanded || cached != ab || c.attention == attention_impl::sdpa_math;
+  const bool value_copied = expanded || cached != ab;
+  const std::uint64_t values = mul3(c.batch, c.seq_len + prefix_positions(s.lora), kv_width(m));
+  const std::uint64_t tensor = checked_mul(values, cached, "prefix cache");
+  const std::uint64_t per_layer = tensor * ((key_copied ? 1u : 0u) + (value_copied ? 1u : 0u));
+  // Over a frozen input the first layer's q needs no gradient, so eager q·kᵀ does not keep its keys.
+  const bool first_keys =
+      !key_copied && c.attention == attention_impl::eager && !first_layer_input_grad(s, c);
+  return bytes(checked_add(checked_mul(per_layer, m.num_hidden_layers, "prefix cache"),
+                           first_keys ? tensor : 0, "prefix cache"));
+}
+}  // namespace detail
+}  // namespace headroom

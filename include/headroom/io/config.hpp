@@ -1,0 +1,637 @@
+// SPDX-License-Identifier: MIT
+// Reads model shapes from Hugging Face config.json files and headroom presets (one code path),
+// and finds presets by name (GPU and sequence-length files: gpu.hpp beside it).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../error.hpp"
+#include "../memory.hpp"
+#include "../model.hpp"
+#include "detail/family_fields.hpp"
+#include "detail/json_fields.hpp"
+
+namespace headroom {
+
+/// A loaded model: shapes, optional nominal size, and where it came from.
+struct loaded_model {
+  model_spec spec{};
+  std::string name;                   ///< preset name, or the file name of a raw config.json
+  std::string model_type;             ///< config.json model_type
+  std::string source;                 ///< provenance text from the preset's "_headroom" block
+  std::string origin;                 ///< the file it was read from
+  std::vector<std::string> notes;     ///< what the architecture's pricing leaves out or approximates
+  std::vector<std::string> checks;    ///< what the checkpoint beside the config says of the count
+  std::vector<std::string> warnings;  ///< a checkpoint whose size disagrees with the count
+};
+
+/// Architecture rules per config.json model_type: defaults of the transformers config classes
+/// (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file may omit.
+struct architecture {
+  std::string_view model_type;
+  std::uint64_t norms_per_layer;   ///< 2, or 4 for Gemma-2/3 (pre/post attention and FFN)
+  bool qk_norm;                    ///< Qwen3, Gemma-3
+  bool qkv_bias;                   ///< Qwen2 hard-codes bias=True on q/k/v
+  bool tie_default;                ///< tie_word_embeddings default of the config class
+  std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
+  std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
+  std::string_view expert_width_key;
+  bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
+};
+
+inline constexpr std::array<architecture, 22> architectures{{
+    {"llama", 2, false, false, false, 0, "", ""},
+    {"mistral", 2, false, false, false, 0, "", ""},
+    {"qwen2", 2, false, true, false, 0, "", ""},
+    {"qwen3", 2, true, false, false, 128, "", ""},
+    {"qwen3_moe", 2, true, false, false, 128, "num_experts", "moe_intermediate_size"},
+    {"mixtral", 2, false, false, false, 0, "num_local_experts", "intermediate_size"},
+    {"gemma", 2, false, false, true, 256, "", ""},
+    {"gemma2", 4, false, false, true, 256, "", ""},
+    {"gemma3_text", 4, true, false, true, 256, "", ""},
+    {"phi3", 2, false, false, false, 0, "", "", true},
+    // Olmo2Config (post-norms, full-width q/k norms), GraniteConfig (Llama shapes, four scalar multipliers),
+    // GptOssConfig (sinks, biased router, 3-D experts): their extras are set below.
+    {"olmo2", 2, true, false, false, 0, "", ""},
+    {"granite", 2, false, false, false, 0, "", ""},
+    {"gpt_oss", 2, false, false, false, 64, "num_local_experts", "intermediate_size"},
+    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (set below).
+    {"starcoder2", 2, false, false, true, 0, "", ""},
+    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (set below).
+    {"gpt_neox", 2, false, false, false, 0, "", ""},
+    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale (set below).
+    {"cohere", 1, false, false, true, 0, "", ""},
+    // Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
+    // sliding_window_pattern-th layer global without it (read below).
+    {"cohere2", 1, false, false, true, 0, "", ""},
+    // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
+    // routed and shared experts (set below).
+    {"deepseek_v3", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    {"kimi_k2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    {"deepseek_v2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
+    {"qwen2_moe", 2, false, true, false, 0, "num_experts", "moe_intermediate_size"},
+    // Llama4TextConfig: MoE every interleave_moe_layer_step-th layer (3-D experts, a shared expert), the
+    // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer (read below).
+    {"llama4_text", 2, false, false, false, 128, "num_local_experts", "intermediate_size"},
+}};
+
+[[nodiscard]] inline std::string supported_model_types() {
+  std::string out;
+  for (const architecture& a : architectures) detail::append_listed(out, a.model_type);
+  return out;
+}
+
+namespace detail {
+/// config.json keys that add or reshape parameters (MLA ranks and head dims, expert counts and widths, dense
+/// first layers, multimodal sub-configs, multi-token prediction).
+inline constexpr std::array<std::string_view, 18> shape_keys{"n_routed_experts",
+                                                             "n_shared_experts",
+                                                             "q_lora_rank",
+                                                             "kv_lora_rank",
+                                                             "qk_rope_head_dim",
+                                                             "qk_nope_head_dim",
+                                                             "v_head_dim",
+                                                             "first_k_dense_replace",
+                                                             "moe_layer_freq",
+                                                             "num_local_experts",
+                                                             "num_experts",
+                                                             "moe_intermediate_size",
+                                                             "shared_expert_intermediate_size",
+                                                             "text_config",
+                                                             "vision_config",
+                                                             "interleave_moe_layer_step",
+                                                             "intermediate_size_mlp",
+                                                             "num_nextn_predict_layers"};
+/// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
+/// them.
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 5> unpriced_architectures{{
+    {"llava", "vision tower, projector and image tokens"},
+    {"qwen2_5_vl", "vision tower, projector and image tokens"},
+    {"mllama", "vision tower and cross-attention layers"},
+    {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
+    {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
+}};
+/// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
+inline std::string read_config_text(const std::filesystem::path& file) {
+  std::error_code ec;
+  if (std::filesystem::is_directory(file, ec)) throw input_error(file.string(), "is a directory, not a file");
+  if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
+    throw input_error(file.string(), "is not a regular file");
+  // Config files are kilobytes; anything this large is the wrong file.
+  if (std::filesystem::is_regular_file(file, ec) &&
+      std::filesystem::file_size(file, ec) > (std::uintmax_t{64} << 20))
+    throw input_error(file.string(), "is larger than 64 MiB: not a config file");
+  std::ifstream in(file);
+  if (!in) throw input_error(file.string(), "cannot open file");
+  std::stringstream text;
+  text << in.rdbuf();
+  return text.str();
+}
+/// Reads and parses a JSON file; errors name the file and the line.
+inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
+  const std::string body = read_config_text(file);
+  try {
+    return nlohmann::json::parse(body);
+  } catch (const nlohmann::json::parse_error& e) {
+    const std::size_t end = e.byte < body.size() ? e.byte : body.size();
+    const auto line = 1 + std::count(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(end), '\n');
+    throw input_error(file.string(), "malformed JSON at line " + std::to_string(line) + " (byte " +
+                                         std::to_string(e.byte) + "): " + e.what());
+  }
+}
+}  // namespace detail
+
+namespace detail {
+/// The name (the file's stem unless "_headroom" names it), source and nominal size of a loaded model.
+inline void read_meta(loaded_model& out, const nlohmann::json& j, const std::string& origin) {
+  out.name = std::filesystem::path(origin).stem().string();
+  if (const auto meta = j.find("_headroom"); meta != j.end()) {
+    if (!meta->is_object()) throw input_error(key_path(origin, "_headroom"), "must be an object");
+    const std::string meta_origin = origin + ": /_headroom";
+    out.name = read_string_or(*meta, "name", meta_origin, out.name);
+    out.source = read_string_or(*meta, "source", meta_origin, "");
+    out.spec.nominal_params = read_count_or(*meta, "nominal_params", meta_origin, 0, std::uint64_t{1} << 50);
+  }
+}
+
+}  // namespace detail
+
+[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin);
+
+namespace detail {
+/// A *ForConditionalGeneration config's language model, read from its text_config (whose model_type must be
+/// `text_type`; tie_word_embeddings may sit at the top level), and its vision_config.
+struct multimodal_parts {
+  loaded_model model;
+  const nlohmann::json* vision = nullptr;
+};
+inline multimodal_parts read_multimodal(const nlohmann::json& j, const std::string& origin,
+                                        const std::string& family, const std::string& text_type) {
+  const auto text = j.find("text_config");
+  if (text == j.end() || !text->is_object())
+    throw input_error(key_path(origin, "text_config"),
+                      "missing: a '" + family + "' config holds its language model there");
+  const auto vision = j.find("vision_config");
+  if (vision == j.end() || !vision->is_object())
+    throw input_error(key_path(origin, "vision_config"),
+                      "missing: a '" + family + "' config holds its vision tower there");
+  nlohmann::json lm = *text;
+  const std::string type = read_string_or(lm, "model_type", origin + ": /text_config", text_type);
+  if (type != text_type)
+    throw input_error(origin + ": /text_config/model_type", "must be " + text_type + ", got '" + type + "'");
+  lm["model_type"] = text_type;
+  if (j.contains("tie_word_embeddings") && !lm.contains("tie_word_embeddings"))
+    lm["tie_word_embeddings"] = j.at("tie_word_embeddings");
+  multimodal_parts out{model_from_config(lm, origin + ": /text_config"), &*vision};
+  out.model.origin = origin;
+  out.model.model_type = family;
+  return out;
+}
+/// The note every multimodal model carries: what is priced of its tower, and what is not.
+inline std::string tower_note(const std::string& name, const loaded_model& out, const std::string& tower_name,
+                              std::uint64_t tower, std::uint64_t projector, const std::string& tokens,
+                              std::uint64_t tower_linears) {
+  return name + " multimodal: the language model from text_config (" +
+         with_commas(parameter_count(out.spec.shape).count()) + " parameters); the " + tower_name + " (" +
+         with_commas(tower) + ") and projector (" + with_commas(projector) +
+         ") resident in the load dtype, also under QLoRA, and frozen unless full fine-tuning trains it "
+         "(--train-vision-tower: its gradients, master copy and optimizer state, and its encoder's "
+         "activations "
+         "on the images: SigLIP-style encoder blocks, measured on the CPU); " +
+         tokens +
+         ", added by --images; not priced: a frozen tower's forward transients, the projector's activations, "
+         "and the adapters PEFT's all-linear also puts on its " +
+         std::to_string(tower_linears) + " linears";
+}
+/// Gemma3ForConditionalGeneration: the language model from text_config (gemma3_text), the SigLIP tower from
+/// vision_config and Gemma3MultiModalProjector (mm_input_projection_weight: vision hidden × text hidden, and
+/// mm_soft_emb_norm), frozen.
+inline loaded_model gemma3_multimodal(const nlohmann::json& j, const std::string& origin) {
+  multimodal_parts parts = read_multimodal(j, origin, "gemma3", "gemma3_text");
+  loaded_model& out = parts.model;
+  const siglip_shape siglip = siglip_params(*parts.vision, origin + ": /vision_config");
+  const std::uint64_t h = siglip.dims.hidden;
+  const std::uint64_t projector = h * out.spec.shape.hidden_size + h;
+  vision_tower& v = out.spec.vision;
+  v.params = siglip.params + projector;
+  v.tokens_per_image = read_count_or(j, "mm_tokens_per_image", origin, 256, 1u << 20);
+  // the patch Conv2d (weight, bias), the position embedding, 16 per layer, post_layernorm (2); the
+  // projector's 2
+  v.tensors = 2 + 1 + 16 * siglip.dims.layers + 2 + 2;
+  v.patches_per_image = siglip.dims.patches;
+  v.patch_values = siglip.dims.patch_values;
+  v.encoder = vit_encoder(siglip.dims);
+  out.notes.push_back(tower_note("Gemma-3", out, "SigLIP tower", siglip.params, projector,
+                                 "each image is " + std::to_string(out.spec.vision.tokens_per_image) +
+                                     " tokens of the sequence",
+                                 6 * siglip.dims.layers) +
+                      " (q/k/v/out_proj, fc1, fc2)");
+  read_meta(out, j, origin);
+  return out;
+}
+/// Llama4ForConditionalGeneration: the language model from text_config (llama4_text), Llama4VisionModel
+/// from vision_config and Llama4MultiModalProjector, frozen.
+inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string& origin) {
+  multimodal_parts parts = read_multimodal(j, origin, "llama4", "llama4_text");
+  loaded_model& out = parts.model;
+  const llama4_vision_shape v =
+      llama4_vision_params(*parts.vision, out.spec.shape.hidden_size, origin + ": /vision_config");
+  vision_tower& tower = out.spec.vision;
+  tower.params = v.tower + v.projector;
+  tower.tokens_per_image = v.tokens_per_tile;
+  // the patch linear, class and position embeddings, layernorm_pre/post (4), 16 per layer, the adapter's 2,
+  // the projector
+  tower.tensors = 1 + 2 + 4 + 16 * v.dims.layers + 2 + 1;
+  tower.patches_per_image = v.dims.patches;
+  tower.patch_values = v.dims.patch_values;
+  tower.encoder = vit_encoder(v.dims);
+  out.notes.push_back(tower_note("Llama-4", out, "vision tower", v.tower, v.projector,
+                                 "each image tile is " + std::to_string(v.tokens_per_tile) +
+                                     " tokens of the sequence (the processor cuts an image into tiles and "
+                                     "adds a global one: --images counts tiles)",
+                                 6 * v.dims.layers + 2) +
+                      " (q/k/v/o_proj, fc1, fc2, the adapter's fc1 and fc2)");
+  read_meta(out, j, origin);
+  return out;
+}
+}  // namespace detail
+
+/// Builds a model from a parsed config.json object. `origin` names the file in errors.
+[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
+  using detail::read_count;
+  using detail::read_count_or;
+  if (!j.is_object()) throw input_error(origin, "expected a JSON object (a config.json)");
+  loaded_model out;
+  out.origin = origin;
+  out.model_type = detail::read_string_or(j, "model_type", origin, "");
+  // A model_type headroom does not know can still load when the file says which supported family its
+  // shapes follow: "_headroom": {"architecture": "llama"}.
+  std::string family = out.model_type;
+  bool forced = false;
+  if (const auto meta = j.find("_headroom");
+      meta != j.end() && meta->is_object() && meta->contains("architecture")) {
+    family = detail::read_string_or(*meta, "architecture", origin + ": /_headroom", family);
+    forced = true;
+  }
+  if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
+  if (out.model_type == "llama4" && !forced) return detail::llama4_multimodal(j, origin);
+  const auto arch = std::find_if(architectures.begin(), architectures.end(),
+                                 [&](const architecture& a) { return a.model_type == family; });
+  // A model_type whose parameters no supported family has: named with the missing feature, loaded as it is
+  // or forced through the escape hatch (which would give a wrong count).
+  const auto unpriced =
+      std::find_if(detail::unpriced_architectures.begin(), detail::unpriced_architectures.end(),
+                   [&](const auto& entry) { return entry.first == out.model_type; });
+  if (forced && unpriced != detail::unpriced_architectures.end())
+    throw input_error(origin + ": /_headroom/architecture",
+                      "'" + out.model_type + "' has " + std::string(unpriced->second) +
+                          ", which no supported family prices: forcing '" + family +
+                          "' would give a wrong count");
+  if (arch == architectures.end() && forced)
+    throw input_error(origin + ": /_headroom/architecture",
+                      "unknown family '" + family + "'; valid: " + supported_model_types());
+  if (arch == architectures.end() && out.model_type.empty())
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "missing: a config.json names its architecture in model_type (supported: " +
+                          supported_model_types() + ")");
+  if (unpriced != detail::unpriced_architectures.end())  // not forced here: family is the model_type
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "unsupported '" + family + "': its " + std::string(unpriced->second) +
+                          " are not priced yet; supported: " + supported_model_types());
+  if (arch == architectures.end())
+    throw input_error(detail::key_path(origin, "model_type"),
+                      "unsupported '" + family + "'; supported: " + supported_model_types() +
+                          " (or give the shapes' family in \"_headroom\": {\"architecture\": ...})");
+
+  // A key that changes the shapes and that this family does not read would make the count silently wrong.
+  for (const std::string_view key : detail::shape_keys) {
+    const auto v = j.find(key);
+    if (v == j.end() || v->is_null() || *v == 0 || *v == false || v->empty()) continue;
+    const bool deepseek_key = key == "n_shared_experts" || key == "q_lora_rank" || key == "kv_lora_rank" ||
+                              key == "qk_rope_head_dim" || key == "qk_nope_head_dim" || key == "v_head_dim" ||
+                              key == "first_k_dense_replace" || key == "moe_layer_freq" ||
+                              key == "num_nextn_predict_layers";
+    const bool llama4_key = key == "interleave_moe_layer_step" || key == "intermediate_size_mlp";
+    const bool read = key == arch->experts_key || key == arch->expert_width_key ||
+                      (llama4_key && arch->model_type == "llama4_text") ||
+                      (key == "shared_expert_intermediate_size" && !arch->experts_key.empty()) ||
+                      (deepseek_key && detail::is_deepseek(arch->model_type));
+    if (!read)
+      throw input_error(detail::key_path(origin, key),
+                        "changes the model's shapes, and the '" + family +
+                            "' family does not read it: the count would be wrong");
+  }
+
+  model_shape& m = out.spec.shape;
+  m.hidden_size = read_count(j, "hidden_size", origin);
+  m.num_attention_heads = read_count(j, "num_attention_heads", origin);
+  m.num_key_value_heads = read_count_or(j, "num_key_value_heads", origin, m.num_attention_heads);
+  const std::uint64_t head_default =
+      arch->head_dim_default != 0 ? arch->head_dim_default : m.hidden_size / m.num_attention_heads;
+  m.head_dim = read_count_or(j, "head_dim", origin, head_default);
+  m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, detail::max_layers);
+  m.vocab_size = read_count(j, "vocab_size", origin);
+  m.tie_word_embeddings = detail::read_bool_or(j, "tie_word_embeddings", origin, arch->tie_default);
+  // GptOssConfig defaults attention_bias to true; the others to false.
+  const bool attention_bias = detail::read_bool_or(
+      j, "attention_bias", origin, arch->model_type == "gpt_oss" || arch->model_type == "gpt_neox");
+  m.attention_bias = arch->qkv_bias || attention_bias;
+  m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
+  m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
+  m.norms_per_layer = arch->norms_per_layer;
+  m.qk_norm = arch->qk_norm;
+  m.fused_qkv = arch->fused;
+  m.fused_gate_up = arch->fused;
+  const bool gemma = arch->model_type.substr(0, 5) == "gemma";
+  m.norm_scale_fp32 = gemma;  // GemmaRMSNorm: x·(1 + w) in fp32
+  m.norm_unit_offset = gemma;
+  if (arch->model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
+    m.post_norms = true;
+    m.qk_norm_full_width = true;
+    m.norm_scale_fp32 = true;
+  }
+  if (arch->fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
+    m.rotary_dim = detail::read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
+  if (arch->model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
+    m.attention_sinks = true;
+    m.router_bias = true;
+    m.experts_3d = true;
+    out.notes.emplace_back(
+        "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
+        "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
+        "priced; the estimate assumes every expert is hit (each one hit casts and keeps its own tensors)");
+  }
+  if (arch->model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
+    m.attention_bias = m.o_proj_bias = m.mlp_bias = detail::read_bool_or(j, "use_bias", origin, true);
+    m.layer_norm = true;
+    m.plain_mlp = true;
+    m.residual_dropout = detail::read_dropout(j, "residual_dropout", origin);
+    m.embedding_dropout = detail::read_dropout(j, "embedding_dropout", origin);
+    detail::require_gelu(j, "gelu_pytorch_tanh", origin);
+  }
+  if (arch->model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
+    m.layer_norm = m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
+    m.parallel_residual = detail::read_bool_or(j, "use_parallel_residual", origin, true);
+    // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
+    m.residual_dropout = m.embedding_dropout = detail::read_dropout(j, "hidden_dropout", origin);
+    // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
+    m.rotary_dim = detail::read_rotary_dim(
+        j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25, m.head_dim,
+        origin);
+    detail::require_gelu(j, "gelu", origin);
+    if (m.num_key_value_heads != m.num_attention_heads)
+      throw input_error(detail::key_path(origin, "num_key_value_heads"),
+                        "GPT-NeoX has no grouped-query attention");
+  }
+  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
+  // its global layers skip RoPE, which saves nothing but the shared tables either way)
+  if (arch->model_type == "cohere" || arch->model_type == "cohere2") {
+    m.cohere_norm = m.parallel_residual = m.logit_scale = true;
+    if (!detail::read_optional_number(j, "logit_scale", origin, true))
+      throw input_error(detail::key_path(origin, "logit_scale"), "must be a positive number, got null");
+    // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
+    m.qk_norm = m.qk_norm_full_width = detail::read_bool_or(j, "use_qk_norm", origin, false);
+  }
+  m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
+  // sliding_window (Mistral v0.1, Gemma-2/3, Cohere2, gpt-oss; Qwen2 only with use_sliding_window): a window
+  // saves no tensor of its own under FlashAttention, and up to W tokens its mask is the causal one.
+  if (const std::uint64_t window = detail::read_count_or(j, "sliding_window", origin, 0);
+      window != 0 && detail::read_bool_or(j, "use_sliding_window", origin, true))
+    out.notes.push_back(
+        "sliding_window " + std::to_string(window) +
+        ": attention priced as full causal attention — exact for FlashAttention (the window "
+        "saves no tensor of its own) and for sequences up to " +
+        std::to_string(window) +
+        " tokens; beyond that, SDPA and eager receive a sliding mask (b × s × s) not priced, and "
+        "the attention FLOPs are counted over the whole causal triangle (an overestimate)");
+  if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)
+    out.notes.emplace_back(
+        "config.json trains with dropout (attention_dropout, residual_dropout or embedding_dropout above 0): "
+        "its masks are priced in the activations (bool on CUDA)");
+  if (arch->model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
+    m.scalar_multipliers = true;        // applied even at their 1.0 defaults
+    for (const std::string_view key :
+         {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
+      if (!detail::read_optional_number(j, key, origin, true))
+        throw input_error(detail::key_path(origin, key), "must be a positive number, got null");
+  }
+  m.scaled_embeddings = gemma;  // GemmaModel: embeddings · sqrt(hidden_size)
+  // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
+  const bool caps_default = arch->model_type == "gemma2";
+  m.attn_logit_softcapping = detail::read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
+  m.final_logit_softcapping =
+      detail::read_optional_number(j, "final_logit_softcapping", origin, caps_default);
+  if (arch->experts_key.empty()) {
+    m.intermediate_size = read_count(j, "intermediate_size", origin);
+  } else {
+    m.num_experts = read_count(j, arch->experts_key, origin, detail::max_experts);
+    m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
+    m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
+    // 0 means no shared expert (Qwen3-Coder's configs write it so).
+    m.shared_expert_intermediate_size =
+        detail::read_count_or_zero(j, "shared_expert_intermediate_size", origin, 0, detail::max_dimension);
+    // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
+    m.norm_topk_prob =
+        arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);
+    if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
+      throw input_error(detail::key_path(origin, "decoder_sparse_step"),
+                        "layouts mixing dense and MoE layers are not supported yet (need 1)");
+    if (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())
+      throw input_error(detail::key_path(origin, "mlp_only_layers"),
+                        "layouts mixing dense and MoE layers are not supported yet (need [])");
+  }
+  if (detail::is_deepseek(arch->model_type))
+    detail::read_deepseek(j, origin, std::string(arch->model_type), m, out.notes);
+  if (arch->model_type == "llama4_text") detail::read_llama4(j, origin, m, out.notes);
+  try {
+    validate(m);
+  } catch (const input_error& e) {
+    throw input_error(origin, e.what());
+  }
+
+  detail::read_meta(out, j, origin);
+  return out;
+}
+
+namespace detail {
+/// Values per stored parameter for a config's dtype (torch_dtype / dtype); 0 when unknown or quantised.
+inline std::uint64_t checkpoint_value_bytes(const nlohmann::json& config) {
+  if (config.contains("quantization_config")) return 0;  // packed 4-bit / MXFP4 tensors: sizes say little
+  const auto it =
+      config.find("torch_dtype") != config.end() ? config.find("torch_dtype") : config.find("dtype");
+  if (it == config.end() || !it->is_string()) return 0;
+  const std::string d = it->get<std::string>();
+  if (d == "bfloat16" || d == "float16") return 2;
+  if (d == "float32") return 4;
+  return 0;
+}
+/// The number of values a safetensors header lists: the header is a JSON object of tensors with their
+/// shapes (the safetensors format's specification); nullopt when it is not one.
+inline std::optional<std::uint64_t> safetensors_header_values(std::string_view header) {
+  const nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
+  if (!j.is_object()) return std::nullopt;
+  std::uint64_t total = 0;
+  for (const auto& [name, tensor] : j.items()) {
+    if (name == "__metadata__") continue;
+    if (!tensor.is_object()) return std::nullopt;
+    const auto shape = tensor.find("shape");
+    if (shape == tensor.end() || !shape->is_array()) return std::nullopt;
+    std::uint64_t n = 1;
+    for (const auto& dim : *shape) {
+      if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 40))
+        return std::nullopt;
+      n = checked_mul(n, dim.get<std::uint64_t>(), "safetensors shape");
+    }
+    total = checked_add(total, n, "safetensors values");
+  }
+  return total;
+}
+/// The number of values in a .safetensors file: an 8-byte little-endian header length, then the header.
+inline std::optional<std::uint64_t> safetensors_values(const std::filesystem::path& file) {
+  std::ifstream in(file, std::ios::binary);
+  std::array<char, 8> size_bytes{};
+  if (!in.read(size_bytes.data(), 8)) return std::nullopt;
+  std::uint64_t size = 0;
+  for (auto i = size_bytes.rbegin(); i != size_bytes.rend(); ++i)
+    size = (size << 8) | static_cast<unsigned char>(*i);
+  if (size == 0 || size > (std::uint64_t{100} << 20)) return std::nullopt;  // headers are kilobytes
+  std::string header(static_cast<std::size_t>(size), '\0');
+  if (!in.read(header.data(), static_cast<std::streamsize>(size))) return std::nullopt;
+  return safetensors_header_values(header);
+}
+/// Compares the count from the shapes with the checkpoint stored beside the config, when there is one:
+/// model.safetensors.index.json (metadata.total_parameters, or metadata.total_size over the dtype's bytes)
+/// or a single model.safetensors (its header's shapes). A difference is a warning with both numbers.
+inline void cross_check_checkpoint(loaded_model& m, const nlohmann::json& config,
+                                   const std::filesystem::path& config_file) {
+  const std::filesystem::path dir = config_file.parent_path();
+  const std::uint64_t count = parameter_count(m.spec.shape).count() + m.spec.vision.params;
+  auto compare = [&](const std::string& what, std::uint64_t stored) {
+    if (stored == count) {
+      m.checks.push_back(what + ": " + with_commas(stored) + " parameters, as the shapes give");
+      return;
+    }
+    const std::uint64_t diff = stored > count ? stored - count : count - stored;
+    m.warnings.push_back(what + " holds " + with_commas(stored) + " parameters, the shapes give " +
+                         with_commas(count) + " (" + (stored > count ? "+" : "-") + with_commas(diff) +
+                         "): tensors headroom does not price, or a config that is not this checkpoint's");
+  };
+  std::error_code ec;
+  const std::filesystem::path index = dir / "model.safetensors.index.json";
+  if (std::filesystem::is_regular_file(index, ec)) {
+    const nlohmann::json j = parse_json_file(index);
+    const auto meta = j.find("metadata");
+    if (meta == j.end() || !meta->is_object())
+      throw input_error(index.string() + ": /metadata",
+                        "missing: a safetensors index holds metadata.total_size");
+    const std::string where = index.filename().string();
+    if (meta->contains("total_parameters"))
+      return compare(
+          where + " metadata.total_parameters",
+          read_count(*meta, "total_parameters", index.string() + ": /metadata", std::uint64_t{1} << 50));
+    const std::uint64_t size =
+        read_count(*meta, "total_size", index.string() + ": /metadata", std::uint64_t{1} << 53);
+    const std::uint64_t per = checkpoint_value_bytes(config);
+    if (per == 0) {
+      m.checks.push_back(where + ": total_size " + with_commas(size) +
+                         " bytes not compared (the config names no 16/32-bit dtype, or is quantised)");
+      return;
+    }
+    if (size % per != 0) {
+      m.warnings.push_back(where + ": total_size " + with_commas(size) + " bytes is not a whole number of " +
+                           std::to_string(per) + "-byte values: mixed dtypes; not compared");
+      return;
+    }
+    return compare(where + " total_size / " + std::to_string(per) + " bytes", size / per);
+  }
+  const std::filesystem::path single = dir / "model.safetensors";
+  if (std::filesystem::is_regular_file(single, ec)) {
+    if (const auto values = safetensors_values(single)) return compare("model.safetensors header", *values);
+    m.warnings.push_back("model.safetensors: unreadable header; the count is not cross-checked");
+  }
+}
+}  // namespace detail
+
+/// Reads and parses a config.json or preset file; errors name the file (and byte offset). A safetensors
+/// checkpoint beside it (index or single file) cross-checks the parameter count (loaded_model::checks).
+[[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& file) {
+  const nlohmann::json config = detail::parse_json_file(file);
+  loaded_model m = model_from_config(config, file.string());
+  detail::cross_check_checkpoint(m, config, file);
+  return m;
+}
+
+/// Directories searched for presets, in order: `explicit_dir` (--preset-dir), then
+/// $HEADROOM_PRESET_DIR, then the installed data dir, then the source tree's presets/.
+[[nodiscard]] inline std::vector<std::filesystem::path> preset_search_path(
+    const std::optional<std::filesystem::path>& explicit_dir = std::nullopt) {
+  std::vector<std::filesystem::path> dirs;
+  if (explicit_dir) dirs.push_back(*explicit_dir);
+  if (const char* env = std::getenv("HEADROOM_PRESET_DIR"); env != nullptr && *env != '\0')
+    dirs.emplace_back(env);
+#ifdef HEADROOM_PRESET_INSTALL_DIR
+  dirs.emplace_back(HEADROOM_PRESET_INSTALL_DIR);
+#endif
+#ifdef HEADROOM_PRESET_SOURCE_DIR
+  dirs.emplace_back(HEADROOM_PRESET_SOURCE_DIR);
+#endif
+  return dirs;
+}
+
+/// Names of the presets (*.json) in the first directories that hold them, sorted, unique.
+[[nodiscard]] inline std::vector<std::string> preset_names(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::string> names;
+  for (const auto& dir : dirs) {
+    std::error_code ec;
+    for (const auto& entry : std::filesystem::directory_iterator(dir, ec))
+      if (entry.path().extension() == ".json") names.push_back(entry.path().stem().string());
+  }
+  std::sort(names.begin(), names.end());
+  names.erase(std::unique(names.begin(), names.end()), names.end());
+  return names;
+}
+
+namespace detail {
+/// `<dir>/<subdir>/<name>.json` in the first directory that has it; names with path parts never match.
+inline std::optional<std::filesystem::path> find_named_json(std::string_view name,
+                                                            const std::vector<std::filesystem::path>& dirs,
+                                                            std::string_view subdir = "") {
+  const bool plain =
+      !name.empty() && name.find_first_of("/\\") == std::string_view::npos && name != "." && name != "..";
+  if (!plain) return std::nullopt;
+  for (const auto& dir : dirs) {
+    const auto file = (subdir.empty() ? dir : dir / std::string(subdir)) / (std::string(name) + ".json");
+    std::error_code ec;
+    if (std::filesystem::is_regular_file(file, ec)) return file;
+  }
+  return std::nullopt;
+}
+}  // namespace detail
+
+/// Loads preset `name` from the first directory that has `<name>.json`.
+[[nodiscard]] inline loaded_model load_preset(std::string_view name,
+                                              const std::vector<std::filesystem::path>& dirs) {
+  if (const auto file = detail::find_named_json(name, dirs)) return load_model_config(*file);
+  std::string known;
+  for (const auto& n : preset_names(dirs)) detail::append_listed(known, n);
+  std::string searched;
+  for (const auto& d : dirs) detail::append_listed(searched, d.string());
+  throw input_error("preset", "unknown '" + std::string(name) +
+                                  "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
+                                  " (searched: " + searched + ")");
+}
+
+}  // namespace headroom

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// Reads the data files beside the model: GPU datasheets (presets/gpus/*.json, schema in docs/gpus.md) and a
+// dataset's sequence lengths (JSON array or CSV). Uses nlohmann_json, through config.hpp's readers.
+#pragma once
+
+#include <cstdint>
+#include <filesystem>
+#include <fstream>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../error.hpp"
+#include "../gpu.hpp"
+#include "config.hpp"
+
+namespace headroom {
+
+namespace detail {
+inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_view key,
+                                         const std::string& origin) {
+  const auto it = j.find(key);
+  if (it == j.end() || it->is_null()) return std::nullopt;
+  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6)
+    throw input_error(key_path(origin, key), "must be a positive TFLOP/s figure or null, got " + it->dump());
+  return it->get<double>();
+}
+}  // namespace detail
+
+/// Reads one GPU file of presets/gpus/ (schema in docs/gpus.md).
+[[nodiscard]] inline gpu_info gpu_from_json(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw input_error(origin, "expected a JSON object");
+  gpu_info g;
+  g.name = detail::read_string_or(j, "name", origin, "");
+  if (g.name.empty()) throw input_error(detail::key_path(origin, "name"), "missing required key");
+  g.memory_gb = detail::read_count(j, "memory_gb", origin, 100'000);
+  const auto bw = j.find("memory_bandwidth_gb_s");
+  if (bw == j.end() || !bw->is_number() || !(bw->get<double>() > 0))
+    throw input_error(detail::key_path(origin, "memory_bandwidth_gb_s"), "must be a positive number");
+  g.bandwidth_gb_s = bw->get<double>();
+  const auto peaks = j.find("dense_tflops");
+  if (peaks == j.end() || !peaks->is_object())
+    throw input_error(detail::key_path(origin, "dense_tflops"), "must be an object of TFLOP/s per dtype");
+  const std::string peak_origin = origin + ": /dense_tflops";
+  g.bf16_tflops = detail::read_tflops(*peaks, "bf16", peak_origin);
+  g.fp16_tflops = detail::read_tflops(*peaks, "fp16", peak_origin);
+  g.tf32_tflops = detail::read_tflops(*peaks, "tf32", peak_origin);
+  g.fp8_tflops = detail::read_tflops(*peaks, "fp8", peak_origin);
+  g.bf16 = detail::read_bool_or(j, "bf16_supported", origin, g.bf16_tflops.has_value());
+  g.rocm = detail::read_string_or(j, "vendor", origin, "nvidia") == "amd";
+  const auto cc = j.find("compute_capability");
+  if (cc != j.end() && !cc->is_null()) {
+    if (!cc->is_number() || cc->get<double>() < 1 || cc->get<double>() >= 100)
+      throw input_error(detail::key_path(origin, "compute_capability"), "must be a number such as 9.0");
+    g.cc_major = static_cast<std::uint8_t>(cc->get<double>());
+  }
+  return g;
+}
+
+/// Names of the GPUs in the `gpus/` subdirectory of each preset directory.
+[[nodiscard]] inline std::vector<std::string> gpu_names(const std::vector<std::filesystem::path>& dirs) {
+  std::vector<std::filesystem::path> gpu_dirs;
+  for (const auto& d : dirs) gpu_dirs.push_back(d / "gpus");
+  return preset_names(gpu_dirs);
+}
+
+/// Loads GPU `name` from `<dir>/gpus/<name>.json` in the first directory that has it.
+[[nodiscard]] inline gpu_info load_gpu(std::string_view name,
+                                       const std::vector<std::filesystem::path>& dirs) {
+  if (const auto file = detail::find_named_json(name, dirs, "gpus"))
+    return gpu_from_json(detail::parse_json_file(*file), file->string());
+  std::string known;
+  for (const auto& n : gpu_names(dirs)) detail::append_listed(known, n);
+  throw input_error(
+      "gpu", "unknown '" + std::string(name) + "'; valid: " + (known.empty() ? "(none found)" : known));
+}
+
+/// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line
+/// (an optional header line such as "length" is skipped).
+[[nodiscard]] inline std::vector<std::uint64_t> load_lengths(const std::filesystem::path& file) {
+  std::vector<std::uint64_t> out;
+  if (file.extension() == ".json") {
+    const nlohmann::json j = detail::parse_json_file(file);
+    if (!j.is_array()) throw input_error(file.string(), "expected a JSON array of sequence lengths");
+    for (std::size_t i = 0; i < j.size(); ++i) {
+      if (!j[i].is_number_unsigned() || j[i].get<std::uint64_t>() == 0)
+        throw input_error(file.string() + ": /" + std::to_string(i),
+                          "must be a positive integer, got " + j[i].dump());
+      out.push_back(j[i].get<std::uint64_t>());
+    }
+  } else {
+    std::ifstream in(file);
+    if (!in) throw input_error(file.string(), "cannot open file");
+    std::string line;
+    for (std::size_t n = 1; std::getline(in, line); ++n) {
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
+      if (line.empty() || (n == 1 && line.find_first_not_of("0123456789") != std::string::npos)) continue;
+      if (line.find_first_not_of("0123456789") != std::string::npos || line.size() > 12 ||
+          std::stoull(line) == 0)
+        throw input_error(file.string() + ":" + std::to_string(n),
+                          "expected a positive integer length, got '" + line + "'");
+      out.push_back(std::stoull(line));
+    }
+  }
+  if (out.empty()) throw input_error(file.string(), "holds no sequence lengths");
+  return out;
+}
+
+}  // namespace headroom

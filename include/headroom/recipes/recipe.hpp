@@ -1,0 +1,745 @@
+// SPDX-License-Identifier: MIT
+// The YAML files people already have: a torchtune recipe, an axolotl config, a LLaMA-Factory config, the
+// keyword arguments of Unsloth's calls, and an accelerate config. Each is read with its framework's key names
+// and defaults (docs/frameworks.md) into the training-args vocabulary, then resolved like a training-args
+// file; errors name the file, the line and the key. yaml-cpp + nlohmann_json (target headroom::recipes).
+#pragma once
+
+#include <algorithm>
+#include <array>
+#include <cctype>
+#include <charconv>
+#include <filesystem>
+#include <map>
+#include <optional>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+
+#include <nlohmann/json.hpp>
+
+#include "../framework.hpp"
+#include "../io/config.hpp"
+#include "../io/training_args.hpp"
+#include "yaml.hpp"
+
+namespace headroom {
+
+/// A run read from a framework's own config file: whose file it is, the model it names, the run.
+struct recipe {
+  framework source = framework::trl;
+  std::string model_id;  ///< what the file named: a torchtune builder, a Hub id, a local directory
+  loaded_model model;
+  training_args args;
+  bool length_from_file = true;  ///< false when the file sets no sequence length (the fallback was used)
+};
+
+/// What a recipe cannot say itself.
+struct recipe_options {
+  std::vector<std::filesystem::path> preset_dirs = preset_search_path();
+  std::optional<loaded_model> model;      ///< replaces the file's model (the CLI's --preset / --config)
+  std::uint64_t fallback_seq_len = 2048;  ///< when the file sets no length (torchtune max_seq_len: null)
+  std::vector<std::string> overrides;     ///< key.path=value, applied before reading (--set)
+  std::uint64_t gpus = 1;  ///< processes the launcher starts (tune run --nproc_per_node): above 1, torchtune
+                           ///< runs its distributed recipe
+};
+
+namespace detail {
+
+/// The presets a Hub id or a torchtune builder names, after normalisation (lower case, no organisation,
+/// no -Instruct / -it / -hf / -bnb-4bit / date suffix).
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> known_models{{
+    {"llama-3.1-8b", "llama-3.1-8b-like"},
+    {"llama-3-8b", "llama-3.1-8b-like"},  // Llama 3 and 3.1 8B: the same tensor shapes (rope scaling differs)
+    {"llama-3.1-70b", "llama-3.1-70b-like"},
+    {"llama-3.2-1b", "llama-3.2-1b-like"},
+    {"llama-3.2-3b", "llama-3.2-3b"},
+    {"llama-2-7b", "llama-2-7b"},
+    {"qwen3-1.7b", "qwen3-1.7b"},
+    {"qwen3-4b", "qwen3-4b"},
+    {"qwen3-8b", "qwen3-8b"},
+    {"qwen3-14b", "qwen3-14b"},
+    {"qwen3-32b", "qwen3-32b-like"},
+    {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+    {"mistral-7b-v0.3", "mistral-7b-v0.3"},
+    {"gemma-2-2b", "gemma-2-2b"},
+}};
+inline std::string normalise_model_id(std::string id) {
+  if (const auto slash = id.rfind('/'); slash != std::string::npos) id = id.substr(slash + 1);
+  std::transform(id.begin(), id.end(), id.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::string_view suffix : {"-bnb-4bit", "-unsloth", "-instruct", "-it", "-hf", "-base"})
+      if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        id.resize(id.size() - suffix.size());
+        changed = true;
+      }
+    // a release date such as Qwen3-4B-Instruct-2507
+    if (id.size() > 5 && id[id.size() - 5] == '-' && std::all_of(id.end() - 4, id.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        })) {
+      id.resize(id.size() - 5);
+      changed = true;
+    }
+  }
+  if (id.rfind("meta-", 0) == 0) id = id.substr(5);
+  return id;
+}
+
+/// The model a file names: a local directory or config.json, or a known Hub id (a preset).
+inline loaded_model model_named(const std::string& id, const std::string& where, const recipe_options& opt) {
+  if (opt.model) return *opt.model;
+  std::error_code ec;
+  if (std::filesystem::is_directory(id, ec) && std::filesystem::is_regular_file(id + "/config.json", ec))
+    return load_model_config(id + "/config.json");
+  if (std::filesystem::is_regular_file(id, ec)) return load_model_config(id);
+  const std::string key = normalise_model_id(id);
+  for (const auto& [name, preset] : known_models)
+    if (name == key) return load_preset(preset, opt.preset_dirs);
+  std::string known;
+  for (const auto& m : known_models) append_listed(known, m.first);
+  throw input_error(where, "unknown model '" + id + "'; known: " + known +
+                               " (any organisation, -Instruct and -bnb-4bit variants too); otherwise give "
+                               "--config config.json or --preset");
+}
+
+/// Resolves the translation like a training-args file; its errors are re-pointed at the YAML key.
+inline training_args resolve_translation(const yaml_doc& d, translation& t, const loaded_model& model) {
+  training_args a;
+  try {
+    a = training_args_from_json(t.args, model, d.file);
+  } catch (const input_error& e) {
+    const std::string prefix = d.file + ": /";
+    const std::string& f = e.field();
+    // A translated key ("file: /peft_config/r"), or a bare name some parsers use ("optimizer").
+    std::string key = f.rfind(prefix, 0) == 0 ? f.substr(prefix.size()) : f == "optimizer" ? "optim" : f;
+    std::string where = f;
+    for (const std::string& candidate : {key, "peft_config/" + key}) {
+      std::string k = candidate;
+      for (;;) {
+        if (const auto it = t.from.find(k); it != t.from.end()) {
+          where = it->second;
+          break;
+        }
+        const auto slash = k.rfind('/');
+        if (slash == std::string::npos) break;
+        k.resize(slash);
+      }
+      if (where != f) break;
+    }
+    throw input_error(where, std::string(e.what()).substr(f.size() + 2));
+  }
+  a.notes.insert(a.notes.begin(), t.notes.begin(), t.notes.end());
+  a.warnings.insert(a.warnings.end(), t.warnings.begin(), t.warnings.end());
+  a.ignored = t.ignored;
+  return a;
+}
+
+/// A reader's start: whose file it is and the model it names at `key` (a Hub id or a local directory).
+inline recipe recipe_for(framework f, const yaml_doc& d, const nlohmann::json& section,
+                         const std::string& key, std::string_view name, const recipe_options& opt) {
+  recipe out;
+  out.source = f;
+  out.model_id = yaml_string(d, section, key, name, "");
+  if (out.model_id.empty()) throw input_error(d.at(key), "is required: the model to fine-tune");
+  out.model = model_named(out.model_id, d.at(key), opt);
+  return out;
+}
+
+/// QLoRA adapters left in fp32: PEFT's get_peft_model upcasts them, and only TRL's SFTTrainer casts them back
+/// to bf16 (sft_trainer.py); a framework that calls get_peft_model itself keeps the fp32 copy.
+inline void keep_fp32_qlora_adapters(recipe& out, const char* why) {
+  if (out.args.run.setup.method != training_method::qlora) return;
+  out.args.run.setup.lora.dtype = adapter_precision::fp32;
+  out.args.notes.push_back(std::string("QLoRA adapters in fp32: ") + why);
+}
+
+/// The BitsAndBytesConfig the frameworks build for a 4-bit base: NF4 with double quantisation.
+inline nlohmann::json bnb_nf4_double_quant() {
+  return {{"load_in_4bit", true}, {"bnb_4bit_quant_type", "nf4"}, {"bnb_4bit_use_double_quant", true}};
+}
+
+/// An optimizer class path of a torchtune config in transformers' optim names.
+inline std::string torchtune_optimizer(const std::string& component, const std::string& where) {
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> table{{
+      {"torch.optim.AdamW", "adamw_torch"},
+      {"torch.optim.Adam", "adamw_torch"},
+      {"torch.optim.SGD", "sgd"},
+      {"bitsandbytes.optim.PagedAdamW8bit", "paged_adamw_8bit"},
+      {"bitsandbytes.optim.PagedAdamW", "paged_adamw_32bit"},
+      {"bitsandbytes.optim.AdamW8bit", "adamw_bnb_8bit"},
+      {"bitsandbytes.optim.PagedAdamW32bit", "paged_adamw_32bit"},
+  }};
+  for (const auto& [path, name] : table)
+    if (path == component) return std::string(name);
+  std::string valid;
+  for (const auto& e : table) append_listed(valid, e.first);
+  throw input_error(where, "optimizer '" + component + "' is not modelled; valid: " + valid);
+}
+
+/// A torchtune builder (torchtune.models.<family>.<[q]lora_>name) → the preset's Hub-style id.
+inline std::string torchtune_model_id(std::string builder, std::string& method) {
+  builder = builder.substr(builder.rfind('.') + 1);
+  method = "full";
+  if (builder.rfind("qlora_", 0) == 0) {
+    method = "qlora";
+    builder = builder.substr(6);
+  } else if (builder.rfind("lora_", 0) == 0) {
+    method = "lora";
+    builder = builder.substr(5);
+  }
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 12> names{{
+      {"llama3_1_8b", "llama-3.1-8b"},
+      {"llama3_1_70b", "llama-3.1-70b"},
+      {"llama3_8b", "llama-3-8b"},
+      {"llama3_2_1b", "llama-3.2-1b"},
+      {"llama3_2_3b", "llama-3.2-3b"},
+      {"llama2_7b", "llama-2-7b"},
+      {"qwen3_1_7b", "qwen3-1.7b"},
+      {"qwen3_4b", "qwen3-4b"},
+      {"qwen3_8b", "qwen3-8b"},
+      {"qwen3_14b", "qwen3-14b"},
+      {"qwen3_32b", "qwen3-32b"},
+      {"gemma2_2b", "gemma-2-2b"},
+  }};
+  for (std::string_view suffix : {"_instruct", "_base"})
+    if (builder.size() > suffix.size() &&
+        builder.compare(builder.size() - suffix.size(), suffix.size(), suffix) == 0)
+      builder.resize(builder.size() - suffix.size());
+  for (const auto& [tt, id] : names)
+    if (tt == builder) return std::string(id);
+  return builder;
+}
+
+}  // namespace detail
+
+/// A torchtune recipe config (recipes/configs/*.yaml): the model builder and its LoRA arguments, batch,
+/// accumulation, dtype, checkpointing and offloading, optimizer, loss, compile, packing, FSDP keys.
+[[nodiscard]] inline recipe torchtune_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  translation t;
+  recipe out;
+  out.source = framework::torchtune;
+  const nlohmann::json& m = j.at("model");
+  std::string method;
+  out.model_id = torchtune_model_id(m.at("_component_").get<std::string>(), method);
+  out.model = model_named(out.model_id, d.at("model._component_"), opt);
+  t.set("config_class", "TrainingArguments", d.file);
+  // The recipes build the model under set_default_dtype(cfg.dtype) and never autocast (_setup_model).
+  const std::string dtype = yaml_string(d, j, "dtype", "dtype", "bf16");
+  if (dtype != "bf16" && dtype != "fp32")
+    throw input_error(d.at("dtype"), "unknown '" + dtype + "'; valid: bf16, fp32");
+  t.set("model_init_kwargs/dtype", dtype == "bf16" ? "bfloat16" : "float32", d.at("dtype"));
+  t.set("model_init_kwargs/attn_implementation", "sdpa", d.file);  // torchtune attention: F.sdpa
+  t.set("bf16", false, d.at("dtype"));
+  t.set("autocast_adapter_dtype", false, d.at("model"));  // adapters in cfg.dtype
+  t.set("per_device_train_batch_size", yaml_count(d, j, "batch_size", "batch_size", 0, max_solver_batch),
+        d.at("batch_size"));
+  if (yaml_find(j, "batch_size") == nullptr) throw input_error(d.at("batch_size"), "missing required key");
+  t.set("gradient_accumulation_steps",
+        yaml_count(d, j, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1u << 20),
+        d.at("gradient_accumulation_steps"));
+  // tokenizer.max_seq_len: null means no truncation; the length then comes from the caller.
+  std::uint64_t seq = 0;
+  if (const auto* tok = yaml_find(j, "tokenizer"))
+    seq = yaml_count(d, *tok, "tokenizer.max_seq_len", "max_seq_len", 0, max_solver_seq_len);
+  if (seq == 0) {
+    seq = opt.fallback_seq_len;
+    out.length_from_file = false;
+    t.notes.push_back("tokenizer.max_seq_len is null: torchtune does not truncate; priced at " +
+                      std::to_string(seq) + " tokens (--seq-len)");
+  }
+  t.set("max_length", seq, d.at("tokenizer.max_seq_len"));
+  t.set("enable_activation_checkpointing",
+        yaml_bool(d, j, "enable_activation_checkpointing", "enable_activation_checkpointing", false),
+        d.at("enable_activation_checkpointing"));
+  t.set("enable_activation_offloading",
+        yaml_bool(d, j, "enable_activation_offloading", "enable_activation_offloading", false),
+        d.at("enable_activation_offloading"));
+  t.set("optimizer_in_bwd", yaml_bool(d, j, "optimizer_in_bwd", "optimizer_in_bwd", false),
+        d.at("optimizer_in_bwd"));
+  if (const auto* c = yaml_find(j, "compile"))  // a bool, or a mapping of per-part switches
+    t.set("compile", c->is_object() ? true : yaml_bool(d, j, "compile", "compile", false), d.at("compile"));
+  if (const auto* loss = yaml_find(j, "loss")) t.set("loss", *loss, d.at("loss._component_"));
+  bool fused = false;
+  if (const auto* o = yaml_find(j, "optimizer")) {
+    const std::string comp = yaml_string(d, *o, "optimizer._component_", "_component_", "");
+    t.set("optim", torchtune_optimizer(comp, d.at("optimizer._component_")), d.at("optimizer"));
+    fused = yaml_bool(d, *o, "optimizer.fused", "fused", false);
+  }
+  if (method != "full") {
+    t.set("peft_config/peft_type", "LORA", d.at("model._component_"));
+    t.set("peft_config/r", yaml_count(d, m, "model.lora_rank", "lora_rank", 8, max_lora_rank),
+          d.at("model.lora_rank"));
+    std::vector<std::string> targets;
+    if (const auto* attn = yaml_find(m, "lora_attn_modules"))
+      for (const std::string& n : yaml_names(d, *attn, "model.lora_attn_modules"))
+        targets.push_back(n == "output_proj" ? "o_proj" : n);  // torchtune's name for o_proj
+    if (yaml_bool(d, m, "model.apply_lora_to_mlp", "apply_lora_to_mlp", false))
+      targets.insert(targets.end(), {"gate_proj", "up_proj", "down_proj"});
+    if (yaml_bool(d, m, "model.apply_lora_to_output", "apply_lora_to_output", false))
+      targets.emplace_back("lm_head");
+    if (targets.empty())
+      throw input_error(d.at("model.lora_attn_modules"), "names no module, and apply_lora_to_mlp is off");
+    t.set("peft_config/target_modules", targets, d.at("model.lora_attn_modules"));
+    if (const auto* v = yaml_find(m, "lora_dropout"))
+      t.set("peft_config/lora_dropout", *v, d.at("model.lora_dropout"));
+    t.set("peft_config/use_dora", yaml_bool(d, m, "model.use_dora", "use_dora", false),
+          d.at("model.use_dora"));
+    if (method == "qlora")  // torchao NF4 (NF4Tensor), its scalers quantised again like double quantisation
+      t.set("quantization_config", bnb_nf4_double_quant(), d.at("model._component_"));
+  }
+  bool packed = false;
+  if (const auto* ds = yaml_find(j, "dataset"); ds != nullptr && ds->is_object())
+    packed = yaml_bool(d, *ds, "dataset.packed", "packed", false);
+  // The distributed recipes shard with FSDP2 fully_shard (training/_distributed.py shard_model).
+  const bool distributed = opt.gpus > 1 || j.contains("fsdp_cpu_offload") ||
+                           j.contains("fsdp_reshard_after_forward") ||
+                           j.contains("data_parallel_shard_dim") || j.contains("data_parallel_replicate_dim");
+  if (distributed) {
+    const bool offload = yaml_bool(d, j, "fsdp_cpu_offload", "fsdp_cpu_offload", false);
+    // fully_shard(reshard_after_forward=False) keeps the gathered parameters to backward (ZeRO-2-like);
+    // data_parallel_replicate_dim > 1 replicates shard groups (HSDP).
+    const bool reshard = yaml_bool(d, j, "fsdp_reshard_after_forward", "fsdp_reshard_after_forward", true);
+    const bool replicate = yaml_count(d, j, "data_parallel_replicate_dim", "data_parallel_replicate_dim", 1,
+                                      max_parallel_gpus) > 1;
+    const std::string how = replicate ? "hybrid_shard" : reshard ? "full_shard" : "shard_grad_op";
+    t.set("fsdp", how + (offload ? " offload" : ""),
+          d.at(replicate ? "data_parallel_replicate_dim"
+               : reshard ? "fsdp_cpu_offload"
+                         : "fsdp_reshard_after_forward"));
+    t.set("fsdp_config/fsdp_version", 2, d.at("fsdp_cpu_offload"));
+    t.notes.push_back("a distributed recipe: FSDP2 " + how + " over the GPUs the launcher starts (--gpus)");
+  }
+  sort_keys(d, j, "",
+            {"model", "tokenizer", "dataset", "batch_size", "gradient_accumulation_steps", "dtype",
+             "enable_activation_checkpointing", "enable_activation_offloading", "optimizer_in_bwd", "compile",
+             "loss", "optimizer", "fsdp_cpu_offload", "fsdp_reshard_after_forward", "data_parallel_shard_dim",
+             "data_parallel_replicate_dim"},
+            {"tensor_parallel_dim", "tensor_parallel_plan", "custom_sharded_layers",
+             "activation_offloading_use_streams", "context_parallel_dim"},
+            t);
+  sort_keys(d, m, "model",
+            {"_component_", "lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank",
+             "lora_alpha", "lora_dropout", "use_dora"},
+            {"quantize_base"}, t);
+  out.args = resolve_translation(d, t, out.model);
+  run_config& r = out.args.run;
+  if (fused) r.setup.optim.impl = optimizer_impl::fused;
+  if (method == "qlora") r.load = load_path::torchao_nf4;
+  if (packed) {
+    out.args.packing = true;
+    out.args.batching.layout = batch_layout::packed;
+  }
+  return out;
+}
+
+/// An axolotl config (examples/*/*.yml): base_model, adapter, LoRA keys, sequence_len, micro_batch_size,
+/// precision, checkpointing, optimizer, attention, sample packing, deepspeed.
+[[nodiscard]] inline recipe axolotl_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  translation t;
+  recipe out = recipe_for(framework::axolotl, d, j, "base_model", "base_model", opt);
+  t.set("config_class", "TrainingArguments", d.file);
+  // bf16 "auto" is true on a bf16 GPU (utils/config/__init__.py normalize_config): torch_dtype bf16.
+  const auto* bf = yaml_find(j, "bf16");
+  const bool bf16 = bf == nullptr || (bf->is_string() && bf->get<std::string>() == "auto") ||
+                    yaml_bool(d, j, "bf16", "bf16", true);
+  const bool fp16 = !bf16 && yaml_bool(d, j, "fp16", "fp16", false);
+  if (bf == nullptr || bf->is_string())
+    t.notes.emplace_back("bf16: auto is priced as true (a GPU with bf16: Ampere or newer)");
+  t.set("model_init_kwargs/dtype", bf16 ? "bfloat16" : fp16 ? "float16" : "float32", d.at("bf16"));
+  t.set("bf16", bf16, d.at("bf16"));
+  t.set("fp16", fp16, d.at("fp16"));
+  t.set("per_device_train_batch_size",
+        yaml_count(d, j, "micro_batch_size", "micro_batch_size", 1, max_solver_batch),
+        d.at("micro_batch_size"));
+  t.set("gradient_accumulation_steps",
+        yaml_count(d, j, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1u << 20),
+        d.at("gradient_accumulation_steps"));
+  t.set("max_length", yaml_count(d, j, "sequence_len", "sequence_len", 512, max_solver_seq_len),
+        d.at("sequence_len"));
+  // gradient_checkpointing: true | false | "offload"; its kwargs default to use_reentrant False
+  // (core/builders/base.py _configure_gradient_checkpointing).
+  if (const auto* gc = yaml_find(j, "gradient_checkpointing")) {
+    if (gc->is_string() && gc->get<std::string>() == "offload") {
+      t.set("use_gradient_checkpointing", "unsloth", d.at("gradient_checkpointing"));
+      t.notes.emplace_back("gradient_checkpointing: offload is priced as Unsloth's offloaded checkpointing");
+    } else {
+      t.set("gradient_checkpointing",
+            yaml_bool(d, j, "gradient_checkpointing", "gradient_checkpointing", false),
+            d.at("gradient_checkpointing"));
+    }
+  } else {
+    t.set("gradient_checkpointing", false, d.file);
+  }
+  nlohmann::json kwargs{{"use_reentrant", false}};
+  if (const auto* k = yaml_find(j, "gradient_checkpointing_kwargs")) kwargs = *k;
+  t.set("gradient_checkpointing_kwargs", kwargs, d.at("gradient_checkpointing_kwargs"));
+  if (const auto* off = yaml_find(j, "activation_offloading")) {
+    if (off->is_boolean() || (off->is_string() && off->get<std::string>() == "legacy")) {
+      const bool on = !off->is_boolean() || off->get<bool>();
+      t.set("activation_offloading", on, d.at("activation_offloading"));
+      if (on) t.set("gradient_checkpointing", false, d.at("activation_offloading"));  // the TRL offloader
+    } else {
+      t.warnings.push_back(d.at("activation_offloading") + " " + off->dump() + " is not modelled");
+    }
+  }
+  t.set("optim", yaml_string(d, j, "optimizer", "optimizer", "adamw_torch_fused"), d.at("optimizer"));
+  std::string attn = yaml_string(d, j, "attn_implementation", "attn_implementation", "");
+  if (attn.empty())
+    attn = yaml_bool(d, j, "flash_attention", "flash_attention", false) ? "flash_attention_2"
+           : yaml_bool(d, j, "sdp_attention", "sdp_attention", false)   ? "sdpa"
+                                                                        : "sdpa";
+  t.set("model_init_kwargs/attn_implementation", attn, d.at("attn_implementation"));
+  if (yaml_bool(d, j, "sample_packing", "sample_packing", false)) {  // multipack: rows of sequence_len
+    t.set("packing", true, d.at("sample_packing"));
+    t.set("padding_free", true, d.at("sample_packing"));
+  }
+  if (const auto* c = yaml_find(j, "torch_compile"))
+    t.set("torch_compile", c->is_string() ? true : yaml_bool(d, j, "torch_compile", "torch_compile", false),
+          d.at("torch_compile"));
+  if (yaml_bool(d, j, "liger_fused_linear_cross_entropy", "liger_fused_linear_cross_entropy", false))
+    t.set("use_liger_kernel", true, d.at("liger_fused_linear_cross_entropy"));
+  if (const auto* ds = yaml_find(j, "deepspeed")) {
+    if (!ds->is_string()) throw input_error(d.at("deepspeed"), "must be a path to a DeepSpeed JSON file");
+    t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
+  }
+  const std::string adapter = yaml_string(d, j, "adapter", "adapter", "");
+  const bool four_bit = yaml_bool(d, j, "load_in_4bit", "load_in_4bit", false);
+  if (yaml_bool(d, j, "load_in_8bit", "load_in_8bit", false))
+    throw input_error(d.at("load_in_8bit"), "8-bit base weights are not modelled yet; use load_in_4bit");
+  if (!adapter.empty()) {
+    if (adapter != "lora" && adapter != "qlora")
+      throw input_error(d.at("adapter"), "unknown '" + adapter + "'; valid: lora, qlora");
+    if (adapter == "qlora" && !four_bit)
+      throw input_error(d.at("adapter"), "qlora needs load_in_4bit: true (axolotl raises the same)");
+    t.set("peft_config/peft_type", "LORA", d.at("adapter"));
+    t.set("peft_config/r", yaml_count(d, j, "lora_r", "lora_r", 8, max_lora_rank), d.at("lora_r"));
+    if (yaml_bool(d, j, "lora_target_linear", "lora_target_linear", false))
+      t.set("peft_config/target_modules", "all-linear", d.at("lora_target_linear"));
+    else if (const auto* tm = yaml_find(j, "lora_target_modules"))
+      t.set("peft_config/target_modules", yaml_names(d, *tm, "lora_target_modules"),
+            d.at("lora_target_modules"));
+    if (const auto* v = yaml_find(j, "lora_dropout"))
+      t.set("peft_config/lora_dropout", *v, d.at("lora_dropout"));
+    t.set("peft_config/use_dora", yaml_bool(d, j, "peft_use_dora", "peft_use_dora", false),
+          d.at("peft_use_dora"));
+    if (const auto* mts = yaml_find(j, "lora_modules_to_save"))
+      t.set("peft_config/modules_to_save", yaml_names(d, *mts, "lora_modules_to_save"),
+            d.at("lora_modules_to_save"));
+    if (const auto* ad = yaml_find(j, "peft_autocast_adapter_dtype"))
+      t.set("autocast_adapter_dtype", *ad, d.at("peft_autocast_adapter_dtype"));
+    if (four_bit)  // the BitsAndBytesConfig axolotl builds (loaders/model.py): nf4, double quantisation
+      t.set("quantization_config", bnb_nf4_double_quant(), d.at("load_in_4bit"));
+  } else if (four_bit) {
+    throw input_error(d.at("load_in_4bit"), "a 4-bit base needs adapter: qlora");
+  }
+  sort_keys(d, j, "",
+            {"base_model",
+             "bf16",
+             "fp16",
+             "micro_batch_size",
+             "gradient_accumulation_steps",
+             "sequence_len",
+             "gradient_checkpointing",
+             "gradient_checkpointing_kwargs",
+             "activation_offloading",
+             "optimizer",
+             "attn_implementation",
+             "flash_attention",
+             "sdp_attention",
+             "sample_packing",
+             "torch_compile",
+             "liger_fused_linear_cross_entropy",
+             "deepspeed",
+             "adapter",
+             "load_in_4bit",
+             "load_in_8bit",
+             "lora_r",
+             "lora_target_linear",
+             "lora_target_modules",
+             "lora_dropout",
+             "peft_use_dora",
+             "lora_modules_to_save",
+             "peft_autocast_adapter_dtype"},
+            {"fsdp", "fsdp_config", "lora_target_parameters", "layer_offloading", "cut_cross_entropy", "fp8",
+             "tensor_parallel_size", "context_parallel_size", "unfrozen_parameters"},
+            t);
+  out.args = resolve_translation(d, t, out.model);
+  if (yaml_bool(d, j, "peft_autocast_adapter_dtype", "peft_autocast_adapter_dtype", true))
+    keep_fp32_qlora_adapters(out, "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
+  return out;
+}
+
+/// A LLaMA-Factory config (examples/train_*/*.yaml): model_name_or_path, stage and finetuning_type, LoRA,
+/// quantization_bit, cutoff_len, the TrainingArguments fields, flash_attn, checkpointing, deepspeed.
+[[nodiscard]] inline recipe llama_factory_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  translation t;
+  recipe out = recipe_for(framework::llama_factory, d, j, "model_name_or_path", "model_name_or_path", opt);
+  const std::string stage = yaml_string(d, j, "stage", "stage", "sft");
+  if (stage != "sft" && stage != "pt")
+    throw input_error(d.at("stage"), "'" + stage + "' is not modelled; valid: sft, pt");
+  const std::string type = yaml_string(d, j, "finetuning_type", "finetuning_type", "lora");
+  if (type != "lora" && type != "full")
+    throw input_error(d.at("finetuning_type"), "'" + type + "' is not modelled; valid: lora, full");
+  t.set("config_class", "TrainingArguments", d.file);
+  const bool bf16 = yaml_bool(d, j, "bf16", "bf16", false);
+  const bool fp16 = yaml_bool(d, j, "fp16", "fp16", false);
+  const bool pure_bf16 = yaml_bool(d, j, "pure_bf16", "pure_bf16", false);
+  const std::uint64_t bits = yaml_count(d, j, "quantization_bit", "quantization_bit", 0, 64);
+  bool zero3 = false;  // a ZeRO-3 DeepSpeed file keeps the trainable parameters in the load dtype
+  if (const auto* ds = yaml_find(j, "deepspeed"); ds != nullptr && ds->is_string() && bits == 0) {
+    const nlohmann::json dsj = parse_json_file(path_beside(d.file, ds->get<std::string>()));
+    const auto zo = dsj.find("zero_optimization");
+    zero3 = zo != dsj.end() && zo->is_object() && zo->value("stage", nlohmann::json(0)) == 3;
+  }
+  // init_adapter (model/adapter.py): trainable parameters are upcast to fp32 unless pure_bf16 (or BAdam,
+  // or ZeRO-3 without quantisation); the model is loaded in the compute dtype (bf16 with bf16: true).
+  const bool upcast = !pure_bf16 && !zero3;
+  const bool half = bf16 || fp16 || pure_bf16;
+  t.set("model_init_kwargs/dtype",
+        !half                        ? "float32"
+        : (type == "full" && upcast) ? "float32"
+                                     : (fp16 ? "float16" : "bfloat16"),
+        d.at("bf16"));
+  t.set("bf16", bf16 || pure_bf16, d.at("bf16"));
+  t.set("fp16", fp16, d.at("fp16"));
+  t.set("autocast_adapter_dtype", upcast, d.at("pure_bf16"));
+  t.set("per_device_train_batch_size",
+        yaml_count(d, j, "per_device_train_batch_size", "per_device_train_batch_size", 8, max_solver_batch),
+        d.at("per_device_train_batch_size"));
+  t.set("gradient_accumulation_steps",
+        yaml_count(d, j, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1u << 20),
+        d.at("gradient_accumulation_steps"));
+  t.set("max_length", yaml_count(d, j, "cutoff_len", "cutoff_len", 2048, max_solver_seq_len),
+        d.at("cutoff_len"));
+  // model_args.py: disable_gradient_checkpointing False, use_reentrant_gc True, use_unsloth_gc False.
+  const bool ckpt =
+      !yaml_bool(d, j, "disable_gradient_checkpointing", "disable_gradient_checkpointing", false);
+  if (yaml_bool(d, j, "use_unsloth_gc", "use_unsloth_gc", false))
+    t.set("use_gradient_checkpointing", "unsloth", d.at("use_unsloth_gc"));
+  else
+    t.set("gradient_checkpointing", ckpt, d.at("disable_gradient_checkpointing"));
+  t.set("gradient_checkpointing_kwargs/use_reentrant",
+        yaml_bool(d, j, "use_reentrant_gc", "use_reentrant_gc", true), d.at("use_reentrant_gc"));
+  // flash_attn: auto (transformers' choice: sdpa), disabled (eager), sdpa, fa2, fa3.
+  const std::string fa = yaml_string(d, j, "flash_attn", "flash_attn", "auto");
+  static const std::map<std::string, std::string> attn{{"auto", "sdpa"},
+                                                       {"sdpa", "sdpa"},
+                                                       {"disabled", "eager"},
+                                                       {"fa2", "flash_attention_2"},
+                                                       {"fa3", "flash_attention_3"}};
+  const auto a = attn.find(fa);
+  if (a == attn.end())
+    throw input_error(d.at("flash_attn"), "unknown '" + fa + "'; valid: auto, disabled, sdpa, fa2, fa3");
+  t.set("model_init_kwargs/attn_implementation", a->second, d.at("flash_attn"));
+  t.set("optim", yaml_string(d, j, "optim", "optim", "adamw_torch_fused"), d.at("optim"));
+  if (yaml_bool(d, j, "enable_liger_kernel", "enable_liger_kernel", false))
+    t.set("use_liger_kernel", true, d.at("enable_liger_kernel"));
+  if (yaml_bool(d, j, "packing", "packing", stage == "pt") ||
+      yaml_bool(d, j, "neat_packing", "neat_packing", false))
+    t.set("packing", true, d.at("packing"));
+  if (const auto* ds = yaml_find(j, "deepspeed")) {
+    if (!ds->is_string()) throw input_error(d.at("deepspeed"), "must be a path to a DeepSpeed JSON file");
+    t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
+  }
+  if (yaml_bool(d, j, "use_unsloth", "use_unsloth", false))
+    t.warnings.push_back(d.at("use_unsloth") + ": Unsloth's kernels and loss are not modelled");
+  if (type == "lora") {
+    t.set("peft_config/peft_type", "LORA", d.at("finetuning_type"));
+    t.set("peft_config/r", yaml_count(d, j, "lora_rank", "lora_rank", 8, max_lora_rank), d.at("lora_rank"));
+    const std::string target = yaml_string(d, j, "lora_target", "lora_target", "all");
+    t.set("peft_config/target_modules", target == "all" ? std::string("all-linear") : target,
+          d.at("lora_target"));
+    if (const auto* v = yaml_find(j, "lora_dropout"))
+      t.set("peft_config/lora_dropout", *v, d.at("lora_dropout"));
+    t.set("peft_config/use_dora", yaml_bool(d, j, "use_dora", "use_dora", false), d.at("use_dora"));
+    if (const auto* at = yaml_find(j, "additional_target"))
+      t.set("peft_config/modules_to_save", yaml_names(d, *at, "additional_target"),
+            d.at("additional_target"));
+  }
+  if (bits != 0) {
+    const std::string how = yaml_string(d, j, "quantization_method", "quantization_method", "bnb");
+    if (bits != 4 || how != "bnb")
+      throw input_error(d.at("quantization_bit"),
+                        "only 4-bit bitsandbytes (quantization_bit: 4, "
+                        "quantization_method: bnb) is modelled");
+    t.set(
+        "quantization_config",
+        {{"load_in_4bit", true},
+         {"bnb_4bit_quant_type", yaml_string(d, j, "quantization_type", "quantization_type", "nf4")},
+         {"bnb_4bit_use_double_quant", yaml_bool(d, j, "double_quantization", "double_quantization", true)}},
+        d.at("quantization_bit"));
+  }
+  sort_keys(d, j, "",
+            {"model_name_or_path",
+             "stage",
+             "finetuning_type",
+             "bf16",
+             "fp16",
+             "pure_bf16",
+             "quantization_bit",
+             "quantization_method",
+             "quantization_type",
+             "double_quantization",
+             "per_device_train_batch_size",
+             "gradient_accumulation_steps",
+             "cutoff_len",
+             "disable_gradient_checkpointing",
+             "use_reentrant_gc",
+             "use_unsloth_gc",
+             "flash_attn",
+             "optim",
+             "enable_liger_kernel",
+             "packing",
+             "neat_packing",
+             "deepspeed",
+             "use_unsloth",
+             "lora_rank",
+             "lora_target",
+             "lora_dropout",
+             "use_dora",
+             "additional_target",
+             "freeze_vision_tower"},
+            {"upcast_layernorm", "upcast_lmhead_output", "use_badam", "use_galore", "use_apollo",
+             "pissa_init", "fsdp", "fsdp_config", "shift_attn", "mixture_of_depths"},
+            t);
+  out.args = resolve_translation(d, t, out.model);
+  // finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
+  if (!yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) {
+    if (type == "full" && out.model.spec.vision.params != 0)
+      out.args.run.setup.train_vision_tower = true;
+    else
+      out.args.warnings.push_back(
+          d.at("freeze_vision_tower") +
+          ": false changes nothing priced here (only full fine-tuning of a multimodal "
+          "model trains its tower); the tower is priced frozen");
+  }
+  if (upcast)
+    keep_fp32_qlora_adapters(out, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
+  return out;
+}
+
+/// Unsloth has no config file: headroom reads the keyword arguments of its three calls, as written in its
+/// notebooks — `from_pretrained:` (FastLanguageModel.from_pretrained), `get_peft_model:` and `training_args:`
+/// (the SFTConfig fields).
+[[nodiscard]] inline recipe unsloth_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  const nlohmann::json& fp = j.at("from_pretrained");
+  if (!fp.is_object()) throw input_error(d.at("from_pretrained"), "must be a mapping of keyword arguments");
+  translation t;
+  recipe out = recipe_for(framework::unsloth, d, fp, "from_pretrained.model_name", "model_name", opt);
+  if (const auto* ta = yaml_find(j, "training_args")) {
+    if (!ta->is_object()) throw input_error(d.at("training_args"), "must be a mapping of SFTConfig fields");
+    for (const auto& item : ta->items()) t.set(item.key(), item.value(), d.at("training_args." + item.key()));
+  }
+  // loader.py FastLanguageModel.from_pretrained: max_seq_length 2048, dtype None (bf16 where supported),
+  // load_in_4bit True.
+  if (!t.args.contains("max_length"))  // the SFTConfig's own max_length, when given, truncates
+    t.set("max_length",
+          yaml_count(d, fp, "from_pretrained.max_seq_length", "max_seq_length", 2048, max_solver_seq_len),
+          d.at("from_pretrained.max_seq_length"));
+  t.set("model_init_kwargs/dtype", "bfloat16", d.at("from_pretrained.dtype"));
+  t.set("model_init_kwargs/attn_implementation", "flash_attention_2", d.at("from_pretrained"));
+  const bool four_bit = yaml_bool(d, fp, "from_pretrained.load_in_4bit", "load_in_4bit", true);
+  if (yaml_bool(d, fp, "from_pretrained.load_in_8bit", "load_in_8bit", false))
+    throw input_error(d.at("from_pretrained.load_in_8bit"), "8-bit base weights are not modelled yet");
+  const bool full = yaml_bool(d, fp, "from_pretrained.full_finetuning", "full_finetuning", false);
+  const auto* peft = yaml_find(j, "get_peft_model");
+  // from_pretrained's own use_gradient_checkpointing defaults to "unsloth" too (loader.py).
+  t.set("use_gradient_checkpointing",
+        yaml_find(fp, "use_gradient_checkpointing") ? fp.at("use_gradient_checkpointing")
+                                                    : nlohmann::json("unsloth"),
+        d.at("from_pretrained.use_gradient_checkpointing"));
+  if (!full) {
+    if (peft == nullptr || !peft->is_object())
+      throw input_error(d.at("get_peft_model"),
+                        "is required (a mapping of its keyword arguments) unless "
+                        "from_pretrained.full_finetuning is true");
+    const nlohmann::json& p = *peft;
+    t.set("peft_config/peft_type", "LORA", d.at("get_peft_model"));
+    t.set("peft_config/r", yaml_count(d, p, "get_peft_model.r", "r", 16, max_lora_rank),
+          d.at("get_peft_model.r"));
+    std::vector<std::string> targets{"q_proj",    "k_proj",  "v_proj",   "o_proj",
+                                     "gate_proj", "up_proj", "down_proj"};
+    if (const auto* tm = yaml_find(p, "target_modules"))
+      targets = yaml_names(d, *tm, "get_peft_model.target_modules");
+    t.set("peft_config/target_modules", targets, d.at("get_peft_model.target_modules"));
+    if (const auto* v = yaml_find(p, "lora_dropout"))
+      t.set("peft_config/lora_dropout", *v, d.at("get_peft_model.lora_dropout"));
+    if (const auto* mts = yaml_find(p, "modules_to_save"))
+      t.set("peft_config/modules_to_save", yaml_names(d, *mts, "get_peft_model.modules_to_save"),
+            d.at("get_peft_model.modules_to_save"));
+    // use_gradient_checkpointing "unsloth" by default (llama.py get_peft_model).
+    if (const auto* g = yaml_find(p, "use_gradient_checkpointing"))
+      t.set("use_gradient_checkpointing", *g, d.at("get_peft_model.use_gradient_checkpointing"));
+    if (four_bit) t.set("quantization_config", bnb_nf4_double_quant(), d.at("from_pretrained.load_in_4bit"));
+    sort_keys(d, p, "get_peft_model",
+              {"r", "target_modules", "lora_dropout", "modules_to_save", "use_gradient_checkpointing",
+               "lora_alpha", "bias", "random_state", "use_rslora", "loftq_config", "max_seq_length"},
+              {"target_parameters", "finetune_last_n_layers", "layers_to_transform", "qat_scheme"}, t);
+  } else if (four_bit && yaml_find(fp, "load_in_4bit") != nullptr) {
+    throw input_error(d.at("from_pretrained.load_in_4bit"), "a 4-bit base cannot be fully fine-tuned");
+  }
+  t.notes.emplace_back(
+      "Unsloth's fused cross-entropy chunks the logits (unsloth_fused_ce_loss): priced as a chunked loss");
+  sort_keys(d, fp, "from_pretrained",
+            {"model_name", "max_seq_length", "dtype", "load_in_4bit", "load_in_8bit", "load_in_16bit",
+             "full_finetuning", "use_gradient_checkpointing", "token", "device_map"},
+            {"fast_inference", "gpu_memory_utilization", "offload_embedding"}, t);
+  sort_keys(d, j, "", {"from_pretrained", "get_peft_model", "training_args"}, {}, t);
+  out.args = resolve_translation(d, t, out.model);
+  run_config& r = out.args.run;
+  if (!(yaml_find(j, "training_args") && j.at("training_args").contains("loss_type")))
+    r.loss = {loss_impl::chunked, 256, 8};
+  if (full) r.setup.method = training_method::full;
+  return out;
+}
+
+/// Which framework wrote a YAML file, from the keys only it uses.
+[[nodiscard]] inline std::optional<framework> recipe_framework(const nlohmann::json& root) {
+  if (const auto m = root.find("model"); m != root.end() && m->is_object() && m->contains("_component_"))
+    return framework::torchtune;
+  if (root.contains("from_pretrained")) return framework::unsloth;
+  if (root.contains("base_model")) return framework::axolotl;
+  if (root.contains("model_name_or_path")) return framework::llama_factory;
+  return std::nullopt;
+}
+
+/// Reads a torchtune, axolotl, LLaMA-Factory or Unsloth YAML file into the run it describes.
+[[nodiscard]] inline recipe recipe_from_yaml(const detail::yaml_doc& d, const recipe_options& opt = {}) {
+  const auto fw = recipe_framework(d.root);
+  if (!fw) {
+    if (d.root.contains("distributed_type") || d.root.contains("compute_environment"))
+      throw input_error(d.file, "is an accelerate config: give it with --accelerate-config");
+    throw input_error(d.file,
+                      "is not a recipe headroom reads: expected a torchtune recipe (model._component_), an "
+                      "axolotl config (base_model), a LLaMA-Factory config (model_name_or_path) or Unsloth's "
+                      "calls (from_pretrained)");
+  }
+  if (*fw == framework::torchtune) {
+    if (!d.root.at("model").at("_component_").is_string())
+      throw input_error(d.at("model._component_"), "must be a torchtune model builder path");
+    return torchtune_recipe(d, opt);
+  }
+  if (*fw == framework::axolotl) return axolotl_recipe(d, opt);
+  if (*fw == framework::llama_factory) return llama_factory_recipe(d, opt);
+  return unsloth_recipe(d, opt);
+}
+
+/// Reads a recipe file: a framework's YAML config (torchtune, axolotl, LLaMA-Factory, Unsloth's calls).
+[[nodiscard]] inline recipe load_recipe(const std::filesystem::path& file, const recipe_options& opt = {}) {
+  detail::yaml_doc d = detail::parse_yaml_file(file);
+  detail::apply_overrides(d, opt.overrides);
+  return recipe_from_yaml(d, opt);
+}
+
+}  // namespace headroom

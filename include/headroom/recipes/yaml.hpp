@@ -1,0 +1,270 @@
+// SPDX-License-Identifier: MIT
+// YAML files as headroom reads them: yaml-cpp parses, the document becomes JSON with the line of every key,
+// and typed reads name file, line and key in their errors. Used by recipe.hpp and accelerate.hpp.
+#pragma once
+
+#include <algorithm>
+#include <cctype>
+#include <charconv>
+#include <cstdint>
+#include <filesystem>
+#include <map>
+#include <set>
+#include <string>
+#include <string_view>
+#include <utility>
+#include <vector>
+#include <yaml-cpp/yaml.h>
+
+#include <nlohmann/json.hpp>
+
+#include "../io/config.hpp"
+
+namespace headroom {
+
+namespace detail {
+
+/// A YAML document as JSON, with the line of every key ("a.b.c" → line) for messages.
+struct yaml_doc {
+  nlohmann::json root;
+  std::map<std::string, int> lines;
+  std::string file;
+  /// "file:LINE: key" for a dotted key (its nearest located parent when it has no line of its own).
+  [[nodiscard]] std::string at(const std::string& key) const {
+    std::string k = key;
+    for (;;) {
+      if (const auto it = lines.find(k); it != lines.end())  // line 0: set on the command line
+        return it->second == 0 ? "--set " + key : file + ":" + std::to_string(it->second) + ": " + key;
+      const auto dot = k.rfind('.');
+      if (dot == std::string::npos) return file + ": " + key;
+      k.resize(dot);
+    }
+  }
+};
+
+/// A plain YAML scalar typed as YAML 1.2's core schema types it (and YAML 1.1's True/False, which
+/// PyYAML and OmegaConf read); a quoted scalar stays a string.
+inline nlohmann::json yaml_scalar(const YAML::Node& n) {
+  const std::string& s = n.Scalar();
+  if (n.Tag() == "!") return s;
+  if (s.empty() || s == "~" || s == "null" || s == "Null" || s == "NULL") return nullptr;
+  if (s == "true" || s == "True" || s == "TRUE") return true;
+  if (s == "false" || s == "False" || s == "FALSE") return false;
+  std::int64_t i = 0;
+  const char* end = s.data() + s.size();
+  const char* first = s.data() + (s.front() == '+' ? 1 : 0);
+  if (auto [p, ec] = std::from_chars(first, end, i); ec == std::errc() && p == end) return i;
+  const bool numeric = std::all_of(s.begin(), s.end(), [](char c) {
+    return std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '.' || c == 'e' || c == 'E' || c == '-' ||
+           c == '+';
+  });
+  if (numeric && std::isdigit(static_cast<unsigned char>(s.back())) != 0) {
+    try {
+      std::size_t used = 0;
+      const double d = std::stod(s, &used);
+      if (used == s.size()) return d;
+    } catch (const std::exception&) {  // out of range or not a number: keep the text
+    }
+  }
+  return s;
+}
+
+/// Text from the file, refused unless it is UTF-8 (JSON's strings, and every message, need it).
+inline const std::string& utf8_text(const YAML::Node& n, const yaml_doc& doc) {
+  try {
+    (void)nlohmann::json(n.Scalar()).dump();
+  } catch (const nlohmann::json::exception&) {
+    throw input_error(doc.file + ":" + std::to_string(n.Mark().line + 1), "is not UTF-8 text");
+  }
+  return n.Scalar();
+}
+
+inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path, yaml_doc& doc) {
+  switch (n.Type()) {
+    case YAML::NodeType::Map: {
+      nlohmann::json out = nlohmann::json::object();
+      for (const auto& kv : n) {
+        if (!kv.first.IsScalar())
+          throw input_error(doc.file + ":" + std::to_string(kv.first.Mark().line + 1),
+                            "a mapping key must be a plain name");
+        const std::string& name = utf8_text(kv.first, doc);
+        const std::string key = path.empty() ? name : path + "." + name;
+        doc.lines[key] = kv.first.Mark().line + 1;
+        out[name] = yaml_to_json(kv.second, key, doc);
+      }
+      return out;
+    }
+    case YAML::NodeType::Sequence: {
+      nlohmann::json out = nlohmann::json::array();
+      for (const auto& item : n) out.push_back(yaml_to_json(item, path, doc));
+      return out;
+    }
+    case YAML::NodeType::Scalar:
+      (void)utf8_text(n, doc);
+      return yaml_scalar(n);
+    default:
+      return nullptr;
+  }
+}
+
+/// Parses YAML text (`file` names it in errors); a syntax error names the line.
+inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file) {
+  yaml_doc doc;
+  doc.file = file;
+  YAML::Node root;
+  try {
+    root = YAML::Load(text);
+  } catch (const YAML::Exception& e) {
+    throw input_error(doc.file + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
+  }
+  if (!root.IsMap()) throw input_error(doc.file, "expected a YAML mapping of config keys at the top level");
+  doc.root = yaml_to_json(root, "", doc);
+  return doc;
+}
+/// Applies `key.path=value` overrides, as `tune run ... compile=True` and `llamafactory-cli train x.yaml
+/// key=value` do: the value is read as a YAML scalar or flow collection; errors name the override.
+inline void apply_overrides(yaml_doc& doc, const std::vector<std::string>& overrides) {
+  for (const std::string& o : overrides) {
+    const auto eq = o.find('=');
+    if (eq == std::string::npos || eq == 0 || o.find("..") != std::string::npos || o.front() == '.' ||
+        o[eq - 1] == '.')
+      throw input_error("--set", "expected key.path=value, got '" + o + "'");
+    const std::string key = o.substr(0, eq);
+    yaml_doc value;
+    value.file = "--set " + key;
+    YAML::Node node;
+    try {
+      node = YAML::Load(o.substr(eq + 1));
+    } catch (const YAML::Exception& e) {
+      throw input_error("--set " + key, "malformed value: " + e.msg);
+    }
+    nlohmann::json* at = &doc.root;
+    std::string path;
+    for (std::size_t start = 0;;) {
+      const auto dot = key.find('.', start);
+      const std::string part = key.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+      path += (path.empty() ? "" : ".") + part;
+      if (at->is_null()) *at = nlohmann::json::object();
+      if (!at->is_object()) throw input_error("--set " + key, "a part of it is not a mapping in " + doc.file);
+      at = &(*at)[part];
+      doc.lines[path] = doc.lines.count(path) != 0 ? doc.lines[path] : 0;
+      if (dot == std::string::npos) break;
+      start = dot + 1;
+    }
+    *at = yaml_to_json(node, key, value);
+    for (const auto& [k, line] : value.lines) doc.lines[k] = 0;
+    doc.lines[key] = 0;
+  }
+}
+
+/// Reads a YAML file; a syntax error names the file and its line.
+inline yaml_doc parse_yaml_file(const std::filesystem::path& file) {
+  return parse_yaml_text(read_config_text(file), file.string());
+}
+
+/// A key of a YAML document, typed; errors name file, line and key.
+inline const nlohmann::json* yaml_find(const nlohmann::json& j, std::string_view key) {
+  const auto it = j.find(key);
+  return it == j.end() || it->is_null() ? nullptr : &*it;
+}
+inline std::uint64_t yaml_count(const yaml_doc& d, const nlohmann::json& j, const std::string& key,
+                                std::string_view name, std::uint64_t fallback, std::uint64_t limit) {
+  const auto* v = yaml_find(j, name);
+  if (v == nullptr) return fallback;
+  nlohmann::json wrap{{std::string(name), *v}};
+  try {
+    return read_count(wrap, name, d.file, limit);
+  } catch (const input_error& e) {
+    throw input_error(d.at(key), std::string(e.what()).substr(e.field().size() + 2));
+  }
+}
+inline bool yaml_bool(const yaml_doc& d, const nlohmann::json& j, const std::string& key,
+                      std::string_view name, bool fallback) {
+  const auto* v = yaml_find(j, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_boolean()) throw input_error(d.at(key), "must be true or false, got " + v->dump());
+  return v->get<bool>();
+}
+inline std::string yaml_string(const yaml_doc& d, const nlohmann::json& j, const std::string& key,
+                               std::string_view name, std::string fallback) {
+  const auto* v = yaml_find(j, name);
+  if (v == nullptr) return fallback;
+  if (!v->is_string()) throw input_error(d.at(key), "must be a string, got " + v->dump());
+  return v->get<std::string>();
+}
+/// A module list: one string (comma-separated) or a sequence of strings.
+inline std::vector<std::string> yaml_names(const yaml_doc& d, const nlohmann::json& v,
+                                           const std::string& key) {
+  std::vector<std::string> out;
+  auto add = [&](const std::string& s) {
+    std::string item;
+    for (char c : s + ",") {
+      if (c != ',' && c != ' ') {
+        item += c;
+      } else if (!item.empty()) {
+        out.push_back(item);
+        item.clear();
+      }
+    }
+  };
+  if (v.is_string()) {
+    add(v.get<std::string>());
+  } else if (v.is_array()) {
+    for (const auto& item : v) {
+      if (!item.is_string()) throw input_error(d.at(key), "must be a list of module names");
+      add(item.get<std::string>());
+    }
+  } else {
+    throw input_error(d.at(key), "must be a module name or a list of them, got " + v.dump());
+  }
+  return out;
+}
+
+/// What a reader produced: training-args JSON, where each of its keys came from, and the sorting of the
+/// file's own keys into read, warned and ignored.
+struct translation {
+  nlohmann::json args = nlohmann::json::object();
+  std::map<std::string, std::string> from;  ///< translated key ("peft_config/r") → "file:LINE: yaml key"
+  std::vector<std::string> notes;
+  std::vector<std::string> warnings;
+  std::vector<std::string> ignored;
+  void set(const std::string& key, nlohmann::json value, const std::string& where) {
+    nlohmann::json* at = &args;
+    std::string rest = key;
+    for (auto slash = rest.find('/'); slash != std::string::npos; slash = rest.find('/')) {
+      at = &(*at)[rest.substr(0, slash)];
+      rest = rest.substr(slash + 1);
+    }
+    (*at)[rest] = std::move(value);
+    from[key] = where;
+  }
+};
+
+/// Sorts a mapping's keys: `read` were used, `warn` change memory but are not modelled (a warning each),
+/// the rest are listed as ignored.
+inline void sort_keys(const yaml_doc& d, const nlohmann::json& j, const std::string& prefix,
+                      const std::set<std::string>& read, const std::set<std::string>& warn, translation& t) {
+  for (const auto& item : j.items()) {
+    const std::string key = prefix.empty() ? item.key() : prefix + "." + item.key();
+    if (read.count(item.key()) != 0) continue;
+    if (warn.count(item.key()) != 0 && !item.value().is_null() && item.value() != false)
+      t.warnings.push_back(d.at(key) + " changes memory but is not modelled");
+    else if (warn.count(item.key()) == 0)
+      t.ignored.push_back(key);
+  }
+}
+
+/// A path a file names: beside the file when it is there, else from the working directory (where the
+/// framework's launcher runs); absolute either way.
+inline std::string path_beside(const std::string& file, const std::string& path) {
+  std::filesystem::path p = path;
+  std::error_code ec;
+  if (p.is_relative()) {
+    const auto beside = std::filesystem::path(file).parent_path() / p;
+    if (std::filesystem::exists(beside, ec)) p = beside;
+  }
+  return std::filesystem::absolute(p, ec).string();
+}
+}  // namespace detail
+
+}  // namespace headroom
