@@ -71,6 +71,10 @@ int main(int argc, char** argv) {
   app.add_option("--power", power, "polynomial: power (default 1)");
   app.add_flag("--csv", csv, "print step,lr rows for steps 0..total");
   app.add_option("--svg", svg, "write the curve as an SVG file");
+  cli::arrange_help(
+      app, "lr_schedule",
+      "Exit codes: 0 ok, 2 bad input (the message names the flag). Every flag of every program: "
+      "docs/cli.md.");
   return cli::run(app, argc, argv, [&]() {
     schedule_config c;
     c.type = parse_choice(schedule_names, type, "--type");

@@ -278,6 +278,7 @@ int main(int argc, char** argv) {
   app.add_flag("--smoke", o.smoke, "assert the course's numbers; non-zero exit on a miss");
   app.add_flag("--list-presets", o.list_presets, "print the preset names found and exit");
 
+  cli::arrange_help(app, "memory_calculator");
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
     const auto dirs = o.run.search_path();

@@ -58,6 +58,7 @@ int main(int argc, char** argv) {
                  "host microseconds to dispatch one eager op (0: never host-bound)")
       ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object");
+  cli::arrange_help(app, "throughput_calculator");
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
     const auto dirs = o.run.search_path();

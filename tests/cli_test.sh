@@ -193,6 +193,10 @@ if [[ -n $plain && $fused -gt $plain && $nockpt -lt $plain && $nockpt -gt 0 ]]; 
 expect "fit boundary" 0 "fits 24\.000 GB: $plain \($((plain + 1)) needs 24\.0" -- --preset qwen3-4b --method qlora --budget-gb 24 --fit seq-len
 expect "fit batch" 0 '"max_batch": [1-9]' -- --preset qwen3-4b --method qlora --budget-gb 24 --fit batch --json
 expect "help" 0 'Usage' -- --help
+expect "help groups" 0 'Method and adapters:' -- --help
+expect "help typed" 0 '--rank INT=16 ' -- --help
+expect "help without exclusion lists" 0 'Parallelism:' -- --help
+if "$bin" --help | grep -q 'Excludes'; then failed=$((failed + 1)); echo "FAIL help lists Excludes"; else passed=$((passed + 1)); fi
 
 expect "unknown preset" 2 "unknown 'llama-9b'.*llama-3.1-8b-like" -- --preset llama-9b
 expect "unknown method" 2 "--method: unknown 'dora'; valid: full, lora, qlora" -- --method dora

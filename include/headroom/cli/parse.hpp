@@ -17,6 +17,7 @@
 #include "../error.hpp"
 #include "../io/config.hpp"
 #include "../io/gpu.hpp"
+#include "help.hpp"
 
 namespace headroom::cli {
 
