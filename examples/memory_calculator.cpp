@@ -50,27 +50,32 @@ struct smoke_run {
 
 double gb(bytes b) { return in_gb(b); }
 
-int smoke(const std::vector<std::filesystem::path>& dirs) {
-  smoke_run r;
+// The course's route A (bf16 weights, fp32 master, AdamW) with one change.
+template <class Change>
+training_setup setup_with(Change change) {
+  training_setup s;
+  change(s);
+  return s;
+}
+static_estimate est(const model_spec& spec, const training_setup& s) { return estimate_static(spec, s); }
+const training_setup lora = setup_with([](training_setup& s) { s.method = training_method::lora; });
+const training_setup qlora = setup_with([](training_setup& s) { s.method = training_method::qlora; });
+
+// W01-W12: the static buckets of the 8B model under each route, method and optimizer.
+void smoke_static(smoke_run& r, const std::vector<std::filesystem::path>& dirs) {
   const loaded_model m8 = load_preset("llama-3.1-8b-like", dirs);
-  training_setup full;
-  auto with = [&](auto change) {
-    training_setup s = full;
-    change(s);
-    return s;
-  };
-  const auto est = [&](const model_spec& spec, const training_setup& s) { return estimate_static(spec, s); };
+  const training_setup full;
   const double n8 = static_cast<double>(m8.spec.nominal_params);
   r.check("W01", "route A bytes/param", gb(est(m8.spec, full).buckets.static_bytes()) * 1e9 / n8, 16, 0);
   r.check("W02", "route B bytes/param",
-          gb(est(m8.spec, with([](training_setup& s) { s.precision = precision_route::fp32_autocast; }))
+          gb(est(m8.spec, setup_with([](training_setup& s) { s.precision = precision_route::fp32_autocast; }))
                  .buckets.static_bytes()) *
               1e9 / n8,
           16, 0);
-  r.check(
-      "W03", "8B full + bf16 grad-accumulation buffer, GB",
-      gb(est(m8.spec, with([](training_setup& s) { s.grad_accum_buffer = true; })).buckets.static_bytes()),
-      144.0, 1);
+  r.check("W03", "8B full + bf16 grad-accumulation buffer, GB",
+          gb(est(m8.spec, setup_with([](training_setup& s) { s.grad_accum_buffer = true; }))
+                 .buckets.static_bytes()),
+          144.0, 1);
   r.check("W04", "8B full fine-tuning, GB", gb(est(m8.spec, full).buckets.static_bytes()), 128.0, 1);
   r.check("W04", "8B exact (8.03B) full fine-tuning, GB",
           gb(estimate_static(m8.spec, full, params_basis::exact).buckets.static_bytes()), 128.5, 1);
@@ -78,19 +83,17 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
   seven.nominal_params = 7'000'000'000;
   r.check("W04", "7B full fine-tuning, GB", gb(est(seven, full).buckets.static_bytes()), 112.0, 1);
   r.check("W05", "third route (pure bf16) bytes/param",
-          gb(est(m8.spec, with([](training_setup& s) { s.precision = precision_route::bf16_pure; }))
+          gb(est(m8.spec, setup_with([](training_setup& s) { s.precision = precision_route::bf16_pure; }))
                  .buckets.static_bytes()) *
               1e9 / n8,
           8, 0);
-  const auto adam8 = with([](training_setup& s) {
+  const auto adam8 = setup_with([](training_setup& s) {
     s.optimizer = optimizer_by_name("adamw_8bit");
     s.optim.block_size = 2048;  // the course's bitsandbytes generation
   });
   r.check("W06", "8-bit AdamW state, 8B, block 2048, GB", gb(est(m8.spec, adam8).buckets.optimizer), 16.03,
           2);
   r.check("W06", "8B full FT with 8-bit AdamW, GB", gb(est(m8.spec, adam8).buckets.static_bytes()), 80.03, 2);
-  const auto lora = with([](training_setup& s) { s.method = training_method::lora; });
-  const auto qlora = with([](training_setup& s) { s.method = training_method::qlora; });
   r.check("W07", "LoRA frozen base bytes/param", gb(est(m8.spec, lora).buckets.weights) * 1e9 / n8, 2, 0);
   r.check("W08", "NF4 + double quant bits/param", nf4_bits_per_param(nf4_layout{}).value(), 4.127, 3);
   const auto e_lora = est(m8.spec, lora);
@@ -104,13 +107,18 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
   r.check("W11", "QLoRA 8B weights, GB", gb(e_q.buckets.weights), 4.127, 3);
   r.check("W11", "QLoRA 8B total, GB", gb(e_q.buckets.static_bytes()), 4.798, 3);
   r.check("W12", "LoRA 8B optimizer state, GB", gb(e_lora.buckets.optimizer), 0.34, 2);
-  const auto lora8bit = with([](training_setup& s) {
+  const auto lora8bit = setup_with([](training_setup& s) {
     s.method = training_method::lora;
     s.optimizer = optimizer_by_name("adamw_8bit");
     s.optim.block_size = 2048;
   });
   r.check("W12", "what 8-bit saves on LoRA 8B, GB",
           gb(e_lora.buckets.optimizer - est(m8.spec, lora8bit).buckets.optimizer), 0.2515, 4);
+}
+
+// W13-W14: the course's Table 1, adapters and static totals for four model sizes.
+void smoke_table_1(smoke_run& r, const std::vector<std::filesystem::path>& dirs) {
+  const training_setup full;
   struct table_row {
     const char* preset;
     double adapters, full, lora, qlora;
@@ -127,17 +135,25 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
     r.check("W14", name + " LoRA, GB", gb(est(spec, lora).buckets.static_bytes()), row.lora, 2);
     r.check("W14", name + " QLoRA, GB", gb(est(spec, qlora).buckets.static_bytes()), row.qlora, 3);
   }
+}
+
+// W24-W25: Adafactor's factored state and Lion's single moment.
+void smoke_optimizers(smoke_run& r, const std::vector<std::filesystem::path>& dirs) {
+  const loaded_model m8 = load_preset("llama-3.1-8b-like", dirs);
+  const training_setup full;
   const param_tensor mlp{module_name::up_proj, tensor_role::linear_weight, 14336, 4096, 1};
   r.check("W24", "Adafactor state of a 4096x14336 matrix, bytes",
           static_cast<double>(optimizer_state_bytes(optimizer_by_name("adafactor"), mlp, 4).count()), 73'728,
           0);
   const double adam = static_cast<double>(est(m8.spec, full).buckets.optimizer.count());
   const double lion = static_cast<double>(
-      est(m8.spec, with([](training_setup& s) { s.optimizer = optimizer_by_name("lion_32bit"); }))
+      est(m8.spec, setup_with([](training_setup& s) { s.optimizer = optimizer_by_name("lion_32bit"); }))
           .buckets.optimizer.count());
   r.check("W25", "Lion state / AdamW state", lion / adam, 0.5, 2);
+}
 
-  // The activation table (Qwen3-4B, T 2048, B 1) by the course's formula, and the logits.
+// W15-W20: the activation table (Qwen3-4B, T 2048, B 1) by the course's formula, and the logits.
+void smoke_dynamic(smoke_run& r, const std::vector<std::filesystem::path>& dirs) {
   const model_shape q4 = load_preset("qwen3-4b", dirs).spec.shape;
   activation_config a;
   a.formula = activation_formula::korthikanti;
@@ -163,6 +179,14 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
   };
   r.check("W20", "fp32 logits, V 151,936, T 8,192, GB", event("fp32 logits"), 4.98, 2);
   r.check("W20", "bf16 logits, GB", event("logits"), 2.49, 2);
+}
+
+int smoke(const std::vector<std::filesystem::path>& dirs) {
+  smoke_run r;
+  smoke_static(r, dirs);
+  smoke_table_1(r, dirs);
+  smoke_optimizers(r, dirs);
+  smoke_dynamic(r, dirs);
   fmt::print("{} of the course's numbers missed\n", r.failures);
   return r.failures == 0 ? cli::exit_ok : cli::exit_bad_input;
 }
@@ -253,11 +277,192 @@ std::string profile_summary(const loaded_model& model, const run_config& r, cons
   return text;
 }
 
-}  // namespace
+/// The run as the flags and files describe it, with what the files said, before any answer is computed.
+struct prepared_run {
+  cli::loaded_run in;
+  std::optional<gpu_info> gpu;
+  run_config run;
+  std::vector<std::string> launch_notes;  ///< --framework, --accelerate-config
+  std::vector<std::string> ds_notes, ds_warnings, ds_ignored;
+  batching_config batching;
+  std::optional<peak_micro_batch> by_lengths;  ///< the micro-batch a dataset's lengths make the peak
+  std::uint64_t max_length = 0;                ///< the run's max_length before --lengths replaced it
+  std::optional<bytes> budget;
+};
 
-int main(int argc, char** argv) {
-  CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};
-  options o;
+// A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
+void add_deepspeed_flag(prepared_run& p, const options& o) {
+  if (o.run.deepspeed.empty()) return;
+  if (p.in.args && p.in.args->deepspeed)
+    throw input_error("--deepspeed",
+                      "the training-args file names a DeepSpeed config already (\"deepspeed\")");
+  add_deepspeed(
+      load_deepspeed(o.run.deepspeed, cli::deepspeed_inputs_of(p.run, o.run, p.in.model.spec.shape)), p.run,
+      p.ds_notes, p.ds_warnings, p.ds_ignored);
+}
+
+// A dataset's lengths: the micro-batch that sets the peak replaces --batch x --seq-len.
+void apply_lengths(prepared_run& p, const options& o) {
+  run_config& r = p.run;
+  p.batching = p.in.args ? p.in.args->batching : batching_config{};
+  if (!o.batching.empty()) {
+    if (o.lengths.empty()) throw input_error("--batching", "needs --lengths FILE");
+    if (p.in.args)
+      throw input_error("--batching", "comes from the training-args file (packing, padding_free)");
+    p.batching.layout = parse_choice(batch_layout_names, o.batching, "--batching");
+  }
+  if (!o.lengths.empty()) {
+    if (!o.fit.empty() || !o.sweep.empty())
+      throw input_error("--lengths",
+                        "sets the micro-batch shape; it cannot be combined with --fit or --sweep");
+    p.by_lengths =
+        peak_batch_shape(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len, p.batching);
+    if (p.by_lengths->layout == batch_layout::padding_free &&
+        r.activations.attention != attention_impl::flash)
+      throw input_error("--batching", "padding-free batches need FlashAttention (--attention flash)");
+  }
+  p.max_length = r.activations.seq_len;
+  if (p.by_lengths) {
+    r.activations.batch = p.by_lengths->batch;
+    r.activations.seq_len = p.by_lengths->seq_len;
+  }
+}
+
+prepared_run prepare(const CLI::App& app, const options& o, const std::vector<std::filesystem::path>& dirs) {
+  prepared_run p;
+  if (!o.run.gpu.empty()) p.gpu = load_gpu(o.run.gpu, dirs);
+  p.in = cli::load_run(o.run, dirs);
+  const std::optional<training_args>& args = p.in.args;
+  p.run = cli::run_from(o.run, p.gpu, args ? &*args : nullptr);
+  cli::apply_launch(p.run, o.run, app, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
+  add_deepspeed_flag(p, o);
+  apply_lengths(p, o);
+  if (p.gpu) p.budget = p.gpu->memory();
+  if (!o.budget_gb.empty()) p.budget = cli::gb_flag("--budget-gb", o.budget_gb);
+  if (!o.fit.empty()) (void)parse_choice(fit_dimension_names, o.fit, "--fit");
+  if (!o.fit.empty() && !p.budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
+  return p;
+}
+
+/// What the program prints: one JSON document, or the text.
+struct report {
+  nlohmann::json json;
+  std::string text;
+};
+
+// What the files and the dataset said: the lengths' peak batch, the explanation, the training-args, DeepSpeed
+// and launcher notes.
+void describe_inputs(report& out, const prepared_run& p, const options& o, const training_estimate& e) {
+  if (p.by_lengths) {
+    const peak_micro_batch& b = *p.by_lengths;
+    const std::string why = peak_batch_reason(b, p.max_length, p.batching);
+    out.json["lengths"] = {{"file", o.lengths},
+                           {"sequences", b.sequences},
+                           {"longest", b.longest},
+                           {"truncated", b.truncated},
+                           {"max_length", p.max_length},
+                           {"batching", choice_name(batch_layout_names, b.layout)},
+                           {"peak_batch", b.batch},
+                           {"peak_seq_len", b.seq_len},
+                           {"reason", why}};
+    out.text += fmt::format("lengths    {} sequences from {}: {}\n", b.sequences, o.lengths, why);
+    if (o.explain) out.text += "           formula: " + std::string(peak_batch_formula(b.layout)) + "\n";
+  }
+  if (o.explain) out.text += "\n" + format_explanation(p.in.model, p.run, e);
+  if (const std::optional<training_args>& args = p.in.args) {  // what it said, assumed and ignored
+    out.json["training_args"] = {{"config_class", args->config_class},
+                                 {"notes", args->notes},
+                                 {"warnings", args->warnings},
+                                 {"ignored_fields", args->ignored},
+                                 {"lr_scheduler_type", args->lr_scheduler_type},
+                                 {"learning_rate", args->learning_rate}};
+    for (const std::string& line :
+         cli::file_report("args: ", args->notes, args->warnings, "args: ignored fields", args->ignored))
+      out.text += line + "\n";
+  }
+  if (!o.run.deepspeed.empty()) {
+    out.json["deepspeed"] = {{"file", o.run.deepspeed},
+                             {"notes", p.ds_notes},
+                             {"warnings", p.ds_warnings},
+                             {"ignored_keys", p.ds_ignored}};
+    for (const std::string& line :
+         cli::file_report("", p.ds_notes, p.ds_warnings, "deepspeed: ignored keys", p.ds_ignored))
+      out.text += line + "\n";
+  }
+  if (!p.launch_notes.empty()) out.json["launch_notes"] = p.launch_notes;
+  for (const std::string& n : p.launch_notes) out.text += n + "\n";
+}
+
+// --solve-gpus: the fewest GPUs for each data-parallel layout, and the cheapest.
+int solve_gpus(report& out, const prepared_run& p, const options& o) {
+  if (!p.budget) throw input_error("--solve-gpus", "needs a budget: --gpu NAME or --budget-gb G");
+  const std::uint64_t most =
+      o.solve_gpus.empty() ? 1024 : cli::parse_count("--solve-gpus", o.solve_gpus, 1u << 16);
+  const gpu_plan plan = plan_gpus(p.in.model.spec, p.run, *p.budget, most);
+  out.text +=
+      fmt::format("gpus       fewest GPUs with {} each (tensor {} x pipeline {}):\n", gb_text(*p.budget),
+                  p.run.parallel.tensor_parallel, p.run.parallel.pipeline_parallel);
+  nlohmann::json rows = nlohmann::json::array();
+  for (const layout_gpus& row : plan.layouts) {
+    rows.push_back({{"layout", row.layout}, {"gpus", row.gpus}});
+    out.text += fmt::format("           {:<38} {}\n", row.layout,
+                            row.gpus == 0 ? std::string("does not fit") : std::to_string(row.gpus));
+  }
+  out.json["gpus_needed"] = rows;
+  if (plan.cheapest.gpus == 0) return cli::exit_does_not_fit;
+  out.json["cheapest"] = {{"layout", plan.cheapest.layout}, {"gpus", plan.cheapest.gpus}};
+  out.text += fmt::format("cheapest   {} on {} GPU(s); the simplest layout that fits is {} on {}\n",
+                          plan.cheapest.layout, plan.cheapest.gpus, plan.simplest.layout, plan.simplest.gpus);
+  return cli::exit_ok;
+}
+
+// --fit: the exact boundary (the answer fits, one more does not).
+int fit(report& out, const prepared_run& p, const options& o) {
+  const fit_dimension d = parse_choice(fit_dimension_names, o.fit, "--fit");
+  const fit_answer a = fit_largest(p.in.model.spec, p.run, *p.budget, d);
+  out.json[d == fit_dimension::seq_len ? "max_seq_len" : "max_batch"] = a.largest;
+  out.text += fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n",
+                          d == fit_dimension::seq_len ? "seq-len" : "micro-batch", gb_text(*p.budget),
+                          a.largest, a.largest + 1, gb_text(a.next_total));
+  return a.largest == 0 ? cli::exit_does_not_fit : cli::exit_ok;
+}
+
+// The question the flags asked beyond the estimate: GPUs, a boundary, or (over budget) what to change.
+int answer(report& out, const prepared_run& p, const options& o, const CLI::App& app,
+           const training_estimate& e) {
+  if (app.count("--solve-gpus") > 0) return solve_gpus(out, p, o);
+  if (!o.fit.empty()) return fit(out, p, o);
+  if (!p.budget || fits(e, *p.budget)) return cli::exit_ok;
+  const advice a = advise(p.in.model.spec, p.run, *p.budget);
+  out.json["advice"] = advice_json(a);
+  out.text += format_advice(a, *p.budget);
+  return cli::exit_does_not_fit;
+}
+
+int calculate(const CLI::App& app, const options& o) {
+  const auto dirs = o.run.search_path();
+  if (o.list_presets) {
+    for (const auto& n : preset_names(dirs)) fmt::print("{}\n", n);
+    return cli::exit_ok;
+  }
+  if (o.smoke) return smoke(dirs);
+  const prepared_run p = prepare(app, o, dirs);
+  const loaded_model& model = p.in.model;
+  const training_estimate e = estimate_training(model.spec, p.run);
+  if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, p.run, o, p.budget);
+  report out{training_estimate_json(model, p.run, e, p.budget),
+             format_training_table(model, p.run, e, o.gib, p.budget)};
+  describe_inputs(out, p, o, e);
+  out.text += profile_summary(model, p.run, p.in, o.run, app, out.json);
+  const int code = answer(out, p, o, app, e);
+  if (o.json)
+    fmt::print("{}\n", out.json.dump(2));
+  else
+    fmt::print("{}", out.text);
+  return code;
+}
+
+void add_options(CLI::App& app, options& o) {
   cli::add_run_options(app, o.run);
   app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
@@ -277,160 +482,17 @@ int main(int argc, char** argv) {
   app.add_flag("--gib", o.gib, "add a GiB (2^30 bytes) column");
   app.add_flag("--smoke", o.smoke, "assert the course's numbers; non-zero exit on a miss");
   app.add_flag("--list-presets", o.list_presets, "print the preset names found and exit");
+}
 
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"headroom memory_calculator: static training memory per bucket (GB = 1e9 bytes)"};
+  options o;
+  add_options(app, o);
   cli::arrange_help(app, "memory_calculator");
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
-    const auto dirs = o.run.search_path();
-    if (o.list_presets) {
-      for (const auto& n : preset_names(dirs)) fmt::print("{}\n", n);
-      return cli::exit_ok;
-    }
-    if (o.smoke) return smoke(dirs);
-    std::optional<gpu_info> gpu;
-    if (!o.run.gpu.empty()) gpu = load_gpu(o.run.gpu, dirs);
-    const cli::loaded_run in = cli::load_run(o.run, dirs);
-    const loaded_model& model = in.model;
-    const std::optional<training_args>& args = in.args;
-    run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
-    std::vector<std::string> launch_notes;  // --framework, --accelerate-config
-    cli::apply_launch(r, o.run, app, model.spec.shape, args && args->deepspeed, launch_notes);
-    // A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
-    std::vector<std::string> ds_notes, ds_warnings, ds_ignored;
-    if (!o.run.deepspeed.empty()) {
-      if (args && args->deepspeed)
-        throw input_error("--deepspeed",
-                          "the training-args file names a DeepSpeed config already (\"deepspeed\")");
-      add_deepspeed(load_deepspeed(o.run.deepspeed, cli::deepspeed_inputs_of(r, o.run, model.spec.shape)), r,
-                    ds_notes, ds_warnings, ds_ignored);
-    }
-    // A dataset's lengths: the micro-batch that sets the peak replaces --batch x --seq-len.
-    std::optional<peak_micro_batch> by_lengths;
-    batching_config batching = args ? args->batching : batching_config{};
-    if (!o.batching.empty()) {
-      if (o.lengths.empty()) throw input_error("--batching", "needs --lengths FILE");
-      if (args) throw input_error("--batching", "comes from the training-args file (packing, padding_free)");
-      batching.layout = parse_choice(batch_layout_names, o.batching, "--batching");
-    }
-    if (!o.lengths.empty()) {
-      if (!o.fit.empty() || !o.sweep.empty())
-        throw input_error("--lengths",
-                          "sets the micro-batch shape; it cannot be combined with --fit or --sweep");
-      by_lengths =
-          peak_batch_shape(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len, batching);
-      if (by_lengths->layout == batch_layout::padding_free &&
-          r.activations.attention != attention_impl::flash)
-        throw input_error("--batching", "padding-free batches need FlashAttention (--attention flash)");
-    }
-    const std::uint64_t max_length = r.activations.seq_len;
-    if (by_lengths) {
-      r.activations.batch = by_lengths->batch;
-      r.activations.seq_len = by_lengths->seq_len;
-    }
-    std::optional<bytes> budget;
-    if (gpu) budget = gpu->memory();
-    if (!o.budget_gb.empty()) budget = cli::gb_flag("--budget-gb", o.budget_gb);
-    if (!o.fit.empty() && o.fit != "seq-len" && o.fit != "batch")
-      throw input_error("--fit", "unknown '" + o.fit + "'; valid: seq-len, batch");
-    if (!o.fit.empty() && !budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
-
-    const training_estimate e = estimate_training(model.spec, r);
-    if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, r, o, budget);
-    nlohmann::json j = training_estimate_json(model, r, e, budget);
-    std::string text = format_training_table(model, r, e, o.gib, budget);
-    if (by_lengths) {
-      const std::string why = peak_batch_reason(*by_lengths, max_length, batching);
-      j["lengths"] = {{"file", o.lengths},
-                      {"sequences", by_lengths->sequences},
-                      {"longest", by_lengths->longest},
-                      {"truncated", by_lengths->truncated},
-                      {"max_length", max_length},
-                      {"batching", choice_name(batch_layout_names, by_lengths->layout)},
-                      {"peak_batch", by_lengths->batch},
-                      {"peak_seq_len", by_lengths->seq_len},
-                      {"reason", why}};
-      text += fmt::format("lengths    {} sequences from {}: {}\n", by_lengths->sequences, o.lengths, why);
-      if (o.explain)
-        text += "           formula: " + std::string(peak_batch_formula(by_lengths->layout)) + "\n";
-    }
-    if (o.explain) text += "\n" + format_explanation(model, r, e);
-    if (args) {  // what the config said, what was assumed, what was ignored
-      j["training_args"] = {{"config_class", args->config_class},
-                            {"notes", args->notes},
-                            {"warnings", args->warnings},
-                            {"ignored_fields", args->ignored},
-                            {"lr_scheduler_type", args->lr_scheduler_type},
-                            {"learning_rate", args->learning_rate}};
-      for (const std::string& line :
-           cli::file_report("args: ", args->notes, args->warnings, "args: ignored fields", args->ignored))
-        text += line + "\n";
-    }
-    if (!o.run.deepspeed.empty()) {
-      j["deepspeed"] = {{"file", o.run.deepspeed},
-                        {"notes", ds_notes},
-                        {"warnings", ds_warnings},
-                        {"ignored_keys", ds_ignored}};
-      for (const std::string& line :
-           cli::file_report("", ds_notes, ds_warnings, "deepspeed: ignored keys", ds_ignored))
-        text += line + "\n";
-    }
-    if (!launch_notes.empty()) j["launch_notes"] = launch_notes;
-    for (const std::string& n : launch_notes) text += n + "\n";
-    text += profile_summary(model, r, in, o.run, app, j);
-    int code = cli::exit_ok;
-    if (app.count("--solve-gpus") > 0) {  // the fewest GPUs for each data-parallel layout
-      if (!budget) throw input_error("--solve-gpus", "needs a budget: --gpu NAME or --budget-gb G");
-      const std::uint64_t most =
-          o.solve_gpus.empty() ? 1024 : cli::parse_count("--solve-gpus", o.solve_gpus, 1u << 16);
-      nlohmann::json rows = nlohmann::json::array();
-      std::string best;
-      text += fmt::format("gpus       fewest GPUs with {} each (tensor {} x pipeline {}):\n",
-                          gb_text(*budget), r.parallel.tensor_parallel, r.parallel.pipeline_parallel);
-      for (const layout_choice& l : layout_choices) {
-        const std::uint64_t n = fewest_gpus(model.spec, r, l, *budget, most);
-        rows.push_back({{"layout", l.name}, {"gpus", n}});
-        text += fmt::format("           {:<38} {}\n", l.name,
-                            n == 0 ? std::string("does not fit") : std::to_string(n));
-        if (n != 0 && best.empty()) best = std::string(l.name) + " on " + std::to_string(n);
-      }
-      j["gpus_needed"] = rows;
-      // The cheapest: the fewest GPUs; among equals, the layout with the least communication (listed first).
-      std::uint64_t fewest = 0;
-      std::string cheapest;
-      for (const auto& row : rows) {
-        const auto n = row.at("gpus").get<std::uint64_t>();
-        if (n != 0 && (fewest == 0 || n < fewest)) {
-          fewest = n;
-          cheapest = row.at("layout").get<std::string>();
-        }
-      }
-      if (fewest != 0) {
-        j["cheapest"] = {{"layout", cheapest}, {"gpus", fewest}};
-        text += fmt::format("cheapest   {} on {} GPU(s); the simplest layout that fits is {}\n", cheapest,
-                            fewest, best);
-      }
-      if (best.empty()) code = cli::exit_does_not_fit;
-    } else if (!o.fit.empty()) {  // the exact boundary: the answer fits, one more does not
-      const bool seq = o.fit == "seq-len";
-      const std::uint64_t best =
-          seq ? max_seq_len(model.spec, r, *budget) : max_batch(model.spec, r, *budget);
-      j[seq ? "max_seq_len" : "max_batch"] = best;
-      run_config next = r;
-      (seq ? next.activations.seq_len : next.activations.batch) = best + 1;
-      text += fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n",
-                          seq ? "seq-len" : "micro-batch", gb_text(*budget), best, best + 1,
-                          gb_text(estimate_training(model.spec, next).total_bytes()));
-      if (best == 0) code = cli::exit_does_not_fit;
-    } else if (budget && !fits(e, *budget)) {
-      const advice a = advise(model.spec, r, *budget);
-      j["advice"] = advice_json(a);
-      text += format_advice(a, *budget);
-      code = cli::exit_does_not_fit;
-    }
-    if (o.json)
-      fmt::print("{}\n", j.dump(2));
-    else
-      fmt::print("{}", text);
-    return code;
+    return calculate(app, o);
   });
 }

@@ -38,11 +38,194 @@ double fraction(const std::string& flag, const std::string& text) {
   return v;
 }
 
-}  // namespace
+roofline_config roofline_from(const options& o) {
+  roofline_config rc;
+  rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
+  rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
+  rc.bandwidth_efficiency = fraction("--bandwidth-efficiency", o.bandwidth_efficiency);
+  rc.kernel_launch_s = cli::parse_decimal("--kernel-launch-us", o.kernel_launch_us) * 1e-6;
+  if (rc.kernel_launch_s > 1e-3)
+    throw input_error("--kernel-launch-us",
+                      "must be at most 1000 microseconds, got '" + o.kernel_launch_us + "'");
+  return rc;
+}
 
-int main(int argc, char** argv) {
-  CLI::App app{"headroom throughput_calculator: FLOPs per token, MFU, and predicted step time and tokens/s"};
-  options o;
+/// What the program prints: one JSON document, or the text.
+struct report {
+  nlohmann::json json;
+  std::string text;
+};
+
+// --lengths: the padding a dataset's lengths cost (none when packed).
+std::optional<padding_summary> padding(const options& o, const run_config& r, roofline_config& rc,
+                                       report& out) {
+  if (o.lengths.empty()) return std::nullopt;
+  const padding_summary pad =
+      summarize_lengths(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len);
+  rc.padding_waste = o.packing ? 0.0 : pad.padding_waste();
+  out.json["padding"] = {{"sequences", pad.sequences},
+                         {"trained_tokens", pad.trained_tokens},
+                         {"padded_tokens", pad.padded_tokens},
+                         {"padding_waste", pad.padding_waste()},
+                         {"grouped_by_length_waste", pad.grouped_waste()},
+                         {"packed_rows", pad.packed_rows},
+                         {"packed_row_fill", 1.0 - pad.packed_waste()},
+                         {"packing", o.packing}};
+  return pad;
+}
+
+/// The rates reported: predicted by the roofline, or from a measured tokens/s.
+struct rates {
+  double tokens_per_second = 0;
+  double step_s = 0;
+  double mfu = 0;
+  double hfu = 0;
+};
+
+rates measured_rates(const options& o, const throughput_estimate& predicted, const roofline_config& rc,
+                     const gpu_info& gpu, flops peak) {
+  rates x;
+  x.tokens_per_second = cli::parse_positive("--tokens-per-second", o.tokens_per_second);
+  x.step_s = static_cast<double>(predicted.tokens_per_step) / x.tokens_per_second;
+  x.mfu = utilisation(x.tokens_per_second, predicted.per_token.model, peak);
+  x.hfu = utilisation(x.tokens_per_second / (1.0 - rc.padding_waste), predicted.per_token.hardware, peak);
+  if (x.mfu > 1 || x.hfu > 1)  // more FLOP/s than the datasheet's dense peak: the figure is not per GPU
+    throw input_error("--tokens-per-second",
+                      fmt::format("{} tokens/s implies {} of {:.1f}% on {} ({:.4g} FLOP/s dense peak): "
+                                  "give trained tokens per second per GPU (divide a cluster's figure by "
+                                  "its GPUs), and check --gpu, --precision and the model",
+                                  o.tokens_per_second, x.mfu > 1 ? "MFU" : "HFU",
+                                  100 * (x.mfu > 1 ? x.mfu : x.hfu), gpu.name, peak.count()));
+  return x;
+}
+
+void rates_json(nlohmann::json& j, const loaded_model& model, const gpu_info& gpu, const run_config& r,
+                const throughput_estimate& predicted, const roofline_config& rc, flops peak, const rates& x,
+                bool measured) {
+  j["model"] = model.name;
+  j["gpu"] = gpu.name;
+  j["mode"] = measured ? "measured" : "predicted";
+  j["method"] = choice_name(method_names, r.setup.method);
+  j["flops_convention"] = predicted.per_token.convention;
+  j["flops_per_token"] = predicted.per_token.model.count();
+  j["hardware_flops_per_token"] = predicted.per_token.hardware.count();
+  j["peak_flops"] = peak.count();
+  j["tokens_per_second"] = x.tokens_per_second;
+  j["step_time_s"] = x.step_s;
+  j["tokens_per_step"] = predicted.tokens_per_step;
+  j["mfu"] = x.mfu;
+  j["hfu"] = x.hfu;
+  j["efficiency"] = {{"matmul", rc.matmul_efficiency}, {"bandwidth", rc.bandwidth_efficiency}};
+  if (measured) return;
+  const step_time_parts& p = predicted.parts;
+  j["step_time_parts_s"] = {{"matmuls", p.matmuls},
+                            {"attention", p.attention},
+                            {"elementwise", p.elementwise},
+                            {"loss_head", p.loss_head},
+                            {"recompute", p.recompute},
+                            {"optimizer", p.optimizer},
+                            {"grad_clipping", p.grad_clipping},
+                            {"launch_bound", p.launch_bound}};
+}
+
+std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run_config& r,
+                       const throughput_estimate& predicted, const roofline_config& rc, flops peak,
+                       const rates& x, bool measured) {
+  std::string text = fmt::format(
+      "model      {} on {} ({}), {} | {} FLOP/s peak\n"
+      "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
+      "{:<10} {:.0f} tokens/s per GPU, {:.3f} s per optimizer step ({} tokens)\n"
+      "MFU        {:.1f}%   HFU {:.1f}%\n",
+      model.name, gpu.name, choice_name(method_names, r.setup.method),
+      choice_name(precision_names, r.setup.precision), fmt::format("{:.4g}", peak.count()),
+      predicted.per_token.model.count(), predicted.per_token.convention, predicted.per_token.hardware.count(),
+      measured ? "measured" : "predicted", x.tokens_per_second, x.step_s, predicted.tokens_per_step,
+      100 * x.mfu, 100 * x.hfu);
+  if (measured) return text;
+  const step_time_parts& p = predicted.parts;
+  return text +
+         fmt::format(
+             "step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
+             "recompute {:.3f}, optimizer {:.3f}, gradient clipping {:.3f}, host-bound {:.3f} (roofline "
+             "at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth; {:g} us per kernel launch)\n",
+             p.matmuls, p.attention, p.elementwise, p.loss_head, p.recompute, p.optimizer, p.grad_clipping,
+             p.launch_bound, 100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency,
+             rc.kernel_launch_s * 1e6);
+}
+
+// --tokens: the wall clock and GPU-hours to train a token budget at these rates.
+void token_budget(report& out, const options& o, const run_config& r, const rates& x) {
+  if (o.tokens.empty()) return;
+  const double budget = static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
+  const double gpus = static_cast<double>(r.parallel.gpus());
+  const double seconds_total = budget / (x.tokens_per_second * gpus);
+  out.json["time_to_train_s"] = seconds_total;
+  out.json["gpu_hours"] = seconds_total * gpus / 3600.0;
+  out.text +=
+      fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n",
+                  budget, gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
+}
+
+// Which framework's defaults the prediction stands on, and every profile that moves it by more than 5%.
+void profile_section(report& out, const CLI::App& app, const model_spec& spec, const run_config& r,
+                     const gpu_info& gpu, const roofline_config& rc) {
+  out.text += std::string("profile    ") + cli::assumed_profile + "\n";
+  nlohmann::json moves = nlohmann::json::array();
+  for (const cli::profile_move& m : cli::profile_moves(r, app, [&](const run_config& run) {
+         return predict_throughput(spec, run, gpu, rc).tokens_per_second;
+       })) {
+    moves.push_back({{"framework", m.framework}, {"tokens_per_second", m.value}, {"change", m.change}});
+    out.text += fmt::format("           under --framework {:<13} {:>9.0f} tokens/s ({:+.0f}%)\n", m.framework,
+                            m.value, m.change * 100);
+  }
+  out.json["profile"] = {
+      {"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
+}
+
+int calculate(const CLI::App& app, const options& o) {
+  const auto dirs = o.run.search_path();
+  if (o.run.gpu.empty())
+    throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
+  const gpu_info gpu = load_gpu(o.run.gpu, dirs);
+  const cli::loaded_run in = cli::load_run(o.run, dirs);
+  const loaded_model& model = in.model;
+  run_config r = cli::run_from(o.run, gpu, in.args ? &*in.args : nullptr);
+  std::vector<std::string> launch_notes;  // --framework, --accelerate-config: their effect is in r
+  cli::apply_launch(r, o.run, app, model.spec.shape, in.args && in.args->deepspeed, launch_notes);
+  roofline_config rc = roofline_from(o);
+  report out;
+  const std::optional<padding_summary> pad = padding(o, r, rc, out);
+  const bool measured = !o.tokens_per_second.empty();
+  // A measured tokens/s is per GPU: FLOPs per token and tokens per step do not depend on the layout, so
+  // they come from the one-GPU model (the prediction itself refuses layouts it cannot time).
+  run_config one_gpu = r;
+  if (measured) one_gpu.parallel = parallel_config{};
+  const throughput_estimate predicted = predict_throughput(model.spec, one_gpu, gpu, rc);
+  const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
+  const rates x = measured ? measured_rates(o, predicted, rc, gpu, peak)
+                           : rates{predicted.tokens_per_second, predicted.step_time.count(), predicted.mfu,
+                                   predicted.hfu};
+  rates_json(out.json, model, gpu, r, predicted, rc, peak, x, measured);
+  out.text = rates_text(model, gpu, r, predicted, rc, peak, x, measured);
+  if (pad)
+    out.text += fmt::format(
+        "padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "
+        "packing fills {:.1f}% of {} rows{}\n",
+        100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
+        pad->packed_rows, o.packing ? " (used)" : "");
+  token_budget(out, o, r, x);
+  if (!in.args && o.run.framework.empty() && !measured) profile_section(out, app, model.spec, r, gpu, rc);
+  out.text +=
+      "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
+      "Predictions assume well-tuned kernels at the stated efficiencies.\n";
+  if (r.setup.method != training_method::full)
+    out.text +=
+        "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
+  fmt::print("{}", o.json ? out.json.dump(2) + "\n" : out.text);
+  return cli::exit_ok;
+}
+
+void add_options(CLI::App& app, options& o) {
   cli::add_run_options(app, o.run);
   app.add_option("--tokens-per-second", o.tokens_per_second,
                  "measured trained tokens/s per GPU: report MFU and HFU");
@@ -58,144 +241,17 @@ int main(int argc, char** argv) {
                  "host microseconds to dispatch one eager op (0: never host-bound)")
       ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object");
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  CLI::App app{"headroom throughput_calculator: FLOPs per token, MFU, and predicted step time and tokens/s"};
+  options o;
+  add_options(app, o);
   cli::arrange_help(app, "throughput_calculator");
   return cli::run(app, argc, argv, [&]() {
     o.run.fused_ce_given = app.count("--fused-ce") > 0;
-    const auto dirs = o.run.search_path();
-    if (o.run.gpu.empty())
-      throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
-    const gpu_info gpu = load_gpu(o.run.gpu, dirs);
-    const cli::loaded_run in = cli::load_run(o.run, dirs);
-    const loaded_model& model = in.model;
-    const std::optional<training_args>& args = in.args;
-    run_config r = cli::run_from(o.run, gpu, args ? &*args : nullptr);
-    std::vector<std::string> launch_notes;  // --framework, --accelerate-config: their effect is in r
-    cli::apply_launch(r, o.run, app, model.spec.shape, args && args->deepspeed, launch_notes);
-    roofline_config rc;
-    rc.convention = parse_choice(flops_convention_names, o.convention, "--flops-convention");
-    rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
-    rc.bandwidth_efficiency = fraction("--bandwidth-efficiency", o.bandwidth_efficiency);
-    rc.kernel_launch_s = cli::parse_decimal("--kernel-launch-us", o.kernel_launch_us) * 1e-6;
-    if (rc.kernel_launch_s > 1e-3)
-      throw input_error("--kernel-launch-us",
-                        "must be at most 1000 microseconds, got '" + o.kernel_launch_us + "'");
-    nlohmann::json j;
-    std::optional<padding_summary> pad;
-    if (!o.lengths.empty()) {
-      pad = summarize_lengths(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len);
-      rc.padding_waste = o.packing ? 0.0 : pad->padding_waste();
-      j["padding"] = {{"sequences", pad->sequences},
-                      {"trained_tokens", pad->trained_tokens},
-                      {"padded_tokens", pad->padded_tokens},
-                      {"padding_waste", pad->padding_waste()},
-                      {"grouped_by_length_waste", pad->grouped_waste()},
-                      {"packed_rows", pad->packed_rows},
-                      {"packed_row_fill", 1.0 - pad->packed_waste()},
-                      {"packing", o.packing}};
-    }
-    const bool measured = !o.tokens_per_second.empty();
-    // A measured tokens/s is per GPU: FLOPs per token and tokens per step do not depend on the layout, so
-    // they come from the one-GPU model (the prediction itself refuses layouts it cannot time).
-    run_config one_gpu = r;
-    if (measured) one_gpu.parallel = parallel_config{};
-    const throughput_estimate predicted = predict_throughput(model.spec, one_gpu, gpu, rc);
-    const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
-    double tps = predicted.tokens_per_second, step = predicted.step_time.count();
-    double mfu = predicted.mfu, hfu = predicted.hfu;
-    if (measured) {
-      tps = cli::parse_positive("--tokens-per-second", o.tokens_per_second);
-      step = static_cast<double>(predicted.tokens_per_step) / tps;
-      mfu = utilisation(tps, predicted.per_token.model, peak);
-      hfu = utilisation(tps / (1.0 - rc.padding_waste), predicted.per_token.hardware, peak);
-      if (mfu > 1 || hfu > 1)  // more FLOP/s than the datasheet's dense peak: the figure is not per GPU
-        throw input_error("--tokens-per-second",
-                          fmt::format("{} tokens/s implies {} of {:.1f}% on {} ({:.4g} FLOP/s dense peak): "
-                                      "give trained tokens per second per GPU (divide a cluster's figure by "
-                                      "its GPUs), and check --gpu, --precision and the model",
-                                      o.tokens_per_second, mfu > 1 ? "MFU" : "HFU",
-                                      100 * (mfu > 1 ? mfu : hfu), gpu.name, peak.count()));
-    }
-    j["model"] = model.name;
-    j["gpu"] = gpu.name;
-    j["mode"] = measured ? "measured" : "predicted";
-    j["method"] = choice_name(method_names, r.setup.method);
-    j["flops_convention"] = predicted.per_token.convention;
-    j["flops_per_token"] = predicted.per_token.model.count();
-    j["hardware_flops_per_token"] = predicted.per_token.hardware.count();
-    j["peak_flops"] = peak.count();
-    j["tokens_per_second"] = tps;
-    j["step_time_s"] = step;
-    j["tokens_per_step"] = predicted.tokens_per_step;
-    j["mfu"] = mfu;
-    j["hfu"] = hfu;
-    j["efficiency"] = {{"matmul", rc.matmul_efficiency}, {"bandwidth", rc.bandwidth_efficiency}};
-    if (!measured)
-      j["step_time_parts_s"] = {{"matmuls", predicted.parts.matmuls},
-                                {"attention", predicted.parts.attention},
-                                {"elementwise", predicted.parts.elementwise},
-                                {"loss_head", predicted.parts.loss_head},
-                                {"recompute", predicted.parts.recompute},
-                                {"optimizer", predicted.parts.optimizer},
-                                {"grad_clipping", predicted.parts.grad_clipping},
-                                {"launch_bound", predicted.parts.launch_bound}};
-    std::string text = fmt::format(
-        "model      {} on {} ({}), {} | {} FLOP/s peak\n"
-        "FLOPs      {:.4g} per token under convention '{}' (hardware, with recomputation: {:.4g})\n"
-        "{:<10} {:.0f} tokens/s per GPU, {:.3f} s per optimizer step ({} tokens)\n"
-        "MFU        {:.1f}%   HFU {:.1f}%\n",
-        model.name, gpu.name, choice_name(method_names, r.setup.method),
-        choice_name(precision_names, r.setup.precision), fmt::format("{:.4g}", peak.count()),
-        predicted.per_token.model.count(), predicted.per_token.convention,
-        predicted.per_token.hardware.count(), measured ? "measured" : "predicted", tps, step,
-        predicted.tokens_per_step, 100 * mfu, 100 * hfu);
-    if (!measured)
-      text += fmt::format(
-          "step parts matmuls {:.3f} s, attention {:.3f}, elementwise {:.3f}, loss head {:.3f}, "
-          "recompute {:.3f}, optimizer {:.3f}, gradient clipping {:.3f}, host-bound {:.3f} (roofline at "
-          "{:.0f}% "
-          "of peak FLOP/s, {:.0f}% of bandwidth; {:g} us per kernel launch)\n",
-          predicted.parts.matmuls, predicted.parts.attention, predicted.parts.elementwise,
-          predicted.parts.loss_head, predicted.parts.recompute, predicted.parts.optimizer,
-          predicted.parts.grad_clipping, predicted.parts.launch_bound, 100 * rc.matmul_efficiency,
-          100 * rc.bandwidth_efficiency, rc.kernel_launch_s * 1e6);
-    if (pad)
-      text += fmt::format(
-          "padding    {:.1f}% of computed tokens are padding in file order ({:.1f}% grouped by length); "
-          "packing fills {:.1f}% of {} rows{}\n",
-          100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
-          pad->packed_rows, o.packing ? " (used)" : "");
-    if (!o.tokens.empty()) {
-      const double budget =
-          static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
-      const double gpus = static_cast<double>(r.parallel.gpus());
-      const double seconds_total = budget / (tps * gpus);
-      j["time_to_train_s"] = seconds_total;
-      j["gpu_hours"] = seconds_total * gpus / 3600.0;
-      text +=
-          fmt::format("budget     {:.4g} tokens on {:.0f} GPU(s): {:.2f} h wall clock, {:.1f} GPU-hours\n",
-                      budget, gpus, seconds_total / 3600.0, seconds_total * gpus / 3600.0);
-    }
-    // Which framework's defaults the prediction stands on, and every profile that moves it by more than 5%.
-    if (!in.args && o.run.framework.empty() && !measured) {
-      text += std::string("profile    ") + cli::assumed_profile + "\n";
-      nlohmann::json moves = nlohmann::json::array();
-      for (const cli::profile_move& m : cli::profile_moves(r, app, [&](const run_config& run) {
-             return predict_throughput(model.spec, run, gpu, rc).tokens_per_second;
-           })) {
-        moves.push_back({{"framework", m.framework}, {"tokens_per_second", m.value}, {"change", m.change}});
-        text += fmt::format("           under --framework {:<13} {:>9.0f} tokens/s ({:+.0f}%)\n", m.framework,
-                            m.value, m.change * 100);
-      }
-      j["profile"] = {
-          {"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
-    }
-    text +=
-        "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
-        "Predictions assume well-tuned kernels at the stated efficiencies.\n";
-    if (r.setup.method != training_method::full)
-      text +=
-          "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
-    fmt::print("{}", o.json ? j.dump(2) + "\n" : text);
-    return cli::exit_ok;
+    return calculate(app, o);
   });
 }

@@ -13,6 +13,7 @@
 #include <vector>
 
 #include "activations/estimate.hpp"
+#include "choices.hpp"
 #include "load.hpp"
 #include "logits.hpp"
 #include "memory.hpp"
@@ -439,6 +440,59 @@ inline constexpr std::array<layout_choice, 8> layout_choices{{
     if (layout.shard == sharding::none) return 0;  // replication: more GPUs never help
   }
   return 0;
+}
+
+/// One row of the GPU-count solver: a layout and the fewest GPUs with which it fits (0: none up to the
+/// limit).
+struct layout_gpus {
+  std::string_view layout;
+  std::uint64_t gpus = 0;
+};
+
+/// Every layout's fewest GPUs (memory_calculator --solve-gpus), the cheapest and the simplest that fits.
+struct gpu_plan {
+  std::array<layout_gpus, layout_choices.size()> layouts{};
+  layout_gpus cheapest{};  ///< the fewest GPUs; among equals the layout listed first (gpus 0: none fits)
+  layout_gpus simplest{};  ///< the first layout (least communication) that fits at all
+};
+
+/// Solves fewest_gpus for every layout in layout_choices, up to `max_gpus` data-parallel ranks.
+[[nodiscard]] inline gpu_plan plan_gpus(const model_spec& spec, const run_config& r, bytes budget,
+                                        std::uint64_t max_gpus = 1024) {
+  gpu_plan plan;
+  for (std::size_t i = 0; i < layout_choices.size(); ++i) {
+    const layout_gpus row{layout_choices[i].name, fewest_gpus(spec, r, layout_choices[i], budget, max_gpus)};
+    plan.layouts[i] = row;
+    if (row.gpus == 0) continue;
+    if (plan.simplest.gpus == 0) plan.simplest = row;
+    if (plan.cheapest.gpus == 0 || row.gpus < plan.cheapest.gpus) plan.cheapest = row;
+  }
+  return plan;
+}
+
+/// What the exact solver maximises (memory_calculator --fit).
+enum class fit_dimension { seq_len, batch };
+inline constexpr std::array<named<fit_dimension>, 2> fit_dimension_names{{
+    {"seq-len", fit_dimension::seq_len},
+    {"batch", fit_dimension::batch},
+}};
+
+/// The exact boundary: the largest value that fits, and the total that one more would need.
+struct fit_answer {
+  std::uint64_t largest = 0;  ///< 0: not even 1 fits
+  bytes next_total{0};        ///< the estimate's total at largest + 1
+};
+
+/// max_seq_len or max_batch, with the total just past the boundary (the evidence that it is the boundary).
+[[nodiscard]] inline fit_answer fit_largest(const model_spec& spec, const run_config& r, bytes budget,
+                                            fit_dimension d) {
+  const bool seq = d == fit_dimension::seq_len;
+  fit_answer a;
+  a.largest = seq ? max_seq_len(spec, r, budget) : max_batch(spec, r, budget);
+  run_config next = r;
+  (seq ? next.activations.seq_len : next.activations.batch) = a.largest + 1;
+  a.next_total = estimate_training(spec, next).total_bytes();
+  return a;
 }
 
 /// The peak under one step implementation torch could run.
