@@ -98,7 +98,8 @@ struct run_options {
   }
 };
 
-inline void add_run_options(CLI::App& app, run_options& o) {
+// The model, the method, its adapters and the optimizer (the first flags of --help's groups).
+inline void add_model_and_method_options(CLI::App& app, run_options& o) {
   auto* preset = app.add_option("--preset", o.preset, "model preset name (see --list-presets)")
                      ->capture_default_str()
                      ->each([&o](const std::string&) { o.model_given = true; });
@@ -137,6 +138,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
       ->capture_default_str();
   app.add_option("--optim-block-size", o.block, "8-bit optimizer block (bnb >= 0.44: 256; course W06: 2048)")
       ->capture_default_str();
+}
+
+// The micro-batch, attention, checkpointing, the loss head and multimodal batches.
+inline void add_workload_options(CLI::App& app, run_options& o) {
   app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
   app.add_option("--seq-len", o.seq_len,
                  "tokens per sequence (max_length; with --recipe, when the file sets none)")
@@ -177,6 +182,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_flag("--train-vision-tower", o.train_vision_tower,
                "full fine-tuning also trains the vision tower and projector (LLaMA-Factory "
                "freeze_vision_tower: false); its activations need --images");
+}
+
+// The kernels, the adapters' dtype, the optimizer's implementation and the overhead.
+inline void add_runtime_options(CLI::App& app, run_options& o) {
   app.add_option("--device", o.device, "cuda | cpu: which kernels' saved tensors to price")
       ->capture_default_str();
   app.add_option("--torch", o.torch, "2 | 1.13: the PyTorch generation (autograd and optimizer details)")
@@ -200,6 +209,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_flag("--exact-params", o.exact_params, "price the base on the exact count, not the nominal N");
   app.add_flag("--grad-accum-buffer", o.grad_accum_buffer, "add a bf16 gradient-accumulation buffer (W03)");
   app.add_flag("--no-double-quant", o.no_double_quant, "QLoRA without bnb_4bit_use_double_quant");
+}
+
+// GPUs and sharding, DeepSpeed's config, tensor and pipeline parallelism.
+inline void add_parallel_options(CLI::App& app, run_options& o) {
   app.add_option("--gpus", o.gpus, "data-parallel GPUs (per-GPU numbers; x --tp x --pp in all)")
       ->capture_default_str()
       ->each([&o](const std::string&) { o.gpus_given = true; });
@@ -226,6 +239,10 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   app.add_option("--tp", o.tp, "tensor-parallel degree")->capture_default_str();
   app.add_flag("--sp", o.sp, "sequence parallelism (with --tp)");
   app.add_option("--pp", o.pp, "pipeline stages")->capture_default_str();
+}
+
+// The files that describe a run, and a framework's defaults.
+inline void add_file_options(CLI::App& app, run_options& o) {
   auto* args =
       app.add_option("--training-args", o.args_file,
                      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
@@ -246,6 +263,12 @@ inline void add_run_options(CLI::App& app, run_options& o) {
                  "defaults for every choice the flags leave unset (docs/frameworks.md)")
       ->excludes(args)
       ->excludes(recipe);
+}
+
+// What a file or --method full leaves no room for.
+inline void add_flag_rules(CLI::App& app, run_options& o) {
+  CLI::Option* args = app.get_option("--training-args");
+  CLI::Option* recipe = app.get_option("--recipe");
   for (const char* flag : {"--method",
                            "--rank",
                            "--targets",
@@ -279,6 +302,16 @@ inline void add_run_options(CLI::App& app, run_options& o) {
        {"--rank", "--targets", "--peft-type", "--ia3-feedforward", "--adapter-dtype", "--lora-dropout",
         "--virtual-tokens", "--encoder-hidden-size", "--prefix-projection", "--init-lora-weights"})
     app.get_option(flag)->each([&o, flag](const std::string&) { o.adapter_flags.emplace_back(flag); });
+}
+
+/// Every run flag, in --help's order within each group.
+inline void add_run_options(CLI::App& app, run_options& o) {
+  add_model_and_method_options(app, o);
+  add_workload_options(app, o);
+  add_runtime_options(app, o);
+  add_parallel_options(app, o);
+  add_file_options(app, o);
+  add_flag_rules(app, o);
 }
 
 /// What a --deepspeed file's "auto" values resolve from: the run's micro-batch, accumulation and precision,
