@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
-#include <functional>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -185,7 +184,8 @@ struct peak_micro_batch {
       if (!c.bfd_packed)
         for (std::uint64_t& len : sizes) len = std::min(len, max_length);
       const auto take = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(batch, sizes.size()));
-      std::partial_sort(sizes.begin(), sizes.begin() + take, sizes.end(), std::greater<>());
+      std::partial_sort(sizes.begin(), sizes.begin() + take, sizes.end(),
+                        [](std::uint64_t a, std::uint64_t b) { return a > b; });
       p.batch = 1;
       for (std::ptrdiff_t i = 0; i < take; ++i)
         p.seq_len = detail::checked_add(p.seq_len, sizes[static_cast<std::size_t>(i)], "flattened tokens");

@@ -18,24 +18,13 @@
 #include <nlohmann/json.hpp>
 
 #include "../error.hpp"
+#include "../loaded_model.hpp"
 #include "../memory.hpp"
 #include "../model.hpp"
 #include "detail/family_fields.hpp"
 #include "detail/json_fields.hpp"
 
 namespace headroom {
-
-/// A loaded model: shapes, optional nominal size, and where it came from.
-struct loaded_model {
-  model_spec spec{};
-  std::string name;                   ///< preset name, or the file name of a raw config.json
-  std::string model_type;             ///< config.json model_type
-  std::string source;                 ///< provenance text from the preset's "_headroom" block
-  std::string origin;                 ///< the file it was read from
-  std::vector<std::string> notes;     ///< what the architecture's pricing leaves out or approximates
-  std::vector<std::string> checks;    ///< what the checkpoint beside the config says of the count
-  std::vector<std::string> warnings;  ///< a checkpoint whose size disagrees with the count
-};
 
 /// Architecture rules per config.json model_type: defaults of the transformers config classes
 /// (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file may omit.
