@@ -8,8 +8,7 @@
 
 int main() {
   using namespace headroom;
-  const loaded_model model =
-      compiled::load_preset("qwen3-4b");  // or compiled::load_model_config("config.json")
+  const loaded_model model = compiled::load_preset("qwen3-4b");  // or compiled::load_model_config(path)
   run_config run;  // the course's defaults: bf16 mixed precision, AdamW, full checkpointing, FlashAttention
   run.setup.method = training_method::qlora;
   run.activations.seq_len = 4096;
