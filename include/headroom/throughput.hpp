@@ -132,10 +132,9 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
                                              : compute_dtype::bf16;
 }
 
-/// Predicts one optimizer step of `r` on `gpu`.
-[[nodiscard]] inline throughput_estimate predict_throughput(const model_spec& spec, const run_config& r,
-                                                            const gpu_info& gpu,
-                                                            const roofline_config& rc = {}) {
+namespace detail {
+/// The inputs a roofline can time: efficiencies in range, and one GPU without host-side work.
+inline void check_roofline_inputs(const roofline_config& rc, const parallel_config& par) {
   if (!(rc.matmul_efficiency >= min_efficiency && rc.matmul_efficiency <= 1))
     throw input_error("matmul_efficiency", "must be in [0.01, 1] (a fraction of the datasheet peak)");
   if (!(rc.bandwidth_efficiency >= min_efficiency && rc.bandwidth_efficiency <= 1))
@@ -146,7 +145,6 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     throw input_error("kernel_launch_s", "must be in [0, 1 ms] per launch");
   // One GPU's roofline: collectives over an interconnect and host-side optimizer steps are not in it, so a
   // layout that needs them is refused rather than predicted as if it ran alone.
-  const parallel_config& par = r.parallel;
   if (par.tensor_parallel > 1)
     throw input_error(
         "tensor_parallel (--tp)",
@@ -167,127 +165,154 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
     throw input_error("offload",
                       "the step-time prediction has no host side: a CPU optimizer step and PCIe "
                       "transfers are not modelled; measure tokens/s (--tokens-per-second)");
-  const model_shape& m = spec.shape;
-  const training_setup& s = r.setup;
-  const flops peak = gpu.peak(compute_dtype_for(s.precision));
-  const detail::roofline roof{peak.count() * rc.matmul_efficiency,
-                              gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
-  const activation_config a = with_image_tokens(spec, r.activations);  // + a multimodal batch's image tokens
-  const double t = static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens"));
-  const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
-  const double kv = static_cast<double>(kv_width(m)), V = static_cast<double>(m.vocab_size);
-  const double qv = q + static_cast<double>(attention_output_width(m));  // q·kᵀ width + probabilities·v width
-  const double heads = static_cast<double>(m.num_attention_heads), sl = static_cast<double>(a.seq_len);
-  const double bsz = static_cast<double>(a.batch);
+}
 
-  step_time_parts p;
-  double forward_only = 0;  // one forward of the layers, for recomputation
-  double attention_recompute = 0, fwd_kernels = 0;
-  // Each run of uniform layers (DeepSeek: the dense first layers, then the MoE ones) times its layer count.
-  for (const layer_group& run : layer_groups(m)) {
-    const model_shape& lm = run.shape;
-    const double L = static_cast<double>(run.layers);
-    // Linear layers: forward, activation gradient, and weight gradient when trainable.
-    for (const gemm_shape& g : layer_gemms(lm, s)) {
-      const double rows = t * static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
-      const double K = static_cast<double>(g.in), N = static_cast<double>(g.out);
-      const double copies = static_cast<double>(g.weight_copies);
-      const double fwd = detail::gemm_time(roof, rows, K, N, copies);
-      double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
-      if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
-      const double bwd = detail::gemm_time(roof, rows, N, K, copies) +
-                         (g.trainable ? detail::weight_grad_time(roof, rows, K, N, copies) : 0);
-      p.matmuls += L * (fwd + dequant + bwd + dequant);
-      forward_only += L * (fwd + dequant);
-    }
-    // Attention kernel. Flash/SDPA: causal, 2·b·s²·q forward FLOPs; backward 2.5× (FlashAttention-2:
-    // five matmuls against two). Eager: the full s² products plus the score traffic.
-    double attn_fwd = 0;
-    const double qk_bytes = 2 * t * (2 * q + 2 * kv);
-    if (a.attention == attention_impl::eager) {
-      const double scores = bsz * heads * sl * sl;
-      attn_fwd = roof.time(2 * bsz * sl * sl * qv, qk_bytes + scores * (2 + 2 + 4 + 4 + 2 + 2));
-    } else {
-      attn_fwd = roof.time(bsz * sl * sl * qv,
-                           qk_bytes + (a.attention == attention_impl::sdpa ? 4 * t * (q - kv) : 0));
-    }
-    p.attention += L * attn_fwd * 3.5;
-    attention_recompute += L * attn_fwd;
-    // Elementwise traffic per layer, forward (backward ≈ 2×): norms read/write with an fp32 pass,
-    // SwiGLU reads gate and up and writes the product, two residual adds, RoPE on q and k.
-    const double ff = static_cast<double>(
-        is_moe(lm) ? lm.moe_intermediate_size * (lm.llama4_moe ? lm.num_experts : lm.num_experts_per_tok)
-                   : lm.intermediate_size);
-    // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
-    const double norms = static_cast<double>(lm.norms_per_layer);
-    const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
-    const double mlp_bytes = lm.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
-    const double elem_bytes =
-        norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
-    p.elementwise += L * roof.time(0, elem_bytes) * 3;
-    forward_only += L * (roof.time(0, elem_bytes));
-    fwd_kernels += L * detail::layer_forward_kernels(lm, s, a);
+/// The layers' share of one micro-batch, summed over the runs of uniform layers.
+struct layer_times {
+  double matmuls = 0;              ///< linears, forward and backward
+  double attention = 0;            ///< the attention kernel, forward and backward
+  double elementwise = 0;          ///< norms, activations, residuals, RoPE, forward and backward
+  double forward_only = 0;         ///< one forward of the linears and the elementwise ops (recomputation)
+  double attention_recompute = 0;  ///< one forward of the attention kernel
+  double forward_kernels = 0;      ///< the kernels one forward launches
+};
+
+/// The micro-batch's shape, as the roofline's doubles.
+struct roofline_tokens {
+  double t;      ///< tokens in the micro-batch
+  double batch;  ///< sequences
+  double seq;    ///< tokens per sequence
+};
+
+/// Linear layers of one run of `L` layers: forward, activation gradient, and weight gradient when trainable.
+inline void add_linear_times(layer_times& out, const model_shape& lm, const training_setup& s,
+                             const roofline& roof, double t, double L) {
+  for (const gemm_shape& g : layer_gemms(lm, s)) {
+    const double rows = t * static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
+    const double K = static_cast<double>(g.in), N = static_cast<double>(g.out);
+    const double copies = static_cast<double>(g.weight_copies);
+    const double fwd = gemm_time(roof, rows, K, N, copies);
+    double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
+    if (g.quantised) dequant = roof.time(0, (0.516 + 2 + 2) * K * N * copies);
+    const double bwd =
+        gemm_time(roof, rows, N, K, copies) + (g.trainable ? weight_grad_time(roof, rows, K, N, copies) : 0);
+    out.matmuls += L * (fwd + dequant + bwd + dequant);
+    out.forward_only += L * (fwd + dequant);
   }
-  // Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.
+}
+
+/// The attention kernel of one run of the model `m`. Flash/SDPA: causal, 2·b·s²·q forward FLOPs;
+/// backward 2.5× (FlashAttention-2: five matmuls against two). Eager: the full s² products plus the score
+/// traffic.
+inline void add_attention_time(layer_times& out, const model_shape& m, attention_impl impl,
+                               const roofline& roof, const roofline_tokens& k, double L) {
+  const double q = static_cast<double>(query_width(m)), kv = static_cast<double>(kv_width(m));
+  const double qv = q + static_cast<double>(attention_output_width(m));  // q·kᵀ width + probabilities·v width
+  const double heads = static_cast<double>(m.num_attention_heads);
+  double attn_fwd = 0;
+  const double qk_bytes = 2 * k.t * (2 * q + 2 * kv);
+  if (impl == attention_impl::eager) {
+    const double scores = k.batch * heads * k.seq * k.seq;
+    attn_fwd = roof.time(2 * k.batch * k.seq * k.seq * qv, qk_bytes + scores * (2 + 2 + 4 + 4 + 2 + 2));
+  } else {
+    attn_fwd = roof.time(k.batch * k.seq * k.seq * qv,
+                         qk_bytes + (impl == attention_impl::sdpa ? 4 * k.t * (q - kv) : 0));
+  }
+  out.attention += L * attn_fwd * 3.5;
+  out.attention_recompute += L * attn_fwd;
+}
+
+/// Elementwise traffic of one run, forward (backward ≈ 2×): norms read/write with an fp32 pass, SwiGLU reads
+/// gate and up and writes the product, two residual adds, RoPE on q and k.
+/// The widths are the model's (`m`), the MLP and norms the run's (`lm`).
+inline void add_elementwise_time(layer_times& out, const model_shape& m, const model_shape& lm,
+                                 const roofline& roof, double t, double L) {
+  const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
+  const double kv = static_cast<double>(kv_width(m));
+  const double ff = static_cast<double>(
+      is_moe(lm) ? lm.moe_intermediate_size * (lm.llama4_moe ? lm.num_experts : lm.num_experts_per_tok)
+                 : lm.intermediate_size);
+  // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
+  const double norms = static_cast<double>(lm.norms_per_layer);
+  const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
+  const double mlp_bytes = lm.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
+  const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
+  out.elementwise += L * roof.time(0, elem_bytes) * 3;
+  out.forward_only += L * (roof.time(0, elem_bytes));
+}
+
+/// Each run of uniform layers (DeepSeek: the dense first layers, then the MoE ones) times its layer count.
+inline layer_times time_layers(const model_shape& m, const training_setup& s, const activation_config& a,
+                               const roofline& roof, const roofline_tokens& k) {
+  layer_times out;
+  for (const layer_group& run : layer_groups(m)) {
+    const double L = static_cast<double>(run.layers);
+    add_linear_times(out, run.shape, s, roof, k.t, L);
+    add_attention_time(out, m, a.attention, roof, k, L);
+    add_elementwise_time(out, m, run.shape, roof, k.t, L);
+    out.forward_kernels += L * layer_forward_kernels(run.shape, s, a);
+  }
+  return out;
+}
+
+/// Host side: eager PyTorch dispatches every op from Python; when that takes longer than the GPU runs the
+/// kernels, the step waits for the host. Forward, about two launches per op in backward, a recomputed
+/// forward, and the loss head's dozen ops.
+inline double host_time(const layer_times& layers, checkpointing ckpt, const roofline_config& rc) {
+  const double recomputed =
+      recomputes_blocks(ckpt) || ckpt == checkpointing::selective ? layers.forward_kernels : 0;
+  constexpr double loss_kernels =
+      12;  // lm_head, float(), log_softmax, nll_loss, their backwards, the division
+  return (3 * layers.forward_kernels + recomputed + loss_kernels) * rc.kernel_launch_s;
+}
+
+/// Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.
+inline double loss_head_time(const model_shape& m, const training_setup& s, loss_impl loss,
+                             const roofline& roof, double t) {
+  const double d = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
   const bool head_trains = s.method == training_method::full;
-  double head = detail::gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
-  switch (r.loss.impl) {
+  double head = gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
+  switch (loss) {
     case loss_impl::naive:
     case loss_impl::chunked_output:  // the same tensors, one chunk of them upcast at a time
     case loss_impl::linear_ce:       // (and per token chunk, on the trained rows)
       head += roof.time(0, t * V * (2 + 4 + 4 + 4 + 4 + 4 + 4 + 4 + 2));
       break;
     case loss_impl::chunked:
-      head += roof.time(0, t * V * 4 * 8) + detail::gemm_time(roof, t, d, V, 2);
+      head += roof.time(0, t * V * 4 * 8) + gemm_time(roof, t, d, V, 2);
       break;
     case loss_impl::fused_liger:
       head += roof.time(0, t * V * 2 * 3);
       break;
     case loss_impl::fused_cce:
-      head += detail::gemm_time(roof, t, d, V, 1);
+      head += gemm_time(roof, t, d, V, 1);
       break;
   }
-  p.loss_head = head;
-  if (recomputes_blocks(a.ckpt)) p.recompute = forward_only + attention_recompute;
-  if (a.ckpt == checkpointing::selective) p.recompute = forward_only;
-  // The vision tower on the micro-batch's images (a multimodal batch): its linears, 2·P FLOPs per patch, and
-  // its bidirectional attention, 4·patches²·width per layer, forward; a trained tower also back-propagates
-  // (2× more) and, under checkpointing, recomputes (1× more).
-  if (r.activations.images != 0) {
-    const vision_tower& v = spec.vision;
-    const double images = bsz * static_cast<double>(r.activations.images);
-    const double patches = static_cast<double>(v.patches_per_image);
-    const double tower_params = static_cast<double>(v.params);
-    const double tower_forward =
-        roof.time(images * (2 * tower_params * patches +
-                            4 * patches * patches * static_cast<double>(v.encoder.hidden_size) *
-                                static_cast<double>(v.encoder.num_hidden_layers)),
-                  detail::operand_bytes * tower_params);
-    const bool trains = s.train_vision_tower;
-    p.matmuls += tower_forward * (trains ? 3 : 1);
-    if (trains && recomputes_blocks(a.ckpt)) p.recompute += tower_forward;
-  }
-  // Host side: eager PyTorch dispatches every op from Python; when that takes longer than the GPU runs the
-  // kernels, the step waits for the host. Forward, about two launches per op in backward, a recomputed
-  // forward, and the loss head's dozen ops.
-  const double recomputed = recomputes_blocks(a.ckpt) || a.ckpt == checkpointing::selective ? fwd_kernels : 0;
-  constexpr double loss_kernels =
-      12;  // lm_head, float(), log_softmax, nll_loss, their backwards, the division
-  const double host_micro = (3 * fwd_kernels + recomputed + loss_kernels) * rc.kernel_launch_s;
-  // Every micro-batch repeats the above; the optimizer runs once per step.
-  double micro = p.matmuls + p.attention + p.elementwise + p.loss_head + p.recompute;
-  if (host_micro > micro) {
-    p.launch_bound = host_micro - micro;
-    micro = host_micro;
-  }
-  const double accum = static_cast<double>(r.grad_accum_steps);
-  p.matmuls *= accum;
-  p.attention *= accum;
-  p.elementwise *= accum;
-  p.loss_head *= accum;
-  p.recompute *= accum;
-  p.launch_bound *= accum;
-  // The update streams weights, grads, master and state: read and write each (bytes from the buckets).
+  return head;
+}
+
+/// The vision tower on the micro-batch's images (a multimodal batch): its linears, 2·P FLOPs per patch, and
+/// its bidirectional attention, 4·patches²·width per layer, forward.
+inline double vision_tower_forward_time(const vision_tower& v, double images, const roofline& roof) {
+  const double patches = static_cast<double>(v.patches_per_image);
+  const double tower_params = static_cast<double>(v.params);
+  return roof.time(images * (2 * tower_params * patches +
+                             4 * patches * patches * static_cast<double>(v.encoder.hidden_size) *
+                                 static_cast<double>(v.encoder.num_hidden_layers)),
+                   operand_bytes * tower_params);
+}
+
+/// The optimizer's update and gradient clipping, once per step.
+struct update_times {
+  double optimizer = 0;
+  double grad_clipping = 0;
+};
+
+/// The update streams weights, grads, master and state: read and write each (bytes from the buckets); its
+/// launches bound it from below. clip_grad_norm_ reads every gradient for the norm, then scales them.
+inline update_times time_update(const model_spec& spec, const run_config& r, const roofline& roof,
+                                const roofline_config& rc) {
+  const training_setup& s = r.setup;
   const static_estimate st = estimate_static(spec, s, r.basis);
   const memory_buckets& b = st.buckets;
   double update_bytes =
@@ -298,27 +323,73 @@ inline params credited_params(const model_spec& spec, params_basis basis) {
       2.0 * 4 *
       static_cast<double>(step_temporary_values(s.optimizer, s.optim.impl, s.runtime,
                                                 st.trainable_params.count(), st.for_loop_step.count()));
-  p.optimizer = roof.time(0, update_bytes);
+  update_times out;
+  out.optimizer = roof.time(0, update_bytes);
   // Its launches: a for-loop step runs each op per tensor; foreach and fused ones per list of at most 36
   // tensors at depth 4 (ATen MultiTensorApply.cuh depth_to_max_tensors). AdamW is about 8 ops.
   constexpr double update_ops = 8;
   constexpr std::uint64_t tensors_per_launch = 36;
   const double tensors = static_cast<double>(st.trainable_tensors);
-  const double lists = static_cast<double>(detail::ceil_div(st.trainable_tensors, tensors_per_launch));
+  const double lists = static_cast<double>(ceil_div(st.trainable_tensors, tensors_per_launch));
   const optimizer_impl impl = resolved_impl(s.optimizer, s.optim.impl, s.runtime);
   const double update_kernels = impl == optimizer_impl::for_loop ? update_ops * tensors
                                 : impl == optimizer_impl::fused  ? lists
                                                                  : update_ops * lists;
-  p.optimizer = std::max(p.optimizer, update_kernels * rc.kernel_launch_s);
+  out.optimizer = std::max(out.optimizer, update_kernels * rc.kernel_launch_s);
   // torch.nn.utils.clip_grad_norm_: _foreach_norm reads every gradient, then _foreach_mul_ scales them all by
   // the clamped coefficient (even when it is 1), a read and a write.
   const double grad_bytes = static_cast<double>(b.grads.count());
-  if (rc.clip_grad_norm) p.grad_clipping = roof.time(0, 3 * grad_bytes);
+  if (rc.clip_grad_norm) out.grad_clipping = roof.time(0, 3 * grad_bytes);
+  return out;
+}
+}  // namespace detail
+
+/// Predicts one optimizer step of `r` on `gpu`: each time component from its own function, composed here.
+[[nodiscard]] inline throughput_estimate predict_throughput(const model_spec& spec, const run_config& r,
+                                                            const gpu_info& gpu,
+                                                            const roofline_config& rc = {}) {
+  detail::check_roofline_inputs(rc, r.parallel);
+  const model_shape& m = spec.shape;
+  const training_setup& s = r.setup;
+  const flops peak = gpu.peak(compute_dtype_for(s.precision));
+  const detail::roofline roof{peak.count() * rc.matmul_efficiency,
+                              gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
+  const activation_config a = with_image_tokens(spec, r.activations);  // + a multimodal batch's image tokens
+  const detail::roofline_tokens k{static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens")),
+                                  static_cast<double>(a.batch), static_cast<double>(a.seq_len)};
+  const detail::layer_times layers = detail::time_layers(m, s, a, roof, k);
+  step_time_parts p;
+  p.matmuls = layers.matmuls;
+  p.attention = layers.attention;
+  p.elementwise = layers.elementwise;
+  p.loss_head = detail::loss_head_time(m, s, r.loss.impl, roof, k.t);
+  if (recomputes_blocks(a.ckpt)) p.recompute = layers.forward_only + layers.attention_recompute;
+  if (a.ckpt == checkpointing::selective) p.recompute = layers.forward_only;
+  // A trained tower also back-propagates (2× more) and, under checkpointing, recomputes (1× more).
+  if (r.activations.images != 0) {
+    const double tower_forward = detail::vision_tower_forward_time(
+        spec.vision, k.batch * static_cast<double>(r.activations.images), roof);
+    p.matmuls += tower_forward * (s.train_vision_tower ? 3 : 1);
+    if (s.train_vision_tower && recomputes_blocks(a.ckpt)) p.recompute += tower_forward;
+  }
+  const double host_micro = detail::host_time(layers, a.ckpt, rc);
+  // Every micro-batch repeats the above; the optimizer runs once per step.
+  double micro = p.matmuls + p.attention + p.elementwise + p.loss_head + p.recompute;
+  if (host_micro > micro) {
+    p.launch_bound = host_micro - micro;
+    micro = host_micro;
+  }
+  const double accum = static_cast<double>(r.grad_accum_steps);
+  for (double* part : {&p.matmuls, &p.attention, &p.elementwise, &p.loss_head, &p.recompute, &p.launch_bound})
+    *part *= accum;
+  const detail::update_times update = detail::time_update(spec, r, roof, rc);
+  p.optimizer = update.optimizer;
+  p.grad_clipping = update.grad_clipping;
 
   throughput_estimate e;
   e.parts = p;
   e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping);
-  const double computed_tokens = t * accum;
+  const double computed_tokens = k.t * accum;
   const double trained = computed_tokens * (1.0 - rc.padding_waste);
   e.tokens_per_step = static_cast<std::uint64_t>(trained);
   e.tokens_per_second = trained / e.step_time.count();
