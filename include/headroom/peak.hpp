@@ -135,19 +135,9 @@ constexpr in_backward_steps in_backward_steps_of(const model_shape& m, const tra
   return out;
 }
 
-/// The step estimate for a validated shape with its static part known (it does not depend on the
-/// micro-batch or the length, so the solvers compute it once for all their probes).
-constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
-                                                const static_estimate& statics,
-                                                const sharded_state& per_gpu_static) {
-  if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
-  validate_layout(spec.shape, r.parallel);
-  if (r.setup.optim.in_backward && r.grad_accum_steps > 1)
-    fail("optimizer_in_backward",
-         "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
-         "(torchtune's recipes raise the same)");
-  // + image tokens (a multimodal batch), + prompt tuning's tokens
-  const activation_config seen = positions_seen(with_image_tokens(spec, r.activations), r.setup);
+/// Activations of one step on one GPU: the blocks, a trained vision tower, tensor parallelism's share.
+constexpr activation_estimate step_activations(const model_spec& spec, const run_config& r,
+                                               const activation_config& seen) {
   activation_estimate acts = activations_of_valid_shape(spec.shape, r.setup, seen);
   if (r.setup.train_vision_tower) {  // the tower runs first in forward and is back-propagated last
     const activation_estimate tower = vision_activations(spec, r.setup, r.activations);
@@ -165,159 +155,239 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     acts.kept = scale(acts.kept);
     acts.host = scale(acts.host);
   }
+  return acts;
+}
+
+/// What changes between the phases of a step; weights, adapters, master and optimizer state persist.
+struct varying {
+  bytes grads{0};
+  bytes activations{0};
+  bytes logits{0};
+  bytes temporaries{0};
+};
+/// The part of a phase that differs from the others: what the peak compares.
+constexpr bytes moving(const varying& v) { return v.grads + v.activations + v.logits + v.temporaries; }
+
+/// What every phase of the step is built from, each named once.
+struct step_parts {
+  const memory_buckets& st;         ///< the per-GPU static buckets (grads; temporaries: gathered parameters)
+  const activation_estimate& acts;  ///< the blocks' activations on this GPU
+  bytes kept{0};                    ///< every block's saved tensors (+ the block in flight when offloading)
+  bytes hidden{0};                  ///< the final hidden states, the loss's input
+  bytes gathered{0};                ///< ZeRO-3 / FSDP: parameters gathered for compute
+  bytes reducing{0};            ///< gathered + the gradient reduction buffers (DDP buckets, IPG, FSDP units)
+  bytes grads_in_forward{0};    ///< gradients accumulated by earlier micro-batches (zero_grad(set_to_none))
+  bytes head_forward{0};        ///< the loss head's forward peak with its input, per vocabulary shard
+  bytes head_backward{0};       ///< its backward peak (and the hidden states it kept), per shard
+  bytes head_after{0};          ///< what its backward leaves: the hidden-state (and head) gradient
+  bytes step_temporaries{0};    ///< the optimizer step's temporaries on this GPU (none when offloaded)
+  bytes before_first_layer{0};  ///< every gradient but the first layer's, when it is recomputed
+  bytes embedding{0};           ///< full fine-tuning: the embedding's gradient being built (two with ties)
+  bool recompute_last = false;  ///< the first layer's recompute is backward_end's worst moment
+};
+
+constexpr bytes step_temporaries_on_gpu(const run_config& r, const static_estimate& statics) {
+  // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
+  const std::uint64_t state_shards = (r.parallel.shard == sharding::none ? 1 : r.parallel.data_parallel) *
+                                     r.parallel.tensor_parallel * r.parallel.pipeline_parallel;
+  return r.parallel.offload_optimizer
+             ? bytes(0)
+             : detail::div_up(detail::step_temporaries(statics, r.setup), state_shards);
+}
+
+/// With recomputation, the first layer is recomputed before its own gradients (and the embedding's) exist,
+/// with the gradient of its output arriving: all other gradients + its internals.
+constexpr bytes gradients_before_first_layer(const model_spec& spec, const run_config& r,
+                                             const step_parts& p) {
+  if (p.acts.recompute.count() == 0) return bytes(0);
+  auto minus = [](bytes a, bytes b) { return a > b ? a - b : bytes(0); };  // sharded grads can be smaller
+  const bytes layer_grads = minus(p.st.grads, detail::non_layer_grads(spec.shape, r.setup));
+  const model_shape& m = spec.shape;
+  // The first layer's share: 1/L of uniform layers; else (DeepSeek's dense first layer, Llama-4's) its
+  // group's share by parameters.
+  const bytes first_layer =
+      uniform_layers(m)
+          ? detail::div_up(layer_grads, m.num_hidden_layers)
+          : bytes(static_cast<std::uint64_t>(
+                static_cast<double>(layer_grads.count()) *
+                static_cast<double>(layer_parameter_count(layer_groups(m).items[0].shape).count()) /
+                static_cast<double>(parameter_count(m).count() - model_level_parameters(m))));
+  return minus(layer_grads, first_layer);
+}
+
+constexpr step_parts step_parts_of(const model_spec& spec, const run_config& r,
+                                   const static_estimate& statics, const sharded_state& per_gpu_static,
+                                   const activation_config& seen, const activation_estimate& acts,
+                                   const logits_estimate& head) {
+  step_parts p{per_gpu_static.per_gpu, acts};
+  const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
+  p.gathered = p.st.temporaries;
+  p.reducing = p.gathered + per_gpu_static.comm.reduce;
+  p.grads_in_forward = r.grad_accum_steps > 1 ? p.st.grads : bytes(0);
+  p.step_temporaries = step_temporaries_on_gpu(r, statics);
+  const bool offloading = r.activations.ckpt == checkpointing::offload;
+  p.kept = acts.kept + (offloading ? acts.recompute : bytes(0));  // offloading: the block being moved
+  const std::uint64_t tokens = detail::checked_mul(seen.batch, seen.seq_len, "tokens");
+  p.hidden = detail::act(tokens, spec.shape.hidden_size, detail::weight_bytes(r.setup.precision));
+  p.head_forward = detail::div_up(head.forward_peak() + p.hidden, head_shards);
+  p.head_backward = detail::div_up(head.backward_peak() + head.hidden_kept, head_shards);
+  p.head_after = detail::div_up(head.after, head_shards);
+  // backward_end: the embedding's gradient is built from the gradient of its output — or, with tied
+  // embeddings, summed out of place with the head's (two more V x d gradients).
+  if (r.setup.method == training_method::full) {
+    const model_shape& m = spec.shape;
+    p.embedding = m.tie_word_embeddings
+                      ? detail::act(2 * m.vocab_size, m.hidden_size, detail::weight_bytes(r.setup.precision))
+                      : p.hidden;
+  }
+  p.before_first_layer = gradients_before_first_layer(spec, r, p);
+  p.recompute_last = acts.recompute.count() != 0 &&
+                     p.before_first_layer + acts.recompute + p.hidden > p.st.grads + p.embedding;
+  return p;
+}
+
+/// forward_end: every block's saved tensors with the larger of the loss head's forward peak and a module's
+/// own transient (DoRA's weight norm).
+constexpr varying forward_end_of(const step_parts& p) {
+  const varying head_moment{p.grads_in_forward, p.kept + p.acts.forward_cached, p.head_forward, p.gathered};
+  const varying module_moment{p.grads_in_forward, p.kept + p.acts.module_transient, bytes(0), p.gathered};
+  return moving(module_moment) > moving(head_moment) ? module_moment : head_moment;
+}
+
+/// backward_start: the loss backward runs before any block is recomputed; the last block's recompute follows,
+/// with the hidden-state (and head) gradient alive. The larger of the two moments.
+constexpr varying backward_start_of(const step_parts& p) {
+  const varying loss_moment{p.grads_in_forward, p.kept, p.head_backward, p.reducing};
+  const bytes recompute_transient = p.acts.recompute.count() != 0 ? p.acts.module_transient : bytes(0);
+  const varying recompute_moment{p.grads_in_forward, p.kept + p.acts.recompute + recompute_transient,
+                                 p.head_after, p.reducing};
+  return moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
+}
+
+/// The loss and its seed gradient (two 0-dim fp32 tensors) outlive the backward pass.
+inline constexpr bytes loss_scalars = bytes(2 * detail::scalar_bytes);
+
+/// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built.
+constexpr varying backward_end_of(const step_parts& p) {
+  if (p.recompute_last)
+    return varying{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
+                   p.reducing};
+  return varying{p.st.grads, p.acts.retained, loss_scalars, p.reducing + p.embedding};
+}
+
+/// optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the graph
+/// is gone, the loss value stays).
+constexpr varying optimizer_step_of(const step_parts& p) {
+  return varying{p.st.grads, bytes(0), bytes(detail::scalar_bytes), p.step_temporaries};
+}
+
+/// The four phases of a step, in step_phase order.
+struct step_moments {
+  varying forward_end, backward_start, backward_end, optimizer_step;
+};
+
+/// Optimizer in backward: each parameter is stepped, and its gradient freed, as soon as its gradient is
+/// accumulated. The head is stepped first, with every activation still alive; the embedding last.
+constexpr void step_in_backward(step_moments& ph, const model_spec& spec, const run_config& r,
+                                const static_estimate& statics, const step_parts& p) {
+  const in_backward_steps steps = detail::in_backward_steps_of(spec.shape, r.setup, statics);
+  varying first{};
+  if (r.setup.method == training_method::full && !spec.shape.tie_word_embeddings)
+    first = varying{bytes(0), p.kept, p.head_after + bytes(detail::scalar_bytes), steps.head};
+  if (moving(first) > moving(ph.backward_start)) ph.backward_start = first;
+  ph.backward_end =
+      p.recompute_last
+          ? varying{bytes(0), p.acts.recompute + p.hidden + p.acts.retained, loss_scalars, p.reducing}
+          : varying{steps.last_grad, p.acts.retained, loss_scalars, p.reducing + steps.last};
+  ph.optimizer_step = varying{bytes(0), bytes(0), bytes(detail::scalar_bytes), bytes(0)};
+}
+
+/// The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists,
+/// for one GPU's whole model (a sharded or model-parallel layout leaves it out: load_not_modelled says so).
+/// Its worst moment: the last tensor arriving, or PEFT's PiSSA / OLoRA initialisation of the worst adapted
+/// module with every weight and adapter in place.
+constexpr load_estimate step_load(const model_spec& spec, const run_config& r,
+                                  const static_estimate& statics) {
+  const bool one_whole_model = r.parallel.shard == sharding::none && r.parallel.gpus() == 1;
+  load_estimate load =
+      estimate_load(spec.shape, r.setup, statics, one_whole_model ? r.load : load_path::none);
+  if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
+  return load;
+}
+constexpr memory_buckets load_phase_of(const load_estimate& load, const memory_buckets& st, bytes overhead) {
+  if (!load.modelled()) return memory_buckets{};
+  const memory_buckets arrival{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
+                               bytes(0),     bytes(0), load.transient, overhead};
+  const memory_buckets init{st.weights, st.adapter_weights,  bytes(0), bytes(0), bytes(0), bytes(0),
+                            bytes(0),   load.init_transient, overhead};
+  return init.total_bytes() > arrival.total_bytes() ? init : arrival;
+}
+
+/// Each changing bucket's largest value over the four phases (the sizes column).
+constexpr varying largest_of(const step_moments& ph) {
+  auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
+  auto most = [&](bytes varying::*b) {
+    return larger(larger(ph.forward_end.*b, ph.backward_start.*b),
+                  larger(ph.backward_end.*b, ph.optimizer_step.*b));
+  };
+  return varying{most(&varying::grads), most(&varying::activations), most(&varying::logits),
+                 most(&varying::temporaries)};
+}
+
+/// The step estimate for a validated shape with its static part known (it does not depend on the
+/// micro-batch or the length, so the solvers compute it once for all their probes).
+constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
+                                                const static_estimate& statics,
+                                                const sharded_state& per_gpu_static) {
+  if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
+  validate_layout(spec.shape, r.parallel);
+  if (r.setup.optim.in_backward && r.grad_accum_steps > 1)
+    fail("optimizer_in_backward",
+         "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
+         "(torchtune's recipes raise the same)");
+  // + image tokens (a multimodal batch), + prompt tuning's tokens
+  const activation_config seen = positions_seen(with_image_tokens(spec, r.activations), r.setup);
+  activation_estimate acts = step_activations(spec, r, seen);
   const logits_estimate head = logits_of_valid_shape(spec.shape, r.setup, seen, r.loss);
   // TRL's offloading context wraps training_step: the loss's saved tensors are copied to pinned host RAM
   // too (their GPU originals stay in the forward stash until backward reads them).
   if (offloads_through_hooks(r.activations.ckpt) && r.activations.offload_wraps == offload_scope::step)
     acts.host += detail::div_up(head.kept, r.parallel.tensor_parallel);
   overhead_estimate over = estimate_overhead(r.overhead);
-  if (!over.overridden) over.nccl = per_gpu_static.comm.nccl;    // a measured overhead already holds NCCL's
-  const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
-  const memory_buckets& st = per_gpu_static.per_gpu;
-  const bytes gathered = st.temporaries;  // ZeRO-3 / FSDP: parameters gathered for compute
-  // Backward also reduces gradients: DDP's buckets, DeepSpeed's IPG buffers, FSDP's unit gradients.
-  const bytes reducing = gathered + per_gpu_static.comm.reduce;
-  const bytes grads_in_forward = r.grad_accum_steps > 1 ? st.grads : bytes(0);  // zero_grad(set_to_none)
-  const bool offloading = r.activations.ckpt == checkpointing::offload;
-  // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
-  const std::uint64_t state_shards = (r.parallel.shard == sharding::none ? 1 : r.parallel.data_parallel) *
-                                     r.parallel.tensor_parallel * r.parallel.pipeline_parallel;
-  const bytes step_temporaries =
-      r.parallel.offload_optimizer ? bytes(0)
-                                   : detail::div_up(detail::step_temporaries(statics, r.setup), state_shards);
-  // Weights, adapters, master and optimizer state persist all step; the rest changes by phase.
-  struct varying {
-    bytes grads, activations, logits, temporaries;
-  };
-  const bytes in_flight = offloading ? acts.recompute : bytes(0);  // offloading: the block being moved
-  const bytes kept = acts.kept + in_flight;
-  // During the loss forward the final hidden states are its input, kept for backward or not.
-  const std::uint64_t tokens = detail::checked_mul(seen.batch, seen.seq_len, "tokens");
-  const bytes hidden = detail::act(tokens, spec.shape.hidden_size, detail::weight_bytes(r.setup.precision));
-  const bytes head_forward = detail::div_up(head.forward_peak() + hidden, head_shards);
-  const bytes head_backward = detail::div_up(head.backward_peak() + head.hidden_kept, head_shards);
-  const bytes head_after = detail::div_up(head.after, head_shards);
-  // forward_end: saved tensors of every block + the loss head's forward peak
-  // forward_end is the larger of the loss head's moment and a module's own transient (DoRA's weight norm)
-  // with every block's saved tensors around it.
-  const varying head_moment{grads_in_forward, kept + acts.forward_cached, head_forward, gathered};
-  const varying module_moment{grads_in_forward, kept + acts.module_transient, bytes(0), gathered};
-  // backward_start: the loss backward runs before any block is recomputed; the last block's recompute
-  // follows, with the hidden-state (and head) gradient alive. The larger of the two moments.
-  const varying loss_moment{grads_in_forward, kept, head_backward, reducing};
-  const bytes recompute_transient = acts.recompute.count() != 0 ? acts.module_transient : bytes(0);
-  const varying recompute_moment{grads_in_forward, kept + acts.recompute + recompute_transient, head_after,
-                                 reducing};
-  // backward_end: every gradient exists; the first block is recomputed, or (full fine-tuning) the
-  // embedding's gradient is built from the gradient of its output — or, with tied embeddings, summed
-  // out of place with the head's (two more V x d gradients).
-  bytes embedding{0};
-  if (r.setup.method == training_method::full) {
-    const model_shape& m = spec.shape;
-    embedding = m.tie_word_embeddings
-                    ? detail::act(2 * m.vocab_size, m.hidden_size, detail::weight_bytes(r.setup.precision))
-                    : hidden;
-  }
-  // The loss and its seed gradient (two 0-dim fp32 tensors) outlive the backward pass.
-  const bytes loss_scalars = bytes(2 * detail::scalar_bytes);
-  // With recomputation, the first layer is recomputed before its own gradients (and the embedding's)
-  // exist, with the gradient of its output arriving: all other gradients + its internals.
-  bytes before_first_layer{0};
-  if (acts.recompute.count() != 0) {
-    auto minus = [](bytes a, bytes b) { return a > b ? a - b : bytes(0); };  // sharded grads can be smaller
-    const bytes layer_grads = minus(st.grads, detail::non_layer_grads(spec.shape, r.setup));
-    const model_shape& m = spec.shape;
-    // The first layer's share: 1/L of uniform layers; else (DeepSeek's dense first layer, Llama-4's) its
-    // group's share by parameters.
-    const bytes first_layer =
-        uniform_layers(m)
-            ? detail::div_up(layer_grads, m.num_hidden_layers)
-            : bytes(static_cast<std::uint64_t>(
-                  static_cast<double>(layer_grads.count()) *
-                  static_cast<double>(layer_parameter_count(layer_groups(m).items[0].shape).count()) /
-                  static_cast<double>(parameter_count(m).count() - model_level_parameters(m))));
-    before_first_layer = minus(layer_grads, first_layer);
-  }
-  const bool recompute_last =
-      acts.recompute.count() != 0 && before_first_layer + acts.recompute + hidden > st.grads + embedding;
-  varying backward_end =
-      recompute_last
-          ? varying{before_first_layer, acts.recompute + hidden + acts.retained, loss_scalars, reducing}
-          : varying{st.grads, acts.retained, loss_scalars, reducing + embedding};
-  // optimizer_step: the optimizer's temporaries (Trainer.training_step has returned loss.detach(): the
-  // graph is gone, the loss value stays)
-  varying optimizer_step{st.grads, bytes(0), bytes(detail::scalar_bytes), step_temporaries};
-  // Optimizer in backward: each parameter is stepped, and its gradient freed, as soon as its gradient is
-  // accumulated. The head is stepped first, with every activation still alive; the embedding last.
-  varying in_backward_first{};
-  if (r.setup.optim.in_backward) {
-    const in_backward_steps steps = detail::in_backward_steps_of(spec.shape, r.setup, statics);
-    if (r.setup.method == training_method::full && !spec.shape.tie_word_embeddings)
-      in_backward_first = varying{bytes(0), kept, head_after + bytes(detail::scalar_bytes), steps.head};
-    backward_end = recompute_last
-                       ? varying{bytes(0), acts.recompute + hidden + acts.retained, loss_scalars, reducing}
-                       : varying{steps.last_grad, acts.retained, loss_scalars, reducing + steps.last};
-    optimizer_step = varying{bytes(0), bytes(0), bytes(detail::scalar_bytes), bytes(0)};
-  }
+  if (!over.overridden) over.nccl = per_gpu_static.comm.nccl;  // a measured overhead already holds NCCL's
+  const step_parts p = step_parts_of(spec, r, statics, per_gpu_static, seen, acts, head);
+  step_moments ph{forward_end_of(p), backward_start_of(p), backward_end_of(p), optimizer_step_of(p)};
+  if (r.setup.optim.in_backward) step_in_backward(ph, spec, r, statics, p);
+  const memory_buckets& st = p.st;
   const bytes overhead = over.total();
   auto phase = [&](const varying& v) {
     return memory_buckets{st.weights,    st.adapter_weights, v.grads,       st.master, st.optimizer,
                           v.activations, v.logits,           v.temporaries, overhead};
   };
-  // The persistent buckets are the same in every phase: compare what changes.
-  auto moving = [](const varying& v) { return v.grads + v.activations + v.logits + v.temporaries; };
-  const varying forward_end = moving(module_moment) > moving(head_moment) ? module_moment : head_moment;
-  varying backward_start = moving(recompute_moment) > moving(loss_moment) ? recompute_moment : loss_moment;
-  if (moving(in_backward_first) > moving(backward_start)) backward_start = in_backward_first;
-  (void)phase(forward_end).total_bytes();  // the whole phase must fit 64 bits
-  // The peak is the largest phase (the first of equals).
-  const std::array<bytes, 4> totals{
-      {moving(forward_end), moving(backward_start), moving(backward_end), moving(optimizer_step)}};
+  (void)phase(ph.forward_end).total_bytes();  // the whole phase must fit 64 bits
+  // The peak is the largest phase (the first of equals), the load phase included when it is larger.
+  const std::array<varying, 4> step{{ph.forward_end, ph.backward_start, ph.backward_end, ph.optimizer_step}};
   std::size_t peak = 0;
-  for (std::size_t i = 1; i < totals.size(); ++i)
-    if (totals[i] > totals[peak]) peak = i;
-  // The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists.
-  // It is modelled for one GPU's whole model; a sharded or model-parallel layout leaves it out (sharded
-  // loading is not modelled: load_not_modelled says so).
-  const bool one_whole_model = r.parallel.shard == sharding::none && r.parallel.gpus() == 1;
-  const load_path loading = one_whole_model ? r.load : load_path::none;
-  load_estimate load = estimate_load(spec.shape, r.setup, statics, loading);
-  if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
-  // Its worst moment: the last tensor arriving (above), or PEFT's PiSSA / OLoRA initialisation of the worst
-  // adapted module with every weight and adapter in place.
-  const memory_buckets arrival{load.weights, bytes(0), bytes(0),       bytes(0), bytes(0),
-                               bytes(0),     bytes(0), load.transient, overhead};
-  const memory_buckets init{st.weights, st.adapter_weights,  bytes(0), bytes(0), bytes(0), bytes(0),
-                            bytes(0),   load.init_transient, overhead};
-  const memory_buckets load_phase = !load.modelled()                             ? memory_buckets{}
-                                    : init.total_bytes() > arrival.total_bytes() ? init
-                                                                                 : arrival;
-  const std::array<varying, 4> step{{forward_end, backward_start, backward_end, optimizer_step}};
+  for (std::size_t i = 1; i < step.size(); ++i)
+    if (moving(step[i]) > moving(step[peak])) peak = i;
+  const load_estimate load = step_load(spec, r, statics);
+  const memory_buckets load_phase = load_phase_of(load, st, overhead);
   if (load.modelled() && load_phase.total_bytes() > phase(step[peak]).total_bytes())
     peak = static_cast<std::size_t>(step_phase::load);
-  // sizes: each bucket's largest value over the phases.
-  auto larger = [](bytes a, bytes b) { return a > b ? a : b; };
-  const varying most{larger(larger(forward_end.grads, backward_start.grads),
-                            larger(backward_end.grads, optimizer_step.grads)),
-                     larger(larger(forward_end.activations, backward_start.activations),
-                            larger(backward_end.activations, optimizer_step.activations)),
-                     larger(larger(forward_end.logits, backward_start.logits),
-                            larger(backward_end.logits, optimizer_step.logits)),
-                     larger(larger(forward_end.temporaries, backward_start.temporaries),
-                            larger(backward_end.temporaries, optimizer_step.temporaries))};
+  const varying most = largest_of(ph);
   // Built in one aggregate, phases in place (a copied array becomes a slow `rep movs` under GCC).
-  return training_estimate{
-      statics,
-      per_gpu_static,
-      acts,
-      head,
-      over,
-      memory_buckets{st.weights, st.adapter_weights, most.grads, st.master, st.optimizer, most.activations,
-                     most.logits, most.temporaries, overhead},
-      {{phase(forward_end), phase(backward_start), phase(backward_end), phase(optimizer_step), load_phase}},
-      load,
-      static_cast<step_phase>(peak),
-      r.setup.optimizer.paged};
+  return training_estimate{statics,
+                           per_gpu_static,
+                           acts,
+                           head,
+                           over,
+                           memory_buckets{st.weights, st.adapter_weights, most.grads, st.master, st.optimizer,
+                                          most.activations, most.logits, most.temporaries, overhead},
+                           {{phase(ph.forward_end), phase(ph.backward_start), phase(ph.backward_end),
+                             phase(ph.optimizer_step), load_phase}},
+                           load,
+                           static_cast<step_phase>(peak),
+                           r.setup.optimizer.paged};
 }
 }  // namespace detail
 
