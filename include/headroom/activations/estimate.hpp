@@ -235,11 +235,8 @@ HEADROOM_INLINE constexpr void add_llama4_moe(Out& out, const block_context& k, 
   add_gated_mlp(out, k, t, sf, sb, 1, false, true);  // the shared expert (its input listed above)
 }
 
-/// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens.
-template <class Out>
-constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
-                           Out& out, bool input_grad = true) {
-  using mn = module_name;
+/// What layer_terms cannot price, refused with the reason.
+constexpr void check_block_priced(const model_shape& m, const training_setup& s, const activation_config& c) {
   if (const char* why = compile_not_modelled(m, s, c)) fail("compile", why);
   if (m.attention_sinks && c.attention != attention_impl::eager && c.attention != attention_impl::flash)
     fail("attention",
@@ -251,17 +248,18 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   if (m.complex_rope && s.method != training_method::full && prefix_positions(s.lora) != 0)
     fail("prefix tuning",
          "Llama-4's cache (complex RoPE, NoPE and chunked layers) has no prefix cache priced");
-  const block_context k0 = context_of(m, s, c, input_grad);
-  const std::uint64_t ab = k0.dt.compute, sb = k0.dt.stream;
-  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
+}
+
+/// The attention half of a block after its input norm: the q/k/v projections, the q/k norms, RoPE's
+/// temperature, the attention kernel, o_proj and its dropout. `k` is the context of the projections' input.
+template <class Out>
+constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const activation_config& c = k.c;
+  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream;
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
   const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
-  const bool gemma_post_norms = m.norms_per_layer >= 4;
-
-  // OLMo-2 has no norm before the projections: they read the block input itself.
-  if (!m.post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
-  // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
-  const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
   const block_module_names names = block_modules(m);
   if (is_mla(m))
     add_mla_projections(out, k, t, sb);
@@ -309,12 +307,16 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
   if (m.residual_dropout && attn.output_grad(names.out))
     add_dropout(out, m.neox_names ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
-  // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
-  // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
-  const block_context rest = context_of(m, s, c);
-  out.add("residual add", bytes(0), "x + f(x) saves nothing");
-  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
-    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
+}
+
+/// The norms between attention and the MLP: OLMo-2's and Gemma's post-norms, a parallel block's second
+/// LayerNorm over the block input (`k0`), or the usual post_attention_layernorm over the residual (`rest`).
+template <class Out>
+constexpr void add_post_attention_norms(Out& out, const block_context& k0, const block_context& rest,
+                                        std::uint64_t t, bool input_grad) {
+  const model_shape& m = rest.m;
+  const std::uint64_t ab = rest.dt.compute, sb = rest.dt.stream, d = m.hidden_size;
+  const bool gemma_post_norms = m.norms_per_layer >= 4;
   if (m.post_norms) {
     add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // OLMo-2: on the attention output
   } else if (gemma_post_norms) {
@@ -330,56 +332,73 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
     add_rms_norm(out, "extra norm", t, d, sb, rest);
 
+  for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
+    add_rms_norm(out, "extra norm", t, d, sb, rest);
+}
+
+/// MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock (and gpt-oss's, Qwen2-MoE's routed part): router, fp32
+/// softmax, top-k, then each expert on the tokens routed to it (t·k rows in all), weighted and index_add_-ed
+/// back.
+template <class Out>
+constexpr void add_routed_experts(Out& out, const block_context& rest, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = rest.m;
+  const std::uint64_t ab = rest.dt.compute, sb = rest.dt.stream, d = m.hidden_size;
+  const std::uint64_t kk = m.num_experts_per_tok, routed = checked_mul(t, kk);
+  const std::uint64_t sf = m.shared_expert_intermediate_size;
+  if (sf == 0)
+    add_linear_group(out, rest, "router input", t, d, sb,
+                     std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
+  else  // Qwen2MoeSparseMoeBlock: the router, the shared expert and its gate read one tensor
+    add_linear_group(out, rest, "router and shared expert input", t, d, sb,
+                     std::array<linear_site, 4>{{{mn::router, m.num_experts},
+                                                 {mn::gate_proj, sf},
+                                                 {mn::up_proj, sf},
+                                                 {mn::shared_expert_gate, 1}}});
+  if (m.experts_3d)  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
+    out.add("router softmax", act(routed, 1, ab), "softmax of the top-k logits, in their dtype");
+  else
+    out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
+  out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by topk");
+  if (m.norm_topk_prob) {
+    out.add("top-k renormalisation", act(routed, 1, fp32_bytes), "the weights before the in-place division");
+    out.add("top-k renormalisation", act(t, 1, fp32_bytes), "their sum, saved by the division");
+  }
+  out.add("expert token indices", act(routed, 2, 8),
+          "torch.where's (k-slot, token) int64 pairs, saved by indexing");
+  // gpt-oss: the router's scores are in the logits' dtype, the biased expert outputs in the bias's
+  const std::uint64_t expert_out = m.experts_3d && rest.dt.autocast ? fp32_bytes : ab;
+  const std::uint64_t weight_bytes = m.experts_3d ? ab : sb;
+  if (m.experts_3d)
+    add_gpt_oss_experts(out, rest, routed, sb, expert_out);
+  else
+    add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
+  out.add("expert outputs", act(routed, d, expert_out), "saved by the product with the routing weight");
+  out.add("routing weights", act(routed, 1, weight_bytes),
+          "each token's weight for its expert, saved by that product");
+  out.add("weighted expert outputs", act(routed, d, expert_out > sb ? expert_out : sb),
+          "the source of index_add_, saved by it");
+}
+
+/// The MLP half of a block: a plain or gated MLP, or the routed experts of one of the MoE blocks, a shared
+/// expert, and the post-feedforward norm. A parallel block's MLP reads the block input (context `k`).
+template <class Out>
+constexpr void add_mlp_terms(Out& out, const block_context& k, const block_context& rest, std::uint64_t t) {
+  const model_shape& m = rest.m;
+  const std::uint64_t ab = rest.dt.compute, sb = rest.dt.stream, d = m.hidden_size;
   // A parallel block's MLP reads (a norm of) the block input, which needs a gradient only as the block's
   // does.
   const block_context& mlp = m.parallel_residual ? k : rest;
-  if (m.plain_mlp) {
+  if (m.plain_mlp)
     add_plain_mlp(out, mlp, t, sb);
-  } else if (!is_moe(m)) {  // Cohere's gate/up input was listed with q/k/v
+  else if (!is_moe(m))  // Cohere's gate/up input was listed with q/k/v
     add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
-  } else if (m.deepseek_moe) {
+  else if (m.deepseek_moe)
     add_deepseek_moe(out, rest, t);
-  } else if (m.llama4_moe) {
+  else if (m.llama4_moe)
     add_llama4_moe(out, rest, t);
-  } else {
-    // MixtralSparseMoeBlock / Qwen3MoeSparseMoeBlock: router, fp32 softmax, top-k, then each expert on
-    // the tokens routed to it (t·k rows in all), weighted and index_add_-ed back.
-    const std::uint64_t kk = m.num_experts_per_tok, routed = checked_mul(t, kk);
-    const std::uint64_t sf = m.shared_expert_intermediate_size;
-    if (sf == 0)
-      add_linear_group(out, rest, "router input", t, d, sb,
-                       std::array<linear_site, 1>{{{mn::router, m.num_experts}}});
-    else  // Qwen2MoeSparseMoeBlock: the router, the shared expert and its gate read one tensor
-      add_linear_group(out, rest, "router and shared expert input", t, d, sb,
-                       std::array<linear_site, 4>{{{mn::router, m.num_experts},
-                                                   {mn::gate_proj, sf},
-                                                   {mn::up_proj, sf},
-                                                   {mn::shared_expert_gate, 1}}});
-    if (m.experts_3d)  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
-      out.add("router softmax", act(routed, 1, ab), "softmax of the top-k logits, in their dtype");
-    else
-      out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
-    out.add("top-k indices", act(routed, 1, 8), "int64 indices, saved by topk");
-    if (m.norm_topk_prob) {
-      out.add("top-k renormalisation", act(routed, 1, fp32_bytes),
-              "the weights before the in-place division");
-      out.add("top-k renormalisation", act(t, 1, fp32_bytes), "their sum, saved by the division");
-    }
-    out.add("expert token indices", act(routed, 2, 8),
-            "torch.where's (k-slot, token) int64 pairs, saved by indexing");
-    // gpt-oss: the router's scores are in the logits' dtype, the biased expert outputs in the bias's
-    const std::uint64_t expert_out = m.experts_3d && rest.dt.autocast ? fp32_bytes : ab;
-    const std::uint64_t weight_bytes = m.experts_3d ? ab : sb;
-    if (m.experts_3d)
-      add_gpt_oss_experts(out, rest, routed, sb, expert_out);
-    else
-      add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
-    out.add("expert outputs", act(routed, d, expert_out), "saved by the product with the routing weight");
-    out.add("routing weights", act(routed, 1, weight_bytes),
-            "each token's weight for its expert, saved by that product");
-    out.add("weighted expert outputs", act(routed, d, expert_out > sb ? expert_out : sb),
-            "the source of index_add_, saved by it");
-  }
+  else
+    add_routed_experts(out, rest, t);
   if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe && !m.llama4_moe) {
     // Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed with the router's), times
     // sigmoid(shared_expert_gate(x)): the product keeps both operands.
@@ -387,8 +406,33 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
     out.add("shared expert gate", act(t, 1, ab), "sigmoid's output, saved by it and by the product");
     out.add("shared expert output", act(t, d, ab), "saved by the product with the gate");
   }
-  if (gemma_post_norms || m.post_norms)
+  if (m.norms_per_layer >= 4 || m.post_norms)
     add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
+}
+
+/// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens: the input
+/// norm, the attention half, the residual, the post-attention norms, the MLP half.
+template <class Out>
+constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
+                           Out& out, bool input_grad = true) {
+  check_block_priced(m, s, c);
+  const block_context k0 = context_of(m, s, c, input_grad);
+  const std::uint64_t sb = k0.dt.stream;
+  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
+  const std::uint64_t d = m.hidden_size;
+  // OLMo-2 has no norm before the projections: they read the block input itself.
+  if (!m.post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
+  // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
+  const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
+  add_attention_terms(out, k, t);
+  // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
+  // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
+  const block_context rest = context_of(m, s, c);
+  out.add("residual add", bytes(0), "x + f(x) saves nothing");
+  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
+    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
+  add_post_attention_norms(out, k0, rest, t, input_grad);
+  add_mlp_terms(out, k, rest, t);
 }
 
 /// What P-tuning's MLP head (p_tuning/model.py PromptEncoder) or prefix tuning's projection
