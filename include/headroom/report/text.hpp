@@ -235,16 +235,10 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   return line.out;
 }
 
-/// Every bucket followed by its formula, the shapes it used and its source (--explain).
-[[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
-                                                    const training_estimate& e) {
-  detail::text_lines line;
+namespace detail {
+/// --explain: the model's shapes (and MLA's or Llama-4's layer pattern).
+inline void explain_shapes(text_lines& line, const loaded_model& model) {
   const model_shape& m = model.spec.shape;
-  const training_setup& s = r.setup;
-  const static_estimate& st = e.statics;
-  const std::uint64_t wb = detail::weight_bytes(s.precision);
-  const std::uint64_t pb = detail::optimizer_param_bytes(s.precision);
-  auto gb = [](bytes b) { return gb_text(b); };
   line("explain    shapes: d " + std::to_string(m.hidden_size) + ", layers " +
        std::to_string(m.num_hidden_layers) + ", heads " + std::to_string(m.num_attention_heads) + " (KV " +
        std::to_string(m.num_key_value_heads) + ", head_dim " + std::to_string(m.head_dim) + "), d_ff " +
@@ -269,6 +263,14 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         m.moe_intermediate_size, dense_mlp_layers(m), m.intermediate_size,
         m.nope_layer_interval == 0 ? 0 : m.num_hidden_layers / m.nope_layer_interval,
         m.l2_qk_norm ? ", L2 q/k norm on the others" : ""));
+}
+
+/// --explain: the parameter count and the four static buckets with their bytes per value.
+inline void explain_static(text_lines& line, const model_shape& m, const run_config& r,
+                           const static_estimate& st) {
+  const training_setup& s = r.setup;
+  const std::uint64_t wb = detail::weight_bytes(s.precision);
+  const std::uint64_t pb = detail::optimizer_param_bytes(s.precision);
   line(
       fmt::format("  params   {} from the inventory (embedding + L·(attention + MLP + norms) + final "
                   "norm{}); priced on {} = {}",
@@ -279,20 +281,20 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
     line(fmt::format(
         "  weights  N x {} bits / 8 = {} (NF4 4 + 8/64 + 32/(64·256) bits, bitsandbytes quantize_4bit; "
         "course W08)",
-        static_cast<double>(nf4_bits_per_param(s.nf4).millibits()) / 1000, gb(st.buckets.weights)));
+        static_cast<double>(nf4_bits_per_param(s.nf4).millibits()) / 1000, gb_text(st.buckets.weights)));
   else if (s.method == training_method::qlora)
     line(
         fmt::format("  weights  Σ over nn.Linear weights ⌈n/2⌉ + ⌈n/64⌉ + 4·⌈n/16384⌉ bytes, the rest at {} "
                     "B = {} (bitsandbytes)",
-                    wb, gb(st.buckets.weights)));
+                    wb, gb_text(st.buckets.weights)));
   else
     line(fmt::format("  weights  N x {} B ({}) = {} (course: the four buckets)", wb,
                      detail::fp32_weights(s.precision) ? "fp32 weights" : "bf16 weights",
-                     gb(st.buckets.weights)));
+                     gb_text(st.buckets.weights)));
   if (s.method != training_method::full)
     line(fmt::format("  adapters A = {} = {} values; x {} B = {}", detail::adapter_formula(s.lora),
                      with_commas(st.adapter_params.count()), detail::adapter_bytes(s),
-                     gb(st.buckets.adapter_weights)));
+                     gb_text(st.buckets.adapter_weights)));
   // Bytes per trainable value as the buckets hold them (fp32 adapters differ from the base dtype).
   const std::uint64_t trainable = st.trainable_params.count();
   auto per_value = [&](bytes bucket) -> std::string {
@@ -303,11 +305,11 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   const bytes buffer = s.grad_accum_buffer ? bytes(detail::checked_mul(trainable, 2)) : bytes(0);
   line(fmt::format("  grads    {} trainable {}{} = {}", with_commas(trainable),
                    per_value(st.buckets.grads - buffer),
-                   s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb(st.buckets.grads)));
+                   s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb_text(st.buckets.grads)));
   line(fmt::format(
       "  master   {} trainable {} ({}) = {}", with_commas(trainable), per_value(st.buckets.master),
       st.buckets.master.count() != 0 ? "fp32 master copy, route A" : "no master copy on this route",
-      gb(st.buckets.master)));
+      gb_text(st.buckets.master)));
   line(fmt::format("  optimizer {}: {} state(s) per value, {} (params seen at {} B) = {} — {}",
                    s.optimizer.name, static_cast<int>(s.optimizer.states),
                    s.optimizer.storage == state_storage::blockwise_8bit
@@ -315,7 +317,14 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                    : s.optimizer.factored                       ? "factored rows + cols in fp32"
                    : s.optimizer.storage == state_storage::fp32 ? "fp32"
                                                                 : "in the parameter dtype",
-                   pb, gb(st.buckets.optimizer), s.optimizer.source));
+                   pb, gb_text(st.buckets.optimizer), s.optimizer.source));
+}
+
+/// --explain: the activations, their mechanisms (DoRA, prefix tuning, compile, offloading) and every term.
+inline void explain_activations(text_lines& line, const loaded_model& model, const run_config& r,
+                                const training_estimate& e) {
+  const model_shape& m = model.spec.shape;
+  const training_setup& s = r.setup;
   const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
   const activation_breakdown acts = activation_inventory(m, s, a);
   line(fmt::format(
@@ -331,8 +340,8 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
           ? fmt::format(" (attention reads {} + {} prefix keys)", a.seq_len, prefix_positions(s.lora))
           : std::string(),
       choice_name(activation_formula_names, a.formula), choice_name(checkpointing_names, a.ckpt),
-      gb(e.activations.per_layer_kept), gb(e.activations.model_level), gb(e.activations.recompute),
-      gb(e.activations.gpu)));
+      gb_text(e.activations.per_layer_kept), gb_text(e.activations.model_level),
+      gb_text(e.activations.recompute), gb_text(e.activations.gpu)));
   if (e.activations.module_transient.count() != 0)
     line(fmt::format(
         "      transient {} B: DoRA's weight norm in the largest adapted module (eye(in), lora_B(lora_A("
@@ -354,7 +363,7 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         "statistics, the other losses are priced eager (docs/activations.md, docs/logits.md)");
   if (offloads_activations(a.ckpt))
     line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
-                     gb(e.activations.host),
+                     gb_text(e.activations.host),
                      a.offload_wraps == offload_scope::step && offloads_through_hooks(a.ckpt)
                          ? " (the scope is training_step: the loss's saved tensors are copied too)"
                          : ""));
@@ -364,13 +373,26 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
                        t.reason));
   for (const activation_term& t : acts.model_level)
     line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
+}
+
+/// --explain: the loss head's allocations and releases, in order.
+inline void explain_logits(text_lines& line, const loaded_model& model, const run_config& r,
+                           const training_estimate& e) {
+  const model_shape& m = model.spec.shape;
+  const training_setup& s = r.setup;
+  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
   line(fmt::format(
       "  logits   loss {}: forward peak {}, kept {}, backward peak {} (docs/logits.md); in order:",
-      choice_name(loss_names, r.loss.impl), gb(e.logits.forward_peak()), gb(e.logits.kept),
-      gb(e.logits.backward_peak())));
+      choice_name(loss_names, r.loss.impl), gb_text(e.logits.forward_peak()), gb_text(e.logits.kept),
+      gb_text(e.logits.backward_peak())));
   for (const loss_event& ev : logits_inventory(m, s, a, r.loss))
     line(fmt::format("      {:<8} {} {:<30} {:>16} B  {}", ev.backward ? "backward" : "forward",
                      ev.release ? "-" : "+", ev.name, with_commas(ev.amount.count()), ev.reason));
+}
+
+/// --explain: the optimizer step, the load phase and PEFT's initialisation.
+inline void explain_step_and_load(text_lines& line, const run_config& r, const training_estimate& e) {
+  const training_setup& s = r.setup;
   const auto at = [&](step_phase ph) { return e.phases[static_cast<std::size_t>(ph)]; };
   const std::string_view impl =
       choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
@@ -379,27 +401,33 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
         "  step     {} in backward (torchtune optimizer_in_bwd): each tensor stepped and its gradient freed "
         "when complete; at the end of backward the last gradient {} + its step temporaries {}; "
         "no optimizer phase (docs/peak.md)",
-        impl, gb(at(step_phase::backward_end).grads), gb(at(step_phase::backward_end).temporaries)));
+        impl, gb_text(at(step_phase::backward_end).grads),
+        gb_text(at(step_phase::backward_end).temporaries)));
   else
     line(fmt::format("  step     {} step temporaries {} at optimizer_step (docs/peak.md, optimizer.hpp)",
-                     impl, gb(at(step_phase::optimizer_step).temporaries)));
+                     impl, gb_text(at(step_phase::optimizer_step).temporaries)));
   if (e.load.path != load_path::none)
     line(
         fmt::format("  load     {}: weights {} + transient {} (the tensor in flight at the worst moment, {} "
                     "values) + overhead "
                     "= {}; {}",
-                    choice_name(load_path_names, e.load.path), gb(e.load.weights), gb(e.load.transient),
-                    with_commas(e.load.largest.count()), gb(at(step_phase::load).total_bytes()),
-                    load_mechanism(e.load.path)));
+                    choice_name(load_path_names, e.load.path), gb_text(e.load.weights),
+                    gb_text(e.load.transient), with_commas(e.load.largest.count()),
+                    gb_text(at(step_phase::load).total_bytes()), load_mechanism(e.load.path)));
   if (e.load.init_transient.count() != 0)
     line(fmt::format(
         "  init     init_lora_weights {}: weights + adapters + the worst module's transient {} (its base "
         "weight has {} values): {} (peft lora/layer.py pissa_init / olora_init; docs/peak.md)",
-        choice_name(lora_init_names, s.lora.init), gb(e.load.init_transient),
+        choice_name(lora_init_names, s.lora.init), gb_text(e.load.init_transient),
         with_commas(e.load.init_largest.count()), init_mechanism(s.lora.init)));
+}
+
+/// --explain: the overhead and, across GPUs, the layout and its communication buffers.
+inline void explain_overhead_and_layout(text_lines& line, const run_config& r, const training_estimate& e) {
   line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
-                   gb(e.overhead.cuda_context), gb(e.overhead.cublas_workspace),
-                   gb(e.overhead.cublaslt_workspace), gb(e.overhead.fragmentation), gb(e.overhead.total()),
+                   gb_text(e.overhead.cuda_context), gb_text(e.overhead.cublas_workspace),
+                   gb_text(e.overhead.cublaslt_workspace), gb_text(e.overhead.fragmentation),
+                   gb_text(e.overhead.total()),
                    e.overhead.overridden ? " (measured, --overhead-gb)" : " (course W38: 1-2 GB)"));
   if (r.parallel.gpus() > 1) {
     line(fmt::format("  per GPU  sharding {} over {} ranks, tensor {}, pipeline {} (docs/parallel.md)",
@@ -409,11 +437,24 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
     line(fmt::format(
         "  comm     gathered {} + staging {} (forward and backward); reduce {} (backward: {}); NCCL {} "
         "= {} communicator(s) x {} channels x {} B (in the overhead, outside the allocator)",
-        gb(c.gathered), gb(c.staging), gb(c.reduce), reduce_mechanism(r.parallel), gb(c.nccl),
-        c.communicators, r.parallel.nccl_channels, with_commas(nccl_channel_bytes)));
+        gb_text(c.gathered), gb_text(c.staging), gb_text(c.reduce), reduce_mechanism(r.parallel),
+        gb_text(c.nccl), c.communicators, r.parallel.nccl_channels, with_commas(nccl_channel_bytes)));
   }
+}
+}  // namespace detail
+
+/// Every bucket followed by its formula, the shapes it used and its source (--explain).
+[[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
+                                                    const training_estimate& e) {
+  detail::text_lines line;
+  detail::explain_shapes(line, model);
+  detail::explain_static(line, model.spec.shape, r, e.statics);
+  detail::explain_activations(line, model, r, e);
+  detail::explain_logits(line, model, r, e);
+  detail::explain_step_and_load(line, r, e);
+  detail::explain_overhead_and_layout(line, r, e);
   line(fmt::format("  peak     the largest phase, {}: the sum of what is alive then = {}",
-                   choice_name(phase_names, e.peak_phase), gb(e.total_bytes())));
+                   choice_name(phase_names, e.peak_phase), gb_text(e.total_bytes())));
   return line.out;
 }
 
