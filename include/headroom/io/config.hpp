@@ -259,54 +259,63 @@ inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string
 }  // namespace detail
 
 /// Builds a model from a parsed config.json object. `origin` names the file in errors.
-[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
-  using detail::read_count;
-  using detail::read_count_or;
-  if (!j.is_object()) throw input_error(origin, "expected a JSON object (a config.json)");
-  loaded_model out;
-  out.origin = origin;
-  out.model_type = detail::read_string_or(j, "model_type", origin, "");
+namespace detail {
+/// The family whose shapes a config follows: its model_type, or the `_headroom.architecture` escape hatch.
+struct family_choice {
+  std::string family;
+  bool forced = false;
+};
+inline family_choice family_of(const nlohmann::json& j, const std::string& origin,
+                               const std::string& model_type) {
   // A model_type headroom does not know can still load when the file says which supported family its
   // shapes follow: "_headroom": {"architecture": "llama"}.
-  std::string family = out.model_type;
-  bool forced = false;
+  family_choice out{model_type, false};
   if (const auto meta = j.find("_headroom");
       meta != j.end() && meta->is_object() && meta->contains("architecture")) {
-    family = detail::read_string_or(*meta, "architecture", origin + ": /_headroom", family);
-    forced = true;
+    out.family = read_string_or(*meta, "architecture", origin + ": /_headroom", out.family);
+    out.forced = true;
   }
-  if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
-  if (out.model_type == "llama4" && !forced) return detail::llama4_multimodal(j, origin);
-  const auto arch = std::find_if(architectures.begin(), architectures.end(),
-                                 [&](const architecture& a) { return a.model_type == family; });
+  return out;
+}
+
+/// The architectures row of the family, or an error naming what is missing or not priced.
+inline const architecture& architecture_of(const std::string& origin, const std::string& model_type,
+                                           const family_choice& choice) {
+  const std::string& family = choice.family;
+  const bool forced = choice.forced;
+  const auto* arch = std::find_if(architectures.begin(), architectures.end(),
+                                  [&](const architecture& a) { return a.model_type == family; });
   // A model_type whose parameters no supported family has: named with the missing feature, loaded as it is
   // or forced through the escape hatch (which would give a wrong count).
-  const auto unpriced =
-      std::find_if(detail::unpriced_architectures.begin(), detail::unpriced_architectures.end(),
-                   [&](const auto& entry) { return entry.first == out.model_type; });
-  if (forced && unpriced != detail::unpriced_architectures.end())
+  const auto unpriced = std::find_if(unpriced_architectures.begin(), unpriced_architectures.end(),
+                                     [&](const auto& entry) { return entry.first == model_type; });
+  if (forced && unpriced != unpriced_architectures.end())
     throw input_error(origin + ": /_headroom/architecture",
-                      "'" + out.model_type + "' has " + std::string(unpriced->second) +
+                      "'" + model_type + "' has " + std::string(unpriced->second) +
                           ", which no supported family prices: forcing '" + family +
                           "' would give a wrong count");
   if (arch == architectures.end() && forced)
     throw input_error(origin + ": /_headroom/architecture",
                       "unknown family '" + family + "'; valid: " + supported_model_types());
-  if (arch == architectures.end() && out.model_type.empty())
-    throw input_error(detail::key_path(origin, "model_type"),
+  if (arch == architectures.end() && model_type.empty())
+    throw input_error(key_path(origin, "model_type"),
                       "missing: a config.json names its architecture in model_type (supported: " +
                           supported_model_types() + ")");
-  if (unpriced != detail::unpriced_architectures.end())  // not forced here: family is the model_type
-    throw input_error(detail::key_path(origin, "model_type"),
+  if (unpriced != unpriced_architectures.end())  // not forced here: family is the model_type
+    throw input_error(key_path(origin, "model_type"),
                       "unsupported '" + family + "': its " + std::string(unpriced->second) +
                           " are not priced yet; supported: " + supported_model_types());
   if (arch == architectures.end())
-    throw input_error(detail::key_path(origin, "model_type"),
+    throw input_error(key_path(origin, "model_type"),
                       "unsupported '" + family + "'; supported: " + supported_model_types() +
                           " (or give the shapes' family in \"_headroom\": {\"architecture\": ...})");
+  return *arch;
+}
 
-  // A key that changes the shapes and that this family does not read would make the count silently wrong.
-  for (const std::string_view key : detail::shape_keys) {
+/// A key that changes the shapes and that this family does not read would make the count silently wrong.
+inline void check_shape_keys(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                             const std::string& family) {
+  for (const std::string_view key : shape_keys) {
     const auto v = j.find(key);
     if (v == j.end() || v->is_null() || *v == 0 || *v == false || v->empty()) continue;
     const bool deepseek_key = key == "n_shared_experts" || key == "q_lora_rank" || key == "kv_lora_rank" ||
@@ -314,137 +323,177 @@ inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string
                               key == "first_k_dense_replace" || key == "moe_layer_freq" ||
                               key == "num_nextn_predict_layers";
     const bool llama4_key = key == "interleave_moe_layer_step" || key == "intermediate_size_mlp";
-    const bool read = key == arch->experts_key || key == arch->expert_width_key ||
-                      (llama4_key && arch->model_type == "llama4_text") ||
-                      (key == "shared_expert_intermediate_size" && !arch->experts_key.empty()) ||
-                      (deepseek_key && detail::is_deepseek(arch->model_type));
+    const bool read = key == arch.experts_key || key == arch.expert_width_key ||
+                      (llama4_key && arch.model_type == "llama4_text") ||
+                      (key == "shared_expert_intermediate_size" && !arch.experts_key.empty()) ||
+                      (deepseek_key && is_deepseek(arch.model_type));
     if (!read)
-      throw input_error(detail::key_path(origin, key),
-                        "changes the model's shapes, and the '" + family +
-                            "' family does not read it: the count would be wrong");
+      throw input_error(key_path(origin, key), "changes the model's shapes, and the '" + family +
+                                                   "' family does not read it: the count would be wrong");
   }
+}
 
-  model_shape& m = out.spec.shape;
+/// The shapes every family has, with the config class's defaults from the architectures row.
+inline void read_common_shape(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                              model_shape& m) {
   m.hidden_size = read_count(j, "hidden_size", origin);
   m.num_attention_heads = read_count(j, "num_attention_heads", origin);
   m.num_key_value_heads = read_count_or(j, "num_key_value_heads", origin, m.num_attention_heads);
   const std::uint64_t head_default =
-      arch->head_dim_default != 0 ? arch->head_dim_default : m.hidden_size / m.num_attention_heads;
+      arch.head_dim_default != 0 ? arch.head_dim_default : m.hidden_size / m.num_attention_heads;
   m.head_dim = read_count_or(j, "head_dim", origin, head_default);
-  m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, detail::max_layers);
+  m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, max_layers);
   m.vocab_size = read_count(j, "vocab_size", origin);
-  m.tie_word_embeddings = detail::read_bool_or(j, "tie_word_embeddings", origin, arch->tie_default);
+  m.tie_word_embeddings = read_bool_or(j, "tie_word_embeddings", origin, arch.tie_default);
   // GptOssConfig defaults attention_bias to true; the others to false.
-  const bool attention_bias = detail::read_bool_or(
-      j, "attention_bias", origin, arch->model_type == "gpt_oss" || arch->model_type == "gpt_neox");
-  m.attention_bias = arch->qkv_bias || attention_bias;
+  const bool attention_bias = read_bool_or(j, "attention_bias", origin,
+                                           arch.model_type == "gpt_oss" || arch.model_type == "gpt_neox");
+  m.attention_bias = arch.qkv_bias || attention_bias;
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
-  m.mlp_bias = detail::read_bool_or(j, "mlp_bias", origin, false);
-  m.norms_per_layer = arch->norms_per_layer;
-  m.qk_norm = arch->qk_norm;
-  m.fused_qkv = arch->fused;
-  m.fused_gate_up = arch->fused;
-  const bool gemma = arch->model_type.substr(0, 5) == "gemma";
+  m.mlp_bias = read_bool_or(j, "mlp_bias", origin, false);
+  m.norms_per_layer = arch.norms_per_layer;
+  m.qk_norm = arch.qk_norm;
+  m.fused_qkv = arch.fused;
+  m.fused_gate_up = arch.fused;
+  const bool gemma = arch.model_type.substr(0, 5) == "gemma";
   m.norm_scale_fp32 = gemma;  // GemmaRMSNorm: x·(1 + w) in fp32
   m.norm_unit_offset = gemma;
-  if (arch->model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
+}
+
+/// The parts particular to one family (OLMo-2's post-norms, Phi-3's partial RoPE, gpt-oss, StarCoder2,
+/// GPT-NeoX, Cohere).
+inline void read_family_parts(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                              model_shape& m, std::vector<std::string>& notes) {
+  if (arch.model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
     m.post_norms = true;
     m.qk_norm_full_width = true;
     m.norm_scale_fp32 = true;
   }
-  if (arch->fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
-    m.rotary_dim = detail::read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
-  if (arch->model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
+  if (arch.fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
+    m.rotary_dim = read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
+  if (arch.model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
     m.attention_sinks = true;
     m.router_bias = true;
     m.experts_3d = true;
-    out.notes.emplace_back(
+    notes.emplace_back(
         "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
         "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
         "priced; the estimate assumes every expert is hit (each one hit casts and keeps its own tensors)");
   }
-  if (arch->model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
-    m.attention_bias = m.o_proj_bias = m.mlp_bias = detail::read_bool_or(j, "use_bias", origin, true);
+  if (arch.model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
+    m.attention_bias = m.o_proj_bias = m.mlp_bias = read_bool_or(j, "use_bias", origin, true);
     m.layer_norm = true;
     m.plain_mlp = true;
-    m.residual_dropout = detail::read_dropout(j, "residual_dropout", origin);
-    m.embedding_dropout = detail::read_dropout(j, "embedding_dropout", origin);
-    detail::require_gelu(j, "gelu_pytorch_tanh", origin);
+    m.residual_dropout = read_dropout(j, "residual_dropout", origin);
+    m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
+    require_gelu(j, "gelu_pytorch_tanh", origin);
   }
-  if (arch->model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
+  if (arch.model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
     m.layer_norm = m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
-    m.parallel_residual = detail::read_bool_or(j, "use_parallel_residual", origin, true);
+    m.parallel_residual = read_bool_or(j, "use_parallel_residual", origin, true);
     // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
-    m.residual_dropout = m.embedding_dropout = detail::read_dropout(j, "hidden_dropout", origin);
+    m.residual_dropout = m.embedding_dropout = read_dropout(j, "hidden_dropout", origin);
     // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
-    m.rotary_dim = detail::read_rotary_dim(
-        j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25, m.head_dim,
-        origin);
-    detail::require_gelu(j, "gelu", origin);
+    m.rotary_dim =
+        read_rotary_dim(j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25,
+                        m.head_dim, origin);
+    require_gelu(j, "gelu", origin);
     if (m.num_key_value_heads != m.num_attention_heads)
-      throw input_error(detail::key_path(origin, "num_key_value_heads"),
-                        "GPT-NeoX has no grouped-query attention");
+      throw input_error(key_path(origin, "num_key_value_heads"), "GPT-NeoX has no grouped-query attention");
   }
   // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
   // its global layers skip RoPE, which saves nothing but the shared tables either way)
-  if (arch->model_type == "cohere" || arch->model_type == "cohere2") {
+  if (arch.model_type == "cohere" || arch.model_type == "cohere2") {
     m.cohere_norm = m.parallel_residual = m.logit_scale = true;
-    if (!detail::read_optional_number(j, "logit_scale", origin, true))
-      throw input_error(detail::key_path(origin, "logit_scale"), "must be a positive number, got null");
+    if (!read_optional_number(j, "logit_scale", origin, true))
+      throw input_error(key_path(origin, "logit_scale"), "must be a positive number, got null");
     // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
-    m.qk_norm = m.qk_norm_full_width = detail::read_bool_or(j, "use_qk_norm", origin, false);
+    m.qk_norm = m.qk_norm_full_width = read_bool_or(j, "use_qk_norm", origin, false);
   }
-  m.attention_dropout = detail::read_dropout(j, "attention_dropout", origin);  // every family's attention
+}
+
+/// Dropout in every family, and what a sliding window leaves unpriced.
+inline void read_dropout_and_window(const nlohmann::json& j, const std::string& origin, model_shape& m,
+                                    std::vector<std::string>& notes) {
+  m.attention_dropout = read_dropout(j, "attention_dropout", origin);  // every family's attention
   // sliding_window (Mistral v0.1, Gemma-2/3, Cohere2, gpt-oss; Qwen2 only with use_sliding_window): a window
   // saves no tensor of its own under FlashAttention, and up to W tokens its mask is the causal one.
-  if (const std::uint64_t window = detail::read_count_or(j, "sliding_window", origin, 0);
-      window != 0 && detail::read_bool_or(j, "use_sliding_window", origin, true))
-    out.notes.push_back(
-        "sliding_window " + std::to_string(window) +
-        ": attention priced as full causal attention — exact for FlashAttention (the window "
-        "saves no tensor of its own) and for sequences up to " +
-        std::to_string(window) +
-        " tokens; beyond that, SDPA and eager receive a sliding mask (b × s × s) not priced, and "
-        "the attention FLOPs are counted over the whole causal triangle (an overestimate)");
+  if (const std::uint64_t window = read_count_or(j, "sliding_window", origin, 0);
+      window != 0 && read_bool_or(j, "use_sliding_window", origin, true))
+    notes.push_back("sliding_window " + std::to_string(window) +
+                    ": attention priced as full causal attention — exact for FlashAttention (the window "
+                    "saves no tensor of its own) and for sequences up to " +
+                    std::to_string(window) +
+                    " tokens; beyond that, SDPA and eager receive a sliding mask (b × s × s) not priced, and "
+                    "the attention FLOPs are counted over the whole causal triangle (an overestimate)");
   if (m.attention_dropout || m.residual_dropout || m.embedding_dropout)
-    out.notes.emplace_back(
+    notes.emplace_back(
         "config.json trains with dropout (attention_dropout, residual_dropout or embedding_dropout above 0): "
         "its masks are priced in the activations (bool on CUDA)");
-  if (arch->model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
-    m.scalar_multipliers = true;        // applied even at their 1.0 defaults
+}
+
+/// Granite's scalar multipliers, Gemma's scaled embeddings and logit soft-caps.
+inline void read_scalings(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                          model_shape& m) {
+  const bool gemma = arch.model_type.substr(0, 5) == "gemma";
+  if (arch.model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
+    m.scalar_multipliers = true;       // applied even at their 1.0 defaults
     for (const std::string_view key :
          {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
-      if (!detail::read_optional_number(j, key, origin, true))
-        throw input_error(detail::key_path(origin, key), "must be a positive number, got null");
+      if (!read_optional_number(j, key, origin, true))
+        throw input_error(key_path(origin, key), "must be a positive number, got null");
   }
   m.scaled_embeddings = gemma;  // GemmaModel: embeddings · sqrt(hidden_size)
   // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
-  const bool caps_default = arch->model_type == "gemma2";
-  m.attn_logit_softcapping = detail::read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
-  m.final_logit_softcapping =
-      detail::read_optional_number(j, "final_logit_softcapping", origin, caps_default);
-  if (arch->experts_key.empty()) {
+  const bool caps_default = arch.model_type == "gemma2";
+  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
+  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, caps_default);
+}
+
+/// A dense MLP's width, or the routed experts (count, top-k, width, a shared expert).
+inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                                model_shape& m) {
+  if (arch.experts_key.empty()) {
     m.intermediate_size = read_count(j, "intermediate_size", origin);
   } else {
-    m.num_experts = read_count(j, arch->experts_key, origin, detail::max_experts);
-    m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, detail::max_experts);
-    m.moe_intermediate_size = read_count(j, arch->expert_width_key, origin);
+    m.num_experts = read_count(j, arch.experts_key, origin, max_experts);
+    m.num_experts_per_tok = read_count(j, "num_experts_per_tok", origin, max_experts);
+    m.moe_intermediate_size = read_count(j, arch.expert_width_key, origin);
     // 0 means no shared expert (Qwen3-Coder's configs write it so).
     m.shared_expert_intermediate_size =
-        detail::read_count_or_zero(j, "shared_expert_intermediate_size", origin, 0, detail::max_dimension);
+        read_count_or_zero(j, "shared_expert_intermediate_size", origin, 0, max_dimension);
     // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
-    m.norm_topk_prob =
-        arch->model_type == "mixtral" || detail::read_bool_or(j, "norm_topk_prob", origin, false);
+    m.norm_topk_prob = arch.model_type == "mixtral" || read_bool_or(j, "norm_topk_prob", origin, false);
     if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
-      throw input_error(detail::key_path(origin, "decoder_sparse_step"),
+      throw input_error(key_path(origin, "decoder_sparse_step"),
                         "layouts mixing dense and MoE layers are not supported yet (need 1)");
     if (j.contains("mlp_only_layers") && !j.at("mlp_only_layers").empty())
-      throw input_error(detail::key_path(origin, "mlp_only_layers"),
+      throw input_error(key_path(origin, "mlp_only_layers"),
                         "layouts mixing dense and MoE layers are not supported yet (need [])");
   }
-  if (detail::is_deepseek(arch->model_type))
-    detail::read_deepseek(j, origin, std::string(arch->model_type), m, out.notes);
-  if (arch->model_type == "llama4_text") detail::read_llama4(j, origin, m, out.notes);
+}
+}  // namespace detail
+
+[[nodiscard]] inline loaded_model model_from_config(const nlohmann::json& j, const std::string& origin) {
+  if (!j.is_object()) throw input_error(origin, "expected a JSON object (a config.json)");
+  loaded_model out;
+  out.origin = origin;
+  out.model_type = detail::read_string_or(j, "model_type", origin, "");
+  const detail::family_choice choice = detail::family_of(j, origin, out.model_type);
+  const bool forced = choice.forced;
+  if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
+  if (out.model_type == "llama4" && !forced) return detail::llama4_multimodal(j, origin);
+  const architecture& arch = detail::architecture_of(origin, out.model_type, choice);
+  detail::check_shape_keys(j, origin, arch, choice.family);
+  model_shape& m = out.spec.shape;
+  detail::read_common_shape(j, origin, arch, m);
+  detail::read_family_parts(j, origin, arch, m, out.notes);
+  detail::read_dropout_and_window(j, origin, m, out.notes);
+  detail::read_scalings(j, origin, arch, m);
+  detail::read_mlp_or_experts(j, origin, arch, m);
+  if (detail::is_deepseek(arch.model_type))
+    detail::read_deepseek(j, origin, std::string(arch.model_type), m, out.notes);
+  if (arch.model_type == "llama4_text") detail::read_llama4(j, origin, m, out.notes);
   try {
     validate(m);
   } catch (const input_error& e) {
