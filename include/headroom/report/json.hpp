@@ -81,13 +81,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   return j;
 }
 
-/// The full estimate: the static keys, the workload, each bucket's size, every phase, the peak,
-/// and (with a budget) whether it fits and by how much.
-[[nodiscard]] inline nlohmann::json training_estimate_json(const loaded_model& model, const run_config& r,
-                                                           const training_estimate& e,
-                                                           std::optional<bytes> budget = std::nullopt) {
-  nlohmann::json j = static_estimate_json(model, r.setup, e.statics);
-  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
+namespace detail {
+/// The micro-batch, attention, checkpointing and loss the estimate priced (`a`: image tokens included).
+inline void workload_json(nlohmann::json& j, const loaded_model& model, const run_config& r,
+                          const activation_config& a, const training_estimate& e) {
   j["workload"] = {{"batch", a.batch},
                    {"seq_len", a.seq_len},  // image tokens included
                    {"images", r.activations.images},
@@ -105,7 +102,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
     j["activation_host_bytes"] = e.activations.host.count();
   }
   if (a.compiled) j["workload"]["compile"] = true;  // only when compiled
-  j["buckets"] = detail::buckets_json(e.sizes);
+}
+
+/// Every phase's buckets and total, and the load phase's mechanism when it is modelled.
+inline void phases_json(nlohmann::json& j, const run_config& r, const training_estimate& e) {
   nlohmann::json phases = nlohmann::json::object();
   for (const auto& p : phase_names) {
     if (!e.has_phase(p.value)) continue;
@@ -126,10 +126,10 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
       j["load"]["init_weight_params"] = e.load.init_largest.count();
     }
   }
-  j["peak_phase"] = choice_name(phase_names, e.peak_phase);
-  j["total_bytes"] = e.total_bytes().count();
-  j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();
-  j["host_bytes"] = (e.activations.host + e.per_gpu_static.host).count();
+}
+
+/// The layout across GPUs and, when there is one, its communication buffers.
+inline void parallel_json(nlohmann::json& j, const run_config& r, const training_estimate& e) {
   const parallel_config& par = r.parallel;
   j["parallel"] = {{"gpus", par.gpus()},
                    {"data_parallel", par.data_parallel},
@@ -146,6 +146,11 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
         {"reduce_bytes", comm.reduce.count()},     {"nccl_bytes", comm.nccl.count()},
         {"communicators", comm.communicators},     {"fsdp_version", par.fsdp_version},
         {"prefetch_units", par.prefetch_units}};
+}
+
+/// The activation and loss-head inventories, term by term and event by event.
+inline void inventories_json(nlohmann::json& j, const loaded_model& model, const run_config& r,
+                             const activation_config& a, const training_estimate& e) {
   const activation_breakdown acts = activation_inventory(model.spec.shape, r.setup, a);
   nlohmann::json events = nlohmann::json::array();
   for (const loss_event& ev : logits_inventory(model.spec.shape, r.setup, a, r.loss))
@@ -171,20 +176,31 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
                         {"kept_bytes", e.logits.kept.count()},
                         {"backward_peak_bytes", e.logits.backward.count()},
                         {"after_backward_bytes", e.logits.after.count()}};
+}
+
+/// The overhead's parts.
+inline void overhead_json(nlohmann::json& j, const training_estimate& e) {
   j["overhead_detail"] = {{"cuda_context", e.overhead.cuda_context.count()},
                           {"cublas_workspace", e.overhead.cublas_workspace.count()},
                           {"cublaslt_workspace", e.overhead.cublaslt_workspace.count()},
                           {"fragmentation", e.overhead.fragmentation.count()},
                           {"measured_override", e.overhead.overridden}};
   if (e.overhead.nccl.count() != 0) j["overhead_detail"]["nccl"] = e.overhead.nccl.count();
-  if (budget) {
-    const bool ok = fits(e, *budget);
-    j["budget_bytes"] = budget->count();
-    j["fits"] = ok;
-    const auto gap = static_cast<std::int64_t>(ok ? (*budget - e.total_bytes()).count()
-                                                  : (e.total_bytes() - *budget).count());
-    j["headroom_bytes"] = ok ? gap : -gap;
-  }
+}
+
+/// Whether the estimate fits the budget, and by how much.
+inline void budget_json(nlohmann::json& j, const training_estimate& e, bytes budget) {
+  const bool ok = fits(e, budget);
+  j["budget_bytes"] = budget.count();
+  j["fits"] = ok;
+  const auto gap =
+      static_cast<std::int64_t>(ok ? (budget - e.total_bytes()).count() : (e.total_bytes() - budget).count());
+  j["headroom_bytes"] = ok ? gap : -gap;
+}
+
+/// The peak under each optimizer implementation torch could run, and the estimate's notes.
+inline void impl_peaks_and_notes_json(nlohmann::json& j, const loaded_model& model, const run_config& r,
+                                      const training_estimate& e) {
   const std::vector<impl_peak> peaks = optimizer_impl_peaks(model.spec, r, e);  // the first is the one priced
   nlohmann::json impl_peaks = nlohmann::json::array();
   for (const impl_peak& p : peaks)
@@ -195,6 +211,28 @@ inline nlohmann::json terms_json(const activation_terms& terms) {
   if (auto n = optimizer_impl_note(peaks, r))
     notes.push_back(std::move(*n));  // the same peaks, not re-estimated
   j["notes"] = notes;
+}
+}  // namespace detail
+
+/// The full estimate: the static keys, the workload, each bucket's size, every phase, the peak,
+/// and (with a budget) whether it fits and by how much.
+[[nodiscard]] inline nlohmann::json training_estimate_json(const loaded_model& model, const run_config& r,
+                                                           const training_estimate& e,
+                                                           std::optional<bytes> budget = std::nullopt) {
+  nlohmann::json j = static_estimate_json(model, r.setup, e.statics);
+  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
+  detail::workload_json(j, model, r, a, e);
+  j["buckets"] = detail::buckets_json(e.sizes);
+  detail::phases_json(j, r, e);
+  j["peak_phase"] = choice_name(phase_names, e.peak_phase);
+  j["total_bytes"] = e.total_bytes().count();
+  j["peak_allocated_bytes"] = e.peak_allocated_bytes().count();
+  j["host_bytes"] = (e.activations.host + e.per_gpu_static.host).count();
+  detail::parallel_json(j, r, e);
+  detail::inventories_json(j, model, r, a, e);
+  detail::overhead_json(j, e);
+  if (budget) detail::budget_json(j, e, *budget);
+  detail::impl_peaks_and_notes_json(j, model, r, e);
   return j;
 }
 
