@@ -602,103 +602,90 @@ struct activation_breakdown {
 
 namespace detail {
 /// estimate_activations for a shape already validated (the step estimate validates it once).
-constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
-                                                         const activation_config& c) {
-  validate_workload(c);
-  activation_estimate e;
+/// What one layer of `block` bytes (with a block input of `input` bytes) keeps on the GPU, moves to host RAM
+/// and holds while it is recomputed, under each checkpointing mode.
+struct layer_under_checkpointing {
+  bytes kept{0};
+  bytes host{0};
+  bytes recompute{0};
+};
+constexpr layer_under_checkpointing checkpointed_layer(const model_shape& m, const training_setup& s,
+                                                       const activation_config& c, bytes block, bytes input) {
   const bool korthikanti = c.formula == activation_formula::korthikanti;
-  bytes_sum model_level;
-  if (!korthikanti) model_level_terms(m, s, c, model_level);
-  e.model_level = model_level.total();
-  const bytes input = block_input_bytes(m, s, c);
   const std::uint64_t L = m.num_hidden_layers;
-  bytes kept_layers{0}, host_layers{0}, first_block{0};
-  const layer_group_list runs = layer_groups(m);
-  // Each run of uniform layers (DeepSeek: dense first layers, then MoE ones); the largest block is the one
-  // recomputed and the one reported.
-  for (const layer_group& run : runs) {
-    bytes_sum layer;
-    block_terms(run.shape, s, c, layer);
-    const bytes block = layer.total();
-    if (&run == runs.begin()) first_block = block;
-    bytes kept_per_layer{0}, host_per_layer{0}, recompute{0};
-    switch (c.ckpt) {
-      case checkpointing::none:
-        kept_per_layer = block;
-        break;
-      case checkpointing::full:  // 2·sbh per layer + one block's internals during recompute
-        kept_per_layer = input;
-        recompute = block;
-        break;
-      case checkpointing::selective: {  // TRL: the block input and the attention output stay
-        const std::uint64_t t = checked_mul(c.batch, c.seq_len);
-        const bytes attn_out = korthikanti
-                                   ? input
-                                   : act(t, attention_output_width(m), activation_bytes(s.precision)) +
-                                         act(t, m.num_attention_heads, fp32_bytes);
-        kept_per_layer = input + attn_out;
-        recompute = block;
+  layer_under_checkpointing out;
+  switch (c.ckpt) {
+    case checkpointing::none:
+      out.kept = block;
+      break;
+    case checkpointing::full:  // 2·sbh per layer + one block's internals during recompute
+      out.kept = input;
+      out.recompute = block;
+      break;
+    case checkpointing::selective: {  // TRL: the block input and the attention output stay
+      const std::uint64_t t = checked_mul(c.batch, c.seq_len);
+      const bytes attn_out = korthikanti ? input
+                                         : act(t, attention_output_width(m), activation_bytes(s.precision)) +
+                                               act(t, m.num_attention_heads, fp32_bytes);
+      out.kept = input + attn_out;
+      out.recompute = block;
+      break;
+    }
+    case checkpointing::offload:  // the block in flight stays; the rest waits in host RAM
+      out.recompute = block;
+      out.host = block;
+      break;
+    case checkpointing::offload_checkpointed:  // one block input on the GPU, the others in host RAM
+      out.recompute = block + input;
+      out.host = input;
+      break;
+    case checkpointing::checkpoint_offload:     // the block input being recomputed and the previous node's
+      if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
+        out.kept = input;
+        out.recompute = block;
         break;
       }
-      case checkpointing::offload:  // the block in flight stays; the rest waits in host RAM
-        recompute = block;
-        host_per_layer = block;
-        break;
-      case checkpointing::offload_checkpointed:  // one block input on the GPU, the others in host RAM
-        recompute = block + input;
-        host_per_layer = input;
-        break;
-      case checkpointing::checkpoint_offload:     // the block input being recomputed and the previous node's
-        if (input.count() < offload_min_bytes) {  // too small to move: it stays, as under full checkpointing
-          kept_per_layer = input;
-          recompute = block;
-          break;
-        }
-        recompute = block + input * (L < offload_backward_inputs ? L : offload_backward_inputs);
-        host_per_layer = input;
-        break;
-    }
-    kept_layers += kept_per_layer * run.layers;
-    host_layers += host_per_layer * run.layers;
-    if (block > e.layer) e.layer = block;
-    if (recompute > e.recompute) e.recompute = recompute;
-    if (kept_per_layer > e.per_layer_kept) e.per_layer_kept = kept_per_layer;
+      out.recompute = block + input * (L < offload_backward_inputs ? L : offload_backward_inputs);
+      out.host = input;
+      break;
   }
-  const model_shape& first = runs.items[0].shape;
-  e.module_transient = dora_module_transient(m, s);
-  if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
-    bytes_sum frozen_input;  // the first layer over frozen embeddings: its input needs no gradient
-    layer_terms(first, s, c, frozen_input, false);
-    e.first_layer_saving = first_block - frozen_input.total();
-    // autocast caches every trainable fp32 weight's bf16 cast until it exits (after the loss); the first
-    // layer's lora_A casts are cached but not saved, so they count in forward only.
-    if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes) {
-      std::uint64_t sites = 0;
-      const module_name qkv = block_modules(m).qkv;
-      if (is_mla(m)) {  // the projections reading the input: q_a_proj (or q_proj) and kv_a_proj_with_mqa
-        for (module_name mod : {m.q_lora_rank != 0 ? module_name::q_a_proj : module_name::q_proj,
-                                module_name::kv_a_proj_with_mqa})
-          if (s.lora.targets.contains(mod)) ++sites;
-      } else {
-        for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
-          if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
-      }
-      e.forward_cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
-      // A parallel MLP (GPT-NeoX, Cohere) reads the frozen input too: its first adapted linears' casts are
-      // not saved either — the input projections' (r × d each), or else the output projection's (r × d_ff).
-      const block_module_names names = block_modules(m);
-      std::uint64_t inputs = 0;
-      for (module_name mod : {names.mlp_in, module_name::gate_proj, module_name::up_proj})
-        if (m.parallel_residual && s.lora.targets.contains(mod) && (mod == names.mlp_in) == m.plain_mlp)
-          ++inputs;
-      const module_name out_proj = m.plain_mlp ? names.mlp_out : module_name::down_proj;
-      e.forward_cached += act(inputs * s.lora.rank, m.hidden_size, bf16_bytes);
-      if (m.parallel_residual && inputs == 0 && s.lora.targets.contains(out_proj))
-        e.forward_cached += act(s.lora.rank, m.intermediate_size, bf16_bytes);
-    }
+  return out;
+}
+
+/// autocast caches every trainable fp32 weight's bf16 cast until it exits (after the loss); the first layer's
+/// lora_A casts over frozen embeddings are cached but not saved, so they count in forward only.
+constexpr bytes first_layer_cached_casts(const model_shape& m, const training_setup& s) {
+  std::uint64_t sites = 0;
+  const module_name qkv = block_modules(m).qkv;
+  if (is_mla(m)) {  // the projections reading the input: q_a_proj (or q_proj) and kv_a_proj_with_mqa
+    for (module_name mod :
+         {m.q_lora_rank != 0 ? module_name::q_a_proj : module_name::q_proj, module_name::kv_a_proj_with_mqa})
+      if (s.lora.targets.contains(mod)) ++sites;
+  } else {
+    for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
+      if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
   }
-  // Prefix tuning's cache and a prompt encoder's cached bias casts live until the loss is computed.
-  e.forward_cached += prefix_cache_bytes(m, s, c) + prompt_encoder_bias_casts(m, s);
+  bytes cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
+  // A parallel MLP (GPT-NeoX, Cohere) reads the frozen input too: its first adapted linears' casts are
+  // not saved either — the input projections' (r × d each), or else the output projection's (r × d_ff).
+  const block_module_names names = block_modules(m);
+  std::uint64_t inputs = 0;
+  for (module_name mod : {names.mlp_in, module_name::gate_proj, module_name::up_proj})
+    if (m.parallel_residual && s.lora.targets.contains(mod) && (mod == names.mlp_in) == m.plain_mlp) ++inputs;
+  const module_name out_proj = m.plain_mlp ? names.mlp_out : module_name::down_proj;
+  cached += act(inputs * s.lora.rank, m.hidden_size, bf16_bytes);
+  if (m.parallel_residual && inputs == 0 && s.lora.targets.contains(out_proj))
+    cached += act(s.lora.rank, m.intermediate_size, bf16_bytes);
+  return cached;
+}
+
+/// What the checkpoints themselves hold: torch.utils.checkpoint stashes the RNG state per call, the
+/// checkpointed calls hold their bound arguments until backward, and reentrant ones keep them until the graph
+/// is freed.
+constexpr void add_checkpoint_state(activation_estimate& e, const model_shape& m, const training_setup& s,
+                                    const activation_config& c) {
+  const bool korthikanti = c.formula == activation_formula::korthikanti;
+  const std::uint64_t L = m.num_hidden_layers;
   // torch.utils.checkpoint stashes torch.get_rng_state() per call (preserve_rng_state=True): host memory
   // on a GPU, device memory on a CPU.
   const bool checkpoints = recomputes_blocks(c.ckpt) || c.ckpt == checkpointing::selective;
@@ -713,6 +700,46 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   // layer.
   if (checkpoints && c.reentrant && !korthikanti)
     e.retained = e.checkpoint_state + rope_table_bytes(m, c.seq_len, weight_bytes(s.precision));
+}
+
+constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
+                                                         const activation_config& c) {
+  validate_workload(c);
+  activation_estimate e;
+  const bool korthikanti = c.formula == activation_formula::korthikanti;
+  bytes_sum model_level;
+  if (!korthikanti) model_level_terms(m, s, c, model_level);
+  e.model_level = model_level.total();
+  const bytes input = block_input_bytes(m, s, c);
+  bytes kept_layers{0}, host_layers{0}, first_block{0};
+  const layer_group_list runs = layer_groups(m);
+  // Each run of uniform layers (DeepSeek: dense first layers, then MoE ones); the largest block is the one
+  // recomputed and the one reported.
+  for (const layer_group& run : runs) {
+    bytes_sum layer;
+    block_terms(run.shape, s, c, layer);
+    const bytes block = layer.total();
+    if (&run == runs.begin()) first_block = block;
+    const layer_under_checkpointing under = checkpointed_layer(m, s, c, block, input);
+    const bytes kept_per_layer = under.kept, host_per_layer = under.host, recompute = under.recompute;
+    kept_layers += kept_per_layer * run.layers;
+    host_layers += host_per_layer * run.layers;
+    if (block > e.layer) e.layer = block;
+    if (recompute > e.recompute) e.recompute = recompute;
+    if (kept_per_layer > e.per_layer_kept) e.per_layer_kept = kept_per_layer;
+  }
+  const model_shape& first = runs.items[0].shape;
+  e.module_transient = dora_module_transient(m, s);
+  if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
+    bytes_sum frozen_input;  // the first layer over frozen embeddings: its input needs no gradient
+    layer_terms(first, s, c, frozen_input, false);
+    e.first_layer_saving = first_block - frozen_input.total();
+    if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes)
+      e.forward_cached = first_layer_cached_casts(m, s);  // cached by autocast, not saved
+  }
+  // Prefix tuning's cache and a prompt encoder's cached bias casts live until the loss is computed.
+  e.forward_cached += prefix_cache_bytes(m, s, c) + prompt_encoder_bias_casts(m, s);
+  add_checkpoint_state(e, m, s, c);
   e.kept = kept_layers + e.model_level + e.checkpoint_state - e.first_layer_saving;
   e.gpu = e.kept + e.recompute;
   e.host = host_layers;
