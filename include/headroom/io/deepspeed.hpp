@@ -133,24 +133,20 @@ inline bool ds_offload(const json& zero, std::string_view key, const std::string
 }
 }  // namespace detail
 
-/// Resolves a ds_config object the way the Hugging Face Trainer hands it to DeepSpeed.
-[[nodiscard]] inline deepspeed_config deepspeed_from_json(const nlohmann::json& ds,
-                                                          const deepspeed_inputs& in,
-                                                          const std::string& origin) {
-  using detail::ds_count;
-  if (!ds.is_object()) throw input_error(origin, "expected a JSON object (a DeepSpeed config)");
-  deepspeed_config out;
-  const std::string root = origin + ": ";
-  out.micro_batch = detail::ds_match(ds, "train_micro_batch_size_per_gpu", root, in.micro_batch,
-                                     "per_device_train_batch_size", max_solver_batch, out);
-  out.grad_accum = detail::ds_match(ds, "gradient_accumulation_steps", root, in.grad_accum,
-                                    "gradient_accumulation_steps", 1u << 20, out);
+namespace detail {
+/// The micro-batch and accumulation ("auto": the training arguments'), and the GPUs an explicit
+/// train_batch_size implies (micro-batch x accumulation x GPUs, as DeepSpeed asserts).
+inline void ds_batch(const nlohmann::json& ds, const deepspeed_inputs& in, const std::string& root,
+                     deepspeed_config& out) {
+  out.micro_batch = ds_match(ds, "train_micro_batch_size_per_gpu", root, in.micro_batch,
+                             "per_device_train_batch_size", max_solver_batch, out);
+  out.grad_accum = ds_match(ds, "gradient_accumulation_steps", root, in.grad_accum,
+                            "gradient_accumulation_steps", 1u << 20, out);
   // train_batch_size = micro-batch x accumulation x GPUs (DeepSpeed asserts it): an explicit one says how
   // many GPUs the file was written for.
-  if (const auto tb = ds.find("train_batch_size");
-      tb != ds.end() && !tb->is_null() && !detail::is_auto(*tb)) {
+  if (const auto tb = ds.find("train_batch_size"); tb != ds.end() && !tb->is_null() && !is_auto(*tb)) {
     const std::uint64_t global = ds_count(*tb, root + "/train_batch_size", std::uint64_t{1} << 40);
-    const std::uint64_t per_step = detail::checked_mul(out.micro_batch, out.grad_accum, "train_batch_size");
+    const std::uint64_t per_step = checked_mul(out.micro_batch, out.grad_accum, "train_batch_size");
     if (global == 0 || global % per_step != 0)
       throw input_error(root + "/train_batch_size",
                         std::to_string(global) +
@@ -163,13 +159,21 @@ inline bool ds_offload(const json& zero, std::string_view key, const std::string
                                                         std::to_string(out.world_size) + " GPUs, not the " +
                                                         std::to_string(in.world_size) + " given");
   }
-  const bool bf16 = detail::ds_enabled(ds, "bf16", "bfloat16", origin, in.bf16, "bf16", out);
-  const bool fp16 = detail::ds_enabled(ds, "fp16", "fp16", origin, in.fp16, "fp16", out);
+}
+
+/// bf16 or fp16 (or neither: fp32), "auto" from the training arguments.
+inline void ds_precision(const nlohmann::json& ds, const deepspeed_inputs& in, const std::string& origin,
+                         deepspeed_config& out) {
+  const bool bf16 = ds_enabled(ds, "bf16", "bfloat16", origin, in.bf16, "bf16", out);
+  const bool fp16 = ds_enabled(ds, "fp16", "fp16", origin, in.fp16, "fp16", out);
   if (bf16 && fp16) throw input_error(origin + ": /bf16", "cannot be enabled together with fp16");
   out.precision = bf16   ? deepspeed_precision::bf16
                   : fp16 ? deepspeed_precision::fp16
                          : deepspeed_precision::fp32;
+}
 
+/// The top-level keys read, warned about (they change memory and are not modelled) or ignored.
+inline void ds_top_level_keys(const nlohmann::json& ds, deepspeed_config& out) {
   static constexpr std::array<std::string_view, 6> used{"train_micro_batch_size_per_gpu",
                                                         "gradient_accumulation_steps",
                                                         "train_batch_size",
@@ -195,33 +199,37 @@ inline bool ds_offload(const json& zero, std::string_view key, const std::string
       }
     if (!known) out.ignored.push_back(key);
   }
+}
 
-  const auto z = ds.find("zero_optimization");
-  if (z == ds.end() || z->is_null()) return out;
-  const std::string zo = origin + ": /zero_optimization";
-  if (!z->is_object()) throw input_error(zo, "must be an object");
-  if (const auto st = z->find("stage"); st != z->end() && !st->is_null())
+/// zero_optimization: the stage, offloading, the reduce bucket and overlap_comm.
+inline void ds_zero(const nlohmann::json& z, const deepspeed_inputs& in, const std::string& zo,
+                    deepspeed_config& out) {
+  if (const auto st = z.find("stage"); st != z.end() && !st->is_null())
     out.stage = ds_count(*st, zo + "/stage", 3);
-  out.offload_optimizer = detail::ds_offload(*z, "offload_optimizer", zo, out);
-  out.offload_params = detail::ds_offload(*z, "offload_param", zo, out);
+  out.offload_optimizer = ds_offload(z, "offload_optimizer", zo, out);
+  out.offload_params = ds_offload(z, "offload_param", zo, out);
   if (out.offload_params && out.stage != 3)
     throw input_error(zo + "/offload_param",
                       "needs stage 3 (DeepSpeed offloads parameters only under ZeRO-3)");
   if (out.offload_optimizer && out.stage == 0)
     throw input_error(zo + "/offload_optimizer", "needs stage 1, 2 or 3 (ZeRO-Offload)");
-  if (const auto rb = z->find("reduce_bucket_size"); rb != z->end() && !rb->is_null()) {
-    if (detail::is_auto(*rb)) {  // trainer_config_finalize: hidden_size²
-      out.reduce_bucket_elements = detail::checked_mul(in.hidden_size, in.hidden_size, "reduce_bucket_size");
+  if (const auto rb = z.find("reduce_bucket_size"); rb != z.end() && !rb->is_null()) {
+    if (is_auto(*rb)) {  // trainer_config_finalize: hidden_size²
+      out.reduce_bucket_elements = checked_mul(in.hidden_size, in.hidden_size, "reduce_bucket_size");
       out.notes.push_back("zero_optimization.reduce_bucket_size \"auto\": hidden_size² = " +
                           std::to_string(out.reduce_bucket_elements));
     } else {
       out.reduce_bucket_elements = ds_count(*rb, zo + "/reduce_bucket_size", std::uint64_t{1} << 40);
     }
   }
-  if (const auto oc = z->find("overlap_comm"); oc != z->end() && !oc->is_null()) {
+  if (const auto oc = z.find("overlap_comm"); oc != z.end() && !oc->is_null()) {
     if (!oc->is_boolean()) throw input_error(zo + "/overlap_comm", "must be true or false");
     out.overlap_comm = oc->get<bool>() ? comm_switch::on : comm_switch::off;
   }
+}
+
+/// zero_optimization's keys read, warned about or ignored.
+inline void ds_zero_keys(const nlohmann::json& z, deepspeed_config& out) {
   static constexpr std::array<std::string_view, 5> zero_used{"stage", "offload_optimizer", "offload_param",
                                                              "reduce_bucket_size", "overlap_comm"};
   // Keys whose buffers or behaviour change memory in ways headroom does not price.
@@ -236,7 +244,7 @@ inline bool ds_offload(const json& zero, std::string_view key, const std::string
       "zero_quantized_weights",
       "zero_quantized_gradients",
   };
-  for (const auto& item : z->items()) {
+  for (const auto& item : z.items()) {
     const std::string& key = item.key();
     bool known = false;
     for (std::string_view u : zero_used) known = known || u == key;
@@ -247,6 +255,25 @@ inline bool ds_offload(const json& zero, std::string_view key, const std::string
       }
     if (!known) out.ignored.push_back("zero_optimization." + key);
   }
+}
+}  // namespace detail
+
+/// Resolves a ds_config object the way the Hugging Face Trainer hands it to DeepSpeed.
+[[nodiscard]] inline deepspeed_config deepspeed_from_json(const nlohmann::json& ds,
+                                                          const deepspeed_inputs& in,
+                                                          const std::string& origin) {
+  if (!ds.is_object()) throw input_error(origin, "expected a JSON object (a DeepSpeed config)");
+  deepspeed_config out;
+  const std::string root = origin + ": ";
+  detail::ds_batch(ds, in, root, out);
+  detail::ds_precision(ds, in, origin, out);
+  detail::ds_top_level_keys(ds, out);
+  const auto z = ds.find("zero_optimization");
+  if (z == ds.end() || z->is_null()) return out;
+  const std::string zo = origin + ": /zero_optimization";
+  if (!z->is_object()) throw input_error(zo, "must be an object");
+  detail::ds_zero(*z, in, zo, out);
+  detail::ds_zero_keys(*z, out);
   return out;
 }
 
