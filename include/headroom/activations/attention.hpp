@@ -43,111 +43,193 @@ constexpr qkv_grads attention_input_grads(const block_context& k) {
           v || k.output_grad(mn::kv_a_proj_with_mqa), v};
 }
 
-/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
-/// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
-/// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
-template <class Out>
-HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
+/// What every attention kernel's inventory is built from: the widths, the keys (prefix tuning's P before the
+/// s of each layer), which of q, k, v require grad.
+struct attention_core_shape {
+  std::uint64_t t;               ///< query rows, b·s
+  std::uint64_t q, kv;           ///< q and k/v widths (GQA)
+  std::uint64_t prefix;          ///< prefix tuning's P keys per layer
+  std::uint64_t keys;            ///< s + P
+  std::uint64_t key_rows;        ///< b·(s + P)
+  std::uint64_t vw;              ///< the values' width (MLA: a·v_head_dim)
+  std::uint64_t v_storage;       ///< the storage a value view keeps (MLA: kv_b_proj's whole output)
+  std::uint64_t query_bytes;     ///< the dtype RoPE leaves q in (promoted to the tables' under autocast)
+  bool dropout;                  ///< the run's flag or the config's attention_dropout
+  bool qg, kg, vg, scores_grad;  ///< q, k, v require grad; the scores do (q or k)
+};
+HEADROOM_INLINE constexpr attention_core_shape attention_core_shape_of(const block_context& k,
+                                                                       std::uint64_t t) {
   const model_shape& m = k.m;
   const activation_config& c = k.c;
-  const bool dropout = c.attention_dropout || m.attention_dropout;  // the run's flag or the config's value
-  const std::uint64_t ab = k.dt.compute, q = query_width(m), kv = kv_width(m);
   const std::uint64_t prefix = k.full ? 0 : prefix_positions(k.s.lora);
-  const std::uint64_t keys = c.seq_len + prefix;                        // validated sizes: no overflow
-  const std::uint64_t key_rows = checked_mul(c.batch, keys, "tokens");  // b·(s + P)
-  // b·a·s·(s + P) scores, for the kernels that materialise them
-  auto score_bytes = [&] { return act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys); };
-  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
-  // The dtype RoPE leaves q in: q·cos promotes to the tables' (stream) dtype under autocast.
-  const std::uint64_t query_bytes = ab > k.dt.stream ? ab : k.dt.stream;
+  const std::uint64_t keys = c.seq_len + prefix;  // validated sizes: no overflow
   // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
   // the adapted projections do, and the prefix's keys and values); a product saves each operand only for
   // the other's gradient.
   const qkv_grads grads = attention_input_grads(k);
-  const bool qg = grads.q, kg = grads.k, vg = grads.v, scores_grad = qg || kg;
-  // The values' width (MLA: a·v_head_dim, narrower than the q/k heads) and, under MLA, the storage a value
-  // view keeps: kv_b_proj's whole output, nope keys and values (a·(qk_nope + v_head_dim)).
-  const std::uint64_t vw = attention_output_width(m);
-  const std::uint64_t v_storage = is_mla(m) ? kv_b_width(m) : q;
-  out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
-  switch (c.attention) {
-    case attention_impl::flash:
-      if (prefix == 0) {
-        out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
-                "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
-      } else {
-        out.add("flash-attn q", act(t, q, ab), "the kernel's query input, for backward");
-        out.add("flash-attn k, v", act(key_rows, 2 * kv, ab),
-                "s + P keys and values at GQA width, for backward");
-      }
-      out.add("flash-attn output", act(t, q, ab),
-              is_mla(m) ? "saved by the kernel, at the padded width; o_proj reads a sliced copy"
-                        : "saved by the kernel; o_proj reads the same storage");
-      out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
-      return;
-    case attention_impl::sdpa:
-      if (is_mla(m)) {
-        out.add("sdpa q, k, v", act(t, 2 * q + v_storage, ab),
-                "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
-      } else if (prefix == 0) {
-        out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
-      } else {
-        out.add("sdpa q", act(t, q, ab), "the kernel's query input, for backward");
-        out.add("sdpa k, v", act(key_rows, 2 * q, ab),
-                "s + P keys and values, expanded to all heads by repeat_kv");
-        // transformers' sdpa_mask cannot skip the mask when the key length is not s
-        out.add("sdpa attention bias", act(t, ceil_div(keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
-                "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
-                "(flash takes no mask)");
-      }
-      out.add("sdpa output", act(t, vw, ab), "saved by the kernel for its backward");
-      out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
-      return;
-    case attention_impl::sdpa_math: {
-      const bytes scores = score_bytes();
-      // aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in
-      // the input dtype and its output is both saved and multiplied by v.
-      out.add("sdpa-math q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
-              "q·scale and kᵀ·scale, saved by their matmul");
-      if (scores_grad || vg)
-        out.add("sdpa-math probabilities", scores * ab,
-                "softmax output in the input dtype, saved by softmax and ·v");
-      if (dropout) {
-        if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
-        if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
-      }
-      if (scores_grad)
-        out.add("sdpa-math v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
-      return;
-    }
-    case attention_impl::eager:
-      break;
+  return {t,
+          query_width(m),
+          kv_width(m),
+          prefix,
+          keys,
+          checked_mul(c.batch, keys, "tokens"),
+          attention_output_width(m),
+          is_mla(m) ? kv_b_width(m) : query_width(m),
+          k.dt.compute > k.dt.stream ? k.dt.compute : k.dt.stream,
+          c.attention_dropout || m.attention_dropout,
+          grads.q,
+          grads.k,
+          grads.v,
+          grads.q || grads.k};
+}
+/// b·a·s·(s + P) scores, for the kernels that materialise them.
+constexpr bytes score_bytes(const block_context& k, const attention_core_shape& x) {
+  return act(k.c.batch, checked_mul(k.m.num_attention_heads, k.c.seq_len), x.keys);
+}
+
+/// FlashAttention: q, k, v at their GQA widths, the output and the log-sum-exp.
+template <class Out>
+HEADROOM_INLINE constexpr void add_flash_core(Out& out, const block_context& k,
+                                              const attention_core_shape& x) {
+  const model_shape& m = k.m;
+  const std::uint64_t ab = k.dt.compute;
+  const std::uint64_t q = x.q;
+  const std::uint64_t kv = x.kv;
+  const std::uint64_t t = x.t;
+  const std::uint64_t prefix = x.prefix;
+  const std::uint64_t key_rows = x.key_rows;
+  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
+  if (prefix == 0) {
+    out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
+            "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
+  } else {
+    out.add("flash-attn q", act(t, q, ab), "the kernel's query input, for backward");
+    out.add("flash-attn k, v", act(key_rows, 2 * kv, ab), "s + P keys and values at GQA width, for backward");
   }
-  if (m.attention_sinks) {  // gpt-oss eager_attention_forward: each row's softmax also covers the head's sink
-    const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys + 1);
-    out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
-            "saved by q·kᵀ; repeat_kv expands K to all heads");
-    if (scores_grad && k.scalar != 0)
-      out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
-    if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
-      out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
-              "int64 indices of each row's maximum, saved by max");
-    // The logits' dtype: q·kᵀ plus the mask, which is in the stream dtype (fp32 under autocast, promoting)
-    out.add("eager softmax output", with_sink * query_bytes,
-            "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
-    if (query_bytes != ab && vg && !dropout)
-      out.add("eager probabilities", score_bytes() * ab,
-              "the sliced probabilities cast to the compute dtype by autocast, saved by ·v");
-    if (dropout && scores_grad) {
-      out.add("eager dropout mask", score_bytes() * mask_bytes(k, ab), "the dropout mask");
-      if (vg) out.add("eager dropped probabilities", score_bytes() * ab, "dropout's output, saved by ·v");
-    }
-    if (scores_grad)
-      out.add("eager v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
-    return;
+  out.add("flash-attn output", act(t, q, ab),
+          is_mla(m) ? "saved by the kernel, at the padded width; o_proj reads a sliced copy"
+                    : "saved by the kernel; o_proj reads the same storage");
+  out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
+}
+
+/// SDPA's memory-efficient kernel: K and V expanded by repeat_kv, the output and the log-sum-exp.
+template <class Out>
+HEADROOM_INLINE constexpr void add_sdpa_core(Out& out, const block_context& k,
+                                             const attention_core_shape& x) {
+  const model_shape& m = k.m;
+  const std::uint64_t ab = k.dt.compute;
+  const std::uint64_t q = x.q;
+  const std::uint64_t t = x.t;
+  const std::uint64_t prefix = x.prefix;
+  const std::uint64_t keys = x.keys;
+  const std::uint64_t key_rows = x.key_rows;
+  const std::uint64_t vw = x.vw;
+  const std::uint64_t v_storage = x.v_storage;
+  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
+  if (is_mla(m)) {
+    out.add("sdpa q, k, v", act(t, 2 * q + v_storage, ab),
+            "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
+  } else if (prefix == 0) {
+    out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
+  } else {
+    out.add("sdpa q", act(t, q, ab), "the kernel's query input, for backward");
+    out.add("sdpa k, v", act(key_rows, 2 * q, ab),
+            "s + P keys and values, expanded to all heads by repeat_kv");
+    // transformers' sdpa_mask cannot skip the mask when the key length is not s
+    out.add("sdpa attention bias", act(t, ceil_div(keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
+            "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
+            "(flash takes no mask)");
   }
-  // transformers eager_attention_forward.
-  const bytes scores = score_bytes();
+  out.add("sdpa output", act(t, vw, ab), "saved by the kernel for its backward");
+  out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
+}
+
+/// aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in the input
+/// dtype and its output is both saved and multiplied by v.
+template <class Out>
+HEADROOM_INLINE constexpr void add_sdpa_math_core(Out& out, const block_context& k,
+                                                  const attention_core_shape& x) {
+  const std::uint64_t ab = k.dt.compute;
+  const std::uint64_t q = x.q;
+  const std::uint64_t t = x.t;
+  const std::uint64_t key_rows = x.key_rows;
+  const std::uint64_t vw = x.vw;
+  const bool qg = x.qg;
+  const bool kg = x.kg;
+  const bool vg = x.vg;
+  const bool scores_grad = x.scores_grad;
+  const bool dropout = x.dropout;
+  const bytes scores = score_bytes(k, x);
+  out.add("sdpa-math q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+          "q·scale and kᵀ·scale, saved by their matmul");
+  if (scores_grad || vg)
+    out.add("sdpa-math probabilities", scores * ab,
+            "softmax output in the input dtype, saved by softmax and ·v");
+  if (dropout) {
+    if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
+    if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
+  }
+  if (scores_grad)
+    out.add("sdpa-math v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
+}
+
+/// gpt-oss eager_attention_forward: each row's softmax also covers the head's sink.
+template <class Out>
+HEADROOM_INLINE constexpr void add_eager_sinks_core(Out& out, const block_context& k,
+                                                    const attention_core_shape& x) {
+  const model_shape& m = k.m;
+  const activation_config& c = k.c;
+  const std::uint64_t ab = k.dt.compute;
+  const std::uint64_t q = x.q;
+  const std::uint64_t t = x.t;
+  const std::uint64_t keys = x.keys;
+  const std::uint64_t key_rows = x.key_rows;
+  const std::uint64_t vw = x.vw;
+  const std::uint64_t query_bytes = x.query_bytes;
+  const bool qg = x.qg;
+  const bool kg = x.kg;
+  const bool vg = x.vg;
+  const bool scores_grad = x.scores_grad;
+  const bool dropout = x.dropout;
+  const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys + 1);
+  out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+          "saved by q·kᵀ; repeat_kv expands K to all heads");
+  if (scores_grad && k.scalar != 0)
+    out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
+  if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
+    out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
+            "int64 indices of each row's maximum, saved by max");
+  // The logits' dtype: q·kᵀ plus the mask, which is in the stream dtype (fp32 under autocast, promoting)
+  out.add("eager softmax output", with_sink * query_bytes,
+          "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
+  if (query_bytes != ab && vg && !dropout)
+    out.add("eager probabilities", score_bytes(k, x) * ab,
+            "the sliced probabilities cast to the compute dtype by autocast, saved by ·v");
+  if (dropout && scores_grad) {
+    out.add("eager dropout mask", score_bytes(k, x) * mask_bytes(k, ab), "the dropout mask");
+    if (vg) out.add("eager dropped probabilities", score_bytes(k, x) * ab, "dropout's output, saved by ·v");
+  }
+  if (scores_grad)
+    out.add("eager v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
+}
+
+/// transformers eager_attention_forward: the scores, their soft-capping, the fp32 softmax and its casts.
+template <class Out>
+HEADROOM_INLINE constexpr void add_eager_core(Out& out, const block_context& k,
+                                              const attention_core_shape& x) {
+  const model_shape& m = k.m;
+  const std::uint64_t ab = k.dt.compute;
+  const std::uint64_t q = x.q;
+  const std::uint64_t t = x.t;
+  const std::uint64_t key_rows = x.key_rows;
+  const std::uint64_t vw = x.vw;
+  const std::uint64_t query_bytes = x.query_bytes;
+  const bool qg = x.qg;
+  const bool kg = x.kg;
+  const bool vg = x.vg;
+  const bool scores_grad = x.scores_grad;
+  const bool dropout = x.dropout;
+  const bytes scores = score_bytes(k, x);
   out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
           "saved by q·kᵀ; repeat_kv expands K to all heads");
   if (scores_grad) {
@@ -171,6 +253,26 @@ HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context&
   if (scores_grad)
     out.add("eager v", act(key_rows, vw, ab),
             "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
+}
+
+/// The attention core between the projections and o_proj: RoPE, the kernel, its saved tensors. Prefix
+/// tuning puts P trainable keys and values before the s of each layer (DynamicCache.update's torch.cat),
+/// so the kernel reads s + P keys for s queries, and keys and values require grad even over a frozen input.
+template <class Out>
+HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
+  const attention_core_shape x = attention_core_shape_of(k, t);
+  out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
+  switch (k.c.attention) {
+    case attention_impl::flash:
+      return add_flash_core(out, k, x);
+    case attention_impl::sdpa:
+      return add_sdpa_core(out, k, x);
+    case attention_impl::sdpa_math:
+      return add_sdpa_math_core(out, k, x);
+    case attention_impl::eager:
+      if (k.m.attention_sinks) return add_eager_sinks_core(out, k, x);
+      return add_eager_core(out, k, x);
+  }
 }
 
 /// Prefix tuning's cache (peft_model.py get_prompt builds a DynamicCache; each layer's update keeps the
