@@ -93,20 +93,16 @@ HEADROOM_INLINE constexpr void add_flash_core(Out& out, const block_context& k,
                                               const attention_core_shape& x) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute;
-  const std::uint64_t q = x.q;
-  const std::uint64_t kv = x.kv;
-  const std::uint64_t t = x.t;
-  const std::uint64_t prefix = x.prefix;
-  const std::uint64_t key_rows = x.key_rows;
-  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
-  if (prefix == 0) {
-    out.add("flash-attn q, k, v", act(t, q + 2 * kv, ab),
+  auto lse = [&] { return act(x.t, m.num_attention_heads, fp32_bytes); };
+  if (x.prefix == 0) {
+    out.add("flash-attn q, k, v", act(x.t, x.q + 2 * x.kv, ab),
             "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
   } else {
-    out.add("flash-attn q", act(t, q, ab), "the kernel's query input, for backward");
-    out.add("flash-attn k, v", act(key_rows, 2 * kv, ab), "s + P keys and values at GQA width, for backward");
+    out.add("flash-attn q", act(x.t, x.q, ab), "the kernel's query input, for backward");
+    out.add("flash-attn k, v", act(x.key_rows, 2 * x.kv, ab),
+            "s + P keys and values at GQA width, for backward");
   }
-  out.add("flash-attn output", act(t, q, ab),
+  out.add("flash-attn output", act(x.t, x.q, ab),
           is_mla(m) ? "saved by the kernel, at the padded width; o_proj reads a sliced copy"
                     : "saved by the kernel; o_proj reads the same storage");
   out.add("flash-attn log-sum-exp", lse(), "fp32 softmax statistics per head and token");
@@ -118,29 +114,22 @@ HEADROOM_INLINE constexpr void add_sdpa_core(Out& out, const block_context& k,
                                              const attention_core_shape& x) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute;
-  const std::uint64_t q = x.q;
-  const std::uint64_t t = x.t;
-  const std::uint64_t prefix = x.prefix;
-  const std::uint64_t keys = x.keys;
-  const std::uint64_t key_rows = x.key_rows;
-  const std::uint64_t vw = x.vw;
-  const std::uint64_t v_storage = x.v_storage;
-  auto lse = [&] { return act(t, m.num_attention_heads, fp32_bytes); };
+  auto lse = [&] { return act(x.t, m.num_attention_heads, fp32_bytes); };
   if (is_mla(m)) {
-    out.add("sdpa q, k, v", act(t, 2 * q + v_storage, ab),
+    out.add("sdpa q, k, v", act(x.t, 2 * x.q + x.v_storage, ab),
             "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
-  } else if (prefix == 0) {
-    out.add("sdpa q, k, v", act(t, 3 * q, ab), "repeat_kv expands K and V to all heads before SDPA");
+  } else if (x.prefix == 0) {
+    out.add("sdpa q, k, v", act(x.t, 3 * x.q, ab), "repeat_kv expands K and V to all heads before SDPA");
   } else {
-    out.add("sdpa q", act(t, q, ab), "the kernel's query input, for backward");
-    out.add("sdpa k, v", act(key_rows, 2 * q, ab),
+    out.add("sdpa q", act(x.t, x.q, ab), "the kernel's query input, for backward");
+    out.add("sdpa k, v", act(x.key_rows, 2 * x.q, ab),
             "s + P keys and values, expanded to all heads by repeat_kv");
     // transformers' sdpa_mask cannot skip the mask when the key length is not s
-    out.add("sdpa attention bias", act(t, ceil_div(keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
+    out.add("sdpa attention bias", act(x.t, ceil_div(x.keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
             "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
             "(flash takes no mask)");
   }
-  out.add("sdpa output", act(t, vw, ab), "saved by the kernel for its backward");
+  out.add("sdpa output", act(x.t, x.vw, ab), "saved by the kernel for its backward");
   out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
 }
 
@@ -150,27 +139,18 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_sdpa_math_core(Out& out, const block_context& k,
                                                   const attention_core_shape& x) {
   const std::uint64_t ab = k.dt.compute;
-  const std::uint64_t q = x.q;
-  const std::uint64_t t = x.t;
-  const std::uint64_t key_rows = x.key_rows;
-  const std::uint64_t vw = x.vw;
-  const bool qg = x.qg;
-  const bool kg = x.kg;
-  const bool vg = x.vg;
-  const bool scores_grad = x.scores_grad;
-  const bool dropout = x.dropout;
   const bytes scores = score_bytes(k, x);
-  out.add("sdpa-math q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+  out.add("sdpa-math q, k", act(x.t, x.kg ? x.q : 0, ab) + act(x.key_rows, x.qg ? x.q : 0, ab),
           "q·scale and kᵀ·scale, saved by their matmul");
-  if (scores_grad || vg)
+  if (x.scores_grad || x.vg)
     out.add("sdpa-math probabilities", scores * ab,
             "softmax output in the input dtype, saved by softmax and ·v");
-  if (dropout) {
-    if (scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
-    if (vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
+  if (x.dropout) {
+    if (x.scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
+    if (x.vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
   }
-  if (scores_grad)
-    out.add("sdpa-math v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
+  if (x.scores_grad)
+    out.add("sdpa-math v", act(x.key_rows, x.vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
 }
 
 /// gpt-oss eager_attention_forward: each row's softmax also covers the head's sink.
@@ -180,37 +160,26 @@ HEADROOM_INLINE constexpr void add_eager_sinks_core(Out& out, const block_contex
   const model_shape& m = k.m;
   const activation_config& c = k.c;
   const std::uint64_t ab = k.dt.compute;
-  const std::uint64_t q = x.q;
-  const std::uint64_t t = x.t;
-  const std::uint64_t keys = x.keys;
-  const std::uint64_t key_rows = x.key_rows;
-  const std::uint64_t vw = x.vw;
-  const std::uint64_t query_bytes = x.query_bytes;
-  const bool qg = x.qg;
-  const bool kg = x.kg;
-  const bool vg = x.vg;
-  const bool scores_grad = x.scores_grad;
-  const bool dropout = x.dropout;
-  const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), keys + 1);
-  out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+  const bytes with_sink = act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), x.keys + 1);
+  out.add("eager q, k", act(x.t, x.kg ? x.q : 0, ab) + act(x.key_rows, x.qg ? x.q : 0, ab),
           "saved by q·kᵀ; repeat_kv expands K to all heads");
-  if (scores_grad && k.scalar != 0)
+  if (x.scores_grad && k.scalar != 0)
     out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
-  if (scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
+  if (x.scores_grad)  // combined_logits - combined_logits.max(dim=-1).values
     out.add("eager sink max", act(c.batch, checked_mul(m.num_attention_heads, c.seq_len), 8),
             "int64 indices of each row's maximum, saved by max");
   // The logits' dtype: q·kᵀ plus the mask, which is in the stream dtype (fp32 under autocast, promoting)
-  out.add("eager softmax output", with_sink * query_bytes,
+  out.add("eager softmax output", with_sink * x.query_bytes,
           "softmax over s + 1 columns in the logits' dtype, saved by softmax and (sliced) by ·v");
-  if (query_bytes != ab && vg && !dropout)
+  if (x.query_bytes != ab && x.vg && !x.dropout)
     out.add("eager probabilities", score_bytes(k, x) * ab,
             "the sliced probabilities cast to the compute dtype by autocast, saved by ·v");
-  if (dropout && scores_grad) {
+  if (x.dropout && x.scores_grad) {
     out.add("eager dropout mask", score_bytes(k, x) * mask_bytes(k, ab), "the dropout mask");
-    if (vg) out.add("eager dropped probabilities", score_bytes(k, x) * ab, "dropout's output, saved by ·v");
+    if (x.vg) out.add("eager dropped probabilities", score_bytes(k, x) * ab, "dropout's output, saved by ·v");
   }
-  if (scores_grad)
-    out.add("eager v", act(key_rows, vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
+  if (x.scores_grad)
+    out.add("eager v", act(x.key_rows, x.vw, ab), "saved by probs·v; repeat_kv makes it contiguous");
 }
 
 /// transformers eager_attention_forward: the scores, their soft-capping, the fp32 softmax and its casts.
@@ -219,20 +188,10 @@ HEADROOM_INLINE constexpr void add_eager_core(Out& out, const block_context& k,
                                               const attention_core_shape& x) {
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute;
-  const std::uint64_t q = x.q;
-  const std::uint64_t t = x.t;
-  const std::uint64_t key_rows = x.key_rows;
-  const std::uint64_t vw = x.vw;
-  const std::uint64_t query_bytes = x.query_bytes;
-  const bool qg = x.qg;
-  const bool kg = x.kg;
-  const bool vg = x.vg;
-  const bool scores_grad = x.scores_grad;
-  const bool dropout = x.dropout;
   const bytes scores = score_bytes(k, x);
-  out.add("eager q, k", act(t, kg ? q : 0, ab) + act(key_rows, qg ? q : 0, ab),
+  out.add("eager q, k", act(x.t, x.kg ? x.q : 0, ab) + act(x.key_rows, x.qg ? x.q : 0, ab),
           "saved by q·kᵀ; repeat_kv expands K to all heads");
-  if (scores_grad) {
+  if (x.scores_grad) {
     if (k.scalar != 0)
       out.add("eager scaling", bytes(k.scalar), "the Python float `scaling`, saved by the product");
     if (m.attn_logit_softcapping) {
@@ -242,16 +201,17 @@ HEADROOM_INLINE constexpr void add_eager_core(Out& out, const block_context& k,
     }
     out.add("eager softmax output", scores * fp32_bytes, "softmax(dtype=float32) saves its output");
   }
-  if (dropout) {
-    if (scores_grad) out.add("eager dropout mask", scores * mask_bytes(k, query_bytes), "the dropout mask");
-    if (vg)
+  if (x.dropout) {
+    if (x.scores_grad)
+      out.add("eager dropout mask", scores * mask_bytes(k, x.query_bytes), "the dropout mask");
+    if (x.vg)
       out.add("eager dropped probabilities", scores * ab,
               "dropout's output (cast to bf16 under autocast), saved by ·v");
-  } else if (ab != fp32_bytes && vg) {
+  } else if (ab != fp32_bytes && x.vg) {
     out.add("eager probabilities", scores * ab, "the cast to the compute dtype, saved by probs·v");
   }
-  if (scores_grad)
-    out.add("eager v", act(key_rows, vw, ab),
+  if (x.scores_grad)
+    out.add("eager v", act(x.key_rows, x.vw, ab),
             "saved by probs·v; repeat_kv (or matmul's reshape) makes it contiguous");
 }
 
