@@ -8,7 +8,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../advisor.hpp"
-#include "../io/config.hpp"
+#include "../loaded_model.hpp"
 #include "../memory.hpp"
 #include "../peak.hpp"
 

@@ -10,7 +10,7 @@
 #include <fmt/format.h>
 
 #include "../advisor.hpp"
-#include "../io/config.hpp"
+#include "../loaded_model.hpp"
 #include "../memory.hpp"
 #include "../peak.hpp"
 
