@@ -345,6 +345,86 @@ constexpr void compiled_naive_loss(Out& out, const loss_context& k) {
   out.release("gradient scalars", bytes(scalar_bytes));  // the division's gradient; the seed stays
 }
 
+/// What every TRL chunk works on: the shifted rows, the packed hidden states and labels, the fp32 head copy.
+struct trl_chunk_context {
+  std::uint64_t rows;  ///< b·(s − 1): the tokens predicted
+  bytes hidden;        ///< the packed (shifted) hidden states
+  bytes w32;           ///< w.float(): the head upcast (none when it is fp32 already)
+  bool h_copies;       ///< h.float() copies 16-bit hidden states
+};
+
+/// _chunk itself: h.float(), w.float(), the logits, log_softmax and the entropy tiles. Under the checkpoint's
+/// forward nothing is saved; when backward recomputes it, w.float() and log_p stay (and h.float() for a
+/// trained head).
+template <class Out>
+constexpr void trl_run_chunk(Out& out, const loss_context& k, const trl_chunk_context& x, std::uint64_t n,
+                             bool recomputing) {
+  const bytes w32 = x.w32;
+  const bytes tile = act(n, k.V, fp32_bytes), h32 = x.h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
+  out.alloc("fp32 hidden chunk", h32, "h.float()");
+  out.alloc("fp32 head copy", w32, "w.float(): the whole head upcast for every chunk");
+  out.alloc("fp32 logits tile", tile, "h.float() @ w.float().t()");
+  if (!(recomputing && k.head_trains)) out.release("fp32 hidden chunk", h32);
+  if (!recomputing) out.release("fp32 head copy", w32);
+  out.alloc("log-probabilities tile", tile, "log_softmax, saved by nll_loss");
+  out.alloc("exp tile", tile, "log_p.exp() for the entropy statistic");
+  out.alloc("exp · log-p tile", tile, "the entropy product");
+  out.release("exp · log-p tile", tile);
+  out.release("exp tile", tile);
+  if (!recomputing) out.release("log-probabilities tile", tile);
+  out.release("fp32 logits tile", tile);
+}
+
+/// One chunk's backward: the recomputation, then nll_loss and log_softmax backward, the matmul's, and the
+/// packed-hidden gradient.
+template <class Out>
+constexpr void trl_chunk_backward(Out& out, const loss_context& k, const trl_chunk_context& x,
+                                  std::uint64_t n, bool first) {
+  const bytes hidden = x.hidden, w32 = x.w32;
+  const std::uint64_t rows = x.rows;
+  const bytes tile = act(n, k.V, fp32_bytes), h32 = x.h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
+  const bytes grad_h = act(n, k.d, fp32_bytes);
+  out.alloc("RNG state fork", bytes(k.rng), "torch.random.fork_rng around the recomputation (CPU)");
+  trl_run_chunk(out, k, x, n, true);
+  out.release("RNG state fork", bytes(k.rng));
+  out.alloc("grad of log-probabilities", tile, "nll_loss backward");
+  out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
+  out.release("grad of log-probabilities", tile);
+  out.release("log-probabilities tile", tile);
+  const bytes head32 = act(k.V, k.d, fp32_bytes);
+  if (k.head_trains) {
+    out.alloc("fp32 head gradient", head32, "grad of w.float()");
+    out.alloc("grad of fp32 hidden chunk", grad_h, "mm backward");
+    out.release("grad of logits (fp32)", tile);
+    out.release("checkpoint RNG state", bytes(k.rng));  // the checkpoint's saved state is done
+    out.release("fp32 head copy", w32);
+    out.release("fp32 hidden chunk", h32);
+    if (k.wb != fp32_bytes) {
+      out.alloc("head gradient", act(k.V, k.d, k.wb), "ToCopyBackward to the head dtype");
+      out.release("fp32 head gradient", head32);
+    }
+    if (!first) {  // every chunk's head gradient is summed out of place before .grad is set
+      out.alloc("head gradient sum", act(k.V, k.d, k.wb), "InputBuffer accumulation across chunks");
+      out.release("head gradient", act(k.V, k.d, 2 * k.wb));
+    }
+  } else {
+    out.alloc("grad of fp32 hidden chunk", grad_h, "mm backward");
+    out.release("grad of logits (fp32)", tile);
+    out.release("checkpoint RNG state", bytes(k.rng));
+    out.release("fp32 head copy", w32);
+  }
+  if (x.h_copies) {
+    out.alloc("grad of hidden chunk", act(n, k.d, k.hb), "ToCopyBackward to the hidden dtype");
+    out.release("grad of fp32 hidden chunk", grad_h);
+  }
+  out.alloc("grad of packed hidden states", hidden, "the chunk slice's backward: zeros of the packed shape");
+  out.release("grad of hidden chunk", act(n, k.d, k.hb));
+  if (!first) {  // the engine adds each chunk's full-size gradient out of place
+    out.alloc("gradient sum", hidden, "InputBuffer accumulation of the chunk gradients");
+    out.release("grad of packed hidden states", act(rows, k.d, 2 * k.hb));
+  }
+}
+
 /// TRL _chunked_cross_entropy_loss: shift, pack the valid tokens to the front (argsort), then each chunk of
 /// `chunk` rows through _chunk under a non-reentrant checkpoint: h.float() @ w.float().t(), log_softmax,
 /// nll_loss, and the accuracy and entropy statistics (log_p.exp() · log_p), all recomputed in backward.
@@ -376,73 +456,10 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
   // .float() copies 16-bit tensors and returns fp32 ones as they are.
   const bytes w32 = k.wb == fp32_bytes ? bytes(0) : act(k.V, k.d, fp32_bytes);
   const bool h_copies = k.hb != fp32_bytes;
-  // _chunk itself: h.float(), w.float(), the logits, log_softmax and the entropy tiles. Under the
-  // checkpoint's forward nothing is saved; when backward recomputes it, w.float() and log_p stay (and
-  // h.float() for a trained head).
-  auto run_chunk = [&](std::uint64_t n, bool recomputing) {
-    const bytes tile = act(n, k.V, fp32_bytes), h32 = h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
-    out.alloc("fp32 hidden chunk", h32, "h.float()");
-    out.alloc("fp32 head copy", w32, "w.float(): the whole head upcast for every chunk");
-    out.alloc("fp32 logits tile", tile, "h.float() @ w.float().t()");
-    if (!(recomputing && k.head_trains)) out.release("fp32 hidden chunk", h32);
-    if (!recomputing) out.release("fp32 head copy", w32);
-    out.alloc("log-probabilities tile", tile, "log_softmax, saved by nll_loss");
-    out.alloc("exp tile", tile, "log_p.exp() for the entropy statistic");
-    out.alloc("exp · log-p tile", tile, "the entropy product");
-    out.release("exp · log-p tile", tile);
-    out.release("exp tile", tile);
-    if (!recomputing) out.release("log-probabilities tile", tile);
-    out.release("fp32 logits tile", tile);
-  };
+  const trl_chunk_context x{rows, hidden, w32, h_copies};
   auto chunk_forward = [&](std::uint64_t n) {
     out.alloc("checkpoint RNG state", bytes(k.rng), "torch.get_rng_state() stashed per checkpoint (CPU)");
-    run_chunk(n, false);
-  };
-  // One chunk's backward: the recomputation, then nll_loss and log_softmax backward, the matmul's, and
-  // the packed-hidden gradient.
-  auto chunk_backward = [&](std::uint64_t n, bool first) {
-    const bytes tile = act(n, k.V, fp32_bytes), h32 = h_copies ? act(n, k.d, fp32_bytes) : bytes(0);
-    const bytes grad_h = act(n, k.d, fp32_bytes);
-    out.alloc("RNG state fork", bytes(k.rng), "torch.random.fork_rng around the recomputation (CPU)");
-    run_chunk(n, true);
-    out.release("RNG state fork", bytes(k.rng));
-    out.alloc("grad of log-probabilities", tile, "nll_loss backward");
-    out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
-    out.release("grad of log-probabilities", tile);
-    out.release("log-probabilities tile", tile);
-    const bytes head32 = act(k.V, k.d, fp32_bytes);
-    if (k.head_trains) {
-      out.alloc("fp32 head gradient", head32, "grad of w.float()");
-      out.alloc("grad of fp32 hidden chunk", grad_h, "mm backward");
-      out.release("grad of logits (fp32)", tile);
-      out.release("checkpoint RNG state", bytes(k.rng));  // the checkpoint's saved state is done
-      out.release("fp32 head copy", w32);
-      out.release("fp32 hidden chunk", h32);
-      if (k.wb != fp32_bytes) {
-        out.alloc("head gradient", act(k.V, k.d, k.wb), "ToCopyBackward to the head dtype");
-        out.release("fp32 head gradient", head32);
-      }
-      if (!first) {  // every chunk's head gradient is summed out of place before .grad is set
-        out.alloc("head gradient sum", act(k.V, k.d, k.wb), "InputBuffer accumulation across chunks");
-        out.release("head gradient", act(k.V, k.d, 2 * k.wb));
-      }
-    } else {
-      out.alloc("grad of fp32 hidden chunk", grad_h, "mm backward");
-      out.release("grad of logits (fp32)", tile);
-      out.release("checkpoint RNG state", bytes(k.rng));
-      out.release("fp32 head copy", w32);
-    }
-    if (h_copies) {
-      out.alloc("grad of hidden chunk", act(n, k.d, k.hb), "ToCopyBackward to the hidden dtype");
-      out.release("grad of fp32 hidden chunk", grad_h);
-    }
-    out.alloc("grad of packed hidden states", hidden,
-              "the chunk slice's backward: zeros of the packed shape");
-    out.release("grad of hidden chunk", act(n, k.d, k.hb));
-    if (!first) {  // the engine adds each chunk's full-size gradient out of place
-      out.alloc("gradient sum", hidden, "InputBuffer accumulation of the chunk gradients");
-      out.release("grad of packed hidden states", act(rows, k.d, 2 * k.hb));
-    }
+    trl_run_chunk(out, k, x, n, false);
   };
   // Forward: the full chunks (each keeps its RNG state), then the tail; the last full chunk peaks.
   if (full > 1) {
@@ -462,12 +479,12 @@ constexpr void trl_chunked_loss(Out& out, const loss_context& k, std::uint64_t c
   // hold the most (later ones have released more stashed states).
   bool first = true;
   if (tail != 0) {
-    chunk_backward(tail, first);
+    trl_chunk_backward(out, k, x, tail, first);
     first = false;
   }
   const std::uint64_t listed = full < 2 ? full : 2;
   for (std::uint64_t i = 0; i < listed; ++i) {
-    chunk_backward(c, first);
+    trl_chunk_backward(out, k, x, c, first);
     first = false;
   }
   if (full > listed) {
