@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: MIT
 // The printed table and the JSON document (schema in docs/json-schema.md).
+#include <headroom/io/config.hpp>
 #include <headroom/report/json.hpp>
 #include <headroom/report/text.hpp>
 
