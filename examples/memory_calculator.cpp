@@ -288,6 +288,7 @@ struct prepared_run {
   std::optional<peak_micro_batch> by_lengths;  ///< the micro-batch a dataset's lengths make the peak
   std::uint64_t max_length = 0;                ///< the run's max_length before --lengths replaced it
   std::optional<bytes> budget;
+  std::optional<fit_dimension> fit;  ///< --fit, parsed once
 };
 
 // A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
@@ -339,8 +340,8 @@ prepared_run prepare(const CLI::App& app, const options& o, const std::vector<st
   apply_lengths(p, o);
   if (p.gpu) p.budget = p.gpu->memory();
   if (!o.budget_gb.empty()) p.budget = cli::gb_flag("--budget-gb", o.budget_gb);
-  if (!o.fit.empty()) (void)parse_choice(fit_dimension_names, o.fit, "--fit");
-  if (!o.fit.empty() && !p.budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
+  if (!o.fit.empty()) p.fit = parse_choice(fit_dimension_names, o.fit, "--fit");
+  if (p.fit && !p.budget) throw input_error("--fit", "needs a budget: --gpu NAME or --budget-gb G");
   return p;
 }
 
@@ -417,8 +418,7 @@ int solve_gpus(report& out, const prepared_run& p, const options& o) {
 }
 
 // --fit: the exact boundary (the answer fits, one more does not).
-int fit(report& out, const prepared_run& p, const options& o) {
-  const fit_dimension d = parse_choice(fit_dimension_names, o.fit, "--fit");
+int fit(report& out, const prepared_run& p, fit_dimension d) {
   const fit_answer a = fit_largest(p.in.model.spec, p.run, *p.budget, d);
   out.json[d == fit_dimension::seq_len ? "max_seq_len" : "max_batch"] = a.largest;
   out.text += fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n",
@@ -431,7 +431,7 @@ int fit(report& out, const prepared_run& p, const options& o) {
 int answer(report& out, const prepared_run& p, const options& o, const CLI::App& app,
            const training_estimate& e) {
   if (app.count("--solve-gpus") > 0) return solve_gpus(out, p, o);
-  if (!o.fit.empty()) return fit(out, p, o);
+  if (p.fit) return fit(out, p, *p.fit);
   if (!p.budget || fits(e, *p.budget)) return cli::exit_ok;
   const advice a = advise(p.in.model.spec, p.run, *p.budget);
   out.json["advice"] = advice_json(a);

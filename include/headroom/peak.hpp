@@ -295,10 +295,11 @@ constexpr void step_in_backward(step_moments& ph, const model_spec& spec, const 
   if (r.setup.method == training_method::full && !spec.shape.tie_word_embeddings)
     first = varying{bytes(0), p.kept, p.head_after + bytes(detail::scalar_bytes), steps.head};
   if (moving(first) > moving(ph.backward_start)) ph.backward_start = first;
-  ph.backward_end =
-      p.recompute_last
-          ? varying{bytes(0), p.acts.recompute + p.hidden + p.acts.retained, loss_scalars, p.reducing}
-          : varying{steps.last_grad, p.acts.retained, loss_scalars, p.reducing + steps.last};
+  // The first layer's recompute: as without stepping in backward, but every other gradient is already freed.
+  if (p.recompute_last)
+    ph.backward_end.grads = bytes(0);
+  else
+    ph.backward_end = varying{steps.last_grad, p.acts.retained, loss_scalars, p.reducing + steps.last};
   ph.optimizer_step = varying{bytes(0), bytes(0), bytes(detail::scalar_bytes), bytes(0)};
 }
 
@@ -367,9 +368,11 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   (void)phase(ph.forward_end).total_bytes();  // the whole phase must fit 64 bits
   // The peak is the largest phase (the first of equals), the load phase included when it is larger.
   const std::array<varying, 4> step{{ph.forward_end, ph.backward_start, ph.backward_end, ph.optimizer_step}};
+  const std::array<bytes, 4> totals{
+      {moving(step[0]), moving(step[1]), moving(step[2]), moving(step[3])}};  // each phase's changing part
   std::size_t peak = 0;
-  for (std::size_t i = 1; i < step.size(); ++i)
-    if (moving(step[i]) > moving(step[peak])) peak = i;
+  for (std::size_t i = 1; i < totals.size(); ++i)
+    if (totals[i] > totals[peak]) peak = i;
   const load_estimate load = step_load(spec, r, statics);
   const memory_buckets load_phase = load_phase_of(load, st, overhead);
   if (load.modelled() && load_phase.total_bytes() > phase(step[peak]).total_bytes())
