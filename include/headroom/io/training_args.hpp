@@ -129,146 +129,166 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
 }
 }  // namespace detail
 
-/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets).
-[[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
-                                                           const std::string& origin) {
-  using detail::args_count;
-  if (!j.is_object())
-    throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
-  training_args a;
-  a.config_class = detail::read_string_or(j, "config_class", origin, "SFTConfig");
-  if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
-    throw input_error(origin + ": /config_class",
-                      "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
-  const bool sft = a.config_class == "SFTConfig";
+namespace detail {
+/// What the sections of one training-args file share: the file, its class and the precision it chose.
+struct args_reading {
+  const json& j;
+  const std::string& origin;
+  const loaded_model& model;
+  bool sft = true;             ///< SFTConfig (TRL's defaults) rather than TrainingArguments
+  bool bf16 = false;           ///< bf16 autocast (or a bf16 run)
+  bool fp16 = false;           ///< fp16 autocast
+  bool fp32_load = false;      ///< the model is loaded in float32
+  bool liger = false;          ///< use_liger_kernel
+  json init = json::object();  ///< model_init_kwargs
+};
+
+/// Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
+inline void read_args_batch(const args_reading& in, training_args& a) {
   run_config& r = a.run;
-  r.basis = params_basis::exact;  // a real config: exact counts
+  r.activations.batch = args_count(in.j, "per_device_train_batch_size", in.origin, 8, max_solver_batch);
+  r.grad_accum_steps = args_count(in.j, "gradient_accumulation_steps", in.origin, 1, 1u << 20);
+  r.activations.seq_len = args_count(in.j, "max_length", in.origin, 1024, max_solver_seq_len);
+  if (!in.j.contains("max_length"))
+    a.notes.emplace_back("max_length not set: SFTConfig's default 1024 is used");
+}
 
-  // Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
-  r.activations.batch = args_count(j, "per_device_train_batch_size", origin, 8, max_solver_batch);
-  r.grad_accum_steps = args_count(j, "gradient_accumulation_steps", origin, 1, 1u << 20);
-  r.activations.seq_len = args_count(j, "max_length", origin, 1024, max_solver_seq_len);
-  if (!j.contains("max_length")) a.notes.emplace_back("max_length not set: SFTConfig's default 1024 is used");
-
-  // Precision: the load dtype (TRL loads float32 unless model_init_kwargs.dtype says otherwise) and
-  // bf16 / fp16 autocast. bf16=True on a bf16 model is the course's third route (no master copy).
+/// Precision: the load dtype (TRL loads float32 unless model_init_kwargs.dtype says otherwise) and
+/// bf16 / fp16 autocast. bf16=True on a bf16 model is the course's third route (no master copy).
+inline void read_args_precision(args_reading& in, training_args& a) {
+  const json& j = in.j;
   const bool bf16_given = j.contains("bf16") && !j.at("bf16").is_null();
-  const bool fp16 = detail::read_bool_or(j, "fp16", origin, false);
-  bool bf16 = detail::read_bool_or(j, "bf16", origin, false);
-  if (sft && !bf16_given) bf16 = !fp16;  // TRL: bf16 defaults to `not fp16`
-  if (bf16 && fp16) throw input_error(origin + ": /bf16", "bf16 and fp16 cannot both be true");
-  nlohmann::json init = j.value("model_init_kwargs", nlohmann::json::object());
-  if (init.is_null()) init = nlohmann::json::object();
-  if (!init.is_object()) throw input_error(origin + ": /model_init_kwargs", "must be an object");
-  std::string dtype = detail::dtype_name(init, origin + ": /model_init_kwargs");
+  in.fp16 = read_bool_or(j, "fp16", in.origin, false);
+  in.bf16 = read_bool_or(j, "bf16", in.origin, false);
+  if (in.sft && !bf16_given) in.bf16 = !in.fp16;  // TRL: bf16 defaults to `not fp16`
+  if (in.bf16 && in.fp16) throw input_error(in.origin + ": /bf16", "bf16 and fp16 cannot both be true");
+  in.init = j.value("model_init_kwargs", json::object());
+  if (in.init.is_null()) in.init = json::object();
+  if (!in.init.is_object()) throw input_error(in.origin + ": /model_init_kwargs", "must be an object");
+  std::string dtype = dtype_name(in.init, in.origin + ": /model_init_kwargs");
   if (dtype.empty()) {
-    dtype = sft ? "float32" : "auto";
+    dtype = in.sft ? "float32" : "auto";
     a.notes.emplace_back(
-        sft ? "model_init_kwargs.dtype not set: TRL loads the model in float32"
-            : "no load dtype given: transformers v5 loads the checkpoint's dtype (assumed bfloat16)");
+        in.sft ? "model_init_kwargs.dtype not set: TRL loads the model in float32"
+               : "no load dtype given: transformers v5 loads the checkpoint's dtype (assumed bfloat16)");
   }
-  const bool fp32_load = dtype == "float32";
-  if (fp32_load) {
-    r.setup.precision = bf16   ? precision_route::fp32_autocast
-                        : fp16 ? precision_route::fp16_autocast
-                               : precision_route::fp32;
+  in.fp32_load = dtype == "float32";
+  if (in.fp32_load) {
+    a.run.setup.precision = in.bf16   ? precision_route::fp32_autocast
+                            : in.fp16 ? precision_route::fp16_autocast
+                                      : precision_route::fp32;
   } else {
-    r.setup.precision = precision_route::bf16_pure;
+    a.run.setup.precision = precision_route::bf16_pure;
     if (dtype == "float16")
       a.notes.emplace_back("a float16 model is priced like bfloat16 (same bytes); fp16 needs loss scaling");
   }
+}
 
-  // Checkpointing (TRL turns it on for every trainer), selective mode, activation offloading.
-  const bool ckpt = detail::read_bool_or(j, "gradient_checkpointing", origin, sft);
-  nlohmann::json ckpt_kwargs = j.value("gradient_checkpointing_kwargs", nlohmann::json::object());
-  if (ckpt_kwargs.is_null()) ckpt_kwargs = nlohmann::json::object();
-  const bool selective =
-      detail::read_bool_or(ckpt_kwargs, "selective", origin + ": /gradient_checkpointing_kwargs", false);
-  const bool offload = detail::read_bool_or(j, "activation_offloading", origin, false);
+/// Checkpointing (TRL turns it on for every trainer), selective mode, activation offloading.
+inline void read_args_checkpointing(const args_reading& in, activation_config& act) {
+  const json& j = in.j;
+  const bool ckpt = read_bool_or(j, "gradient_checkpointing", in.origin, in.sft);
+  json ckpt_kwargs = j.value("gradient_checkpointing_kwargs", json::object());
+  if (ckpt_kwargs.is_null()) ckpt_kwargs = json::object();
+  const std::string ko = in.origin + ": /gradient_checkpointing_kwargs";
+  const bool selective = read_bool_or(ckpt_kwargs, "selective", ko, false);
+  const bool offload = read_bool_or(j, "activation_offloading", in.origin, false);
   // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
-  r.activations.reentrant =
-      detail::read_bool_or(ckpt_kwargs, "use_reentrant", origin + ": /gradient_checkpointing_kwargs", true);
+  act.reentrant = read_bool_or(ckpt_kwargs, "use_reentrant", ko, true);
   // TRL's activation_offloading wraps training_step in OffloadActivations (sft_trainer.py, training_step):
   // over checkpointed blocks it offloads their inputs, and the loss's saved tensors too.
-  r.activations.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
-                             : (offload     ? checkpointing::checkpoint_offload
-                                : selective ? checkpointing::selective
-                                            : checkpointing::full);
-  r.activations.offload_wraps = offload_scope::step;
-  // torchtune's recipe keys: non-reentrant checkpoint wrappers, offloading around the model forward only
-  // (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
+  act.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
+                   : (offload     ? checkpointing::checkpoint_offload
+                      : selective ? checkpointing::selective
+                                  : checkpointing::full);
+  act.offload_wraps = offload_scope::step;
+}
+
+/// torchtune's recipe keys: non-reentrant checkpoint wrappers, offloading around the model forward only
+/// (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
+inline void read_torchtune_checkpointing(const args_reading& in, activation_config& act) {
+  const json& j = in.j;
   const bool tt_ckpt =
       j.contains("enable_activation_checkpointing") && !j.at("enable_activation_checkpointing").is_null();
-  const bool tt_offload = detail::read_bool_or(j, "enable_activation_offloading", origin, false);
-  if (tt_ckpt || tt_offload) {
-    if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
-      throw input_error(
-          detail::key_path(origin, "enable_activation_checkpointing"),
-          "torchtune's keys cannot be combined with gradient_checkpointing / activation_offloading");
-    const bool on = detail::read_bool_or(j, "enable_activation_checkpointing", origin, false);
-    if (tt_offload && !on)
-      throw input_error(detail::key_path(origin, "enable_activation_offloading"),
-                        "needs enable_activation_checkpointing: true (torchtune's recipes raise the same)");
-    r.activations.ckpt =
-        tt_offload ? checkpointing::checkpoint_offload : (on ? checkpointing::full : checkpointing::none);
-    r.activations.reentrant = false;
-    r.activations.offload_wraps = offload_scope::model;
-  }
-  // Unsloth's FastLanguageModel.get_peft_model(use_gradient_checkpointing="unsloth"): its own offloaded
-  // checkpoint function (unsloth_zoo gradient_checkpointing.py).
-  if (const auto u = j.find("use_gradient_checkpointing"); u != j.end() && !u->is_null()) {
-    if (u->is_string() && u->get<std::string>() == "unsloth")
-      r.activations.ckpt = checkpointing::offload_checkpointed;
-    else if (u->is_boolean())
-      r.activations.ckpt = u->get<bool>() ? checkpointing::full : checkpointing::none;
-    else
-      throw input_error(detail::key_path(origin, "use_gradient_checkpointing"),
-                        "must be true, false or \"unsloth\", got " + u->dump());
-  }
-
-  // Attention implementation (transformers' default is sdpa).
-  const std::string attn =
-      detail::read_string_or(init, "attn_implementation", origin + ": /model_init_kwargs", "sdpa");
-  if (attn == "eager")
-    r.activations.attention = attention_impl::eager;
-  else if (attn == "sdpa")
-    r.activations.attention = attention_impl::sdpa;
-  else if (attn.find("flash") != std::string::npos)
-    r.activations.attention = attention_impl::flash;
-  else
+  const bool tt_offload = read_bool_or(j, "enable_activation_offloading", in.origin, false);
+  if (!tt_ckpt && !tt_offload) return;
+  if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
     throw input_error(
-        origin + ": /model_init_kwargs/attn_implementation",
-        "unknown '" + attn +
-            "'; valid: eager, sdpa, flash_attention_2, flash_attention_3, kernels-community/flash-attn2");
+        key_path(in.origin, "enable_activation_checkpointing"),
+        "torchtune's keys cannot be combined with gradient_checkpointing / activation_offloading");
+  const bool on = read_bool_or(j, "enable_activation_checkpointing", in.origin, false);
+  if (tt_offload && !on)
+    throw input_error(key_path(in.origin, "enable_activation_offloading"),
+                      "needs enable_activation_checkpointing: true (torchtune's recipes raise the same)");
+  act.ckpt =
+      tt_offload ? checkpointing::checkpoint_offload : (on ? checkpointing::full : checkpointing::none);
+  act.reentrant = false;
+  act.offload_wraps = offload_scope::model;
+}
 
-  // Loss head: SFTConfig's loss_type defaults to chunked_nll, or nll with use_liger_kernel.
-  const bool liger = detail::read_bool_or(j, "use_liger_kernel", origin, false);
-  const std::string loss =
-      detail::read_string_or(j, "loss_type", origin, sft ? (liger ? "nll" : "chunked_nll") : "nll");
-  if (loss == "chunked_nll") {
-    if (liger)
-      throw input_error(origin + ": /loss_type", "chunked_nll cannot be combined with use_liger_kernel");
-    r.loss = {loss_impl::chunked, 256};
-  } else if (loss == "nll" || loss == "dft") {
-    r.loss.impl = liger ? loss_impl::fused_liger : loss_impl::naive;
+/// Unsloth's FastLanguageModel.get_peft_model(use_gradient_checkpointing="unsloth"): its own offloaded
+/// checkpoint function (unsloth_zoo gradient_checkpointing.py).
+inline void read_unsloth_checkpointing(const args_reading& in, activation_config& act) {
+  const auto u = in.j.find("use_gradient_checkpointing");
+  if (u == in.j.end() || u->is_null()) return;
+  if (u->is_string() && u->get<std::string>() == "unsloth")
+    act.ckpt = checkpointing::offload_checkpointed;
+  else if (u->is_boolean())
+    act.ckpt = u->get<bool>() ? checkpointing::full : checkpointing::none;
+  else
+    throw input_error(key_path(in.origin, "use_gradient_checkpointing"),
+                      "must be true, false or \"unsloth\", got " + u->dump());
+}
+
+/// Attention implementation (transformers' default is sdpa).
+inline attention_impl read_args_attention(const args_reading& in) {
+  const std::string attn =
+      read_string_or(in.init, "attn_implementation", in.origin + ": /model_init_kwargs", "sdpa");
+  if (attn == "eager") return attention_impl::eager;
+  if (attn == "sdpa") return attention_impl::sdpa;
+  if (attn.find("flash") != std::string::npos) return attention_impl::flash;
+  throw input_error(
+      in.origin + ": /model_init_kwargs/attn_implementation",
+      "unknown '" + attn +
+          "'; valid: eager, sdpa, flash_attention_2, flash_attention_3, kernels-community/flash-attn2");
+}
+
+/// Loss head: SFTConfig's loss_type defaults to chunked_nll, or nll with use_liger_kernel.
+inline void read_args_loss(args_reading& in, loss_config& loss) {
+  in.liger = read_bool_or(in.j, "use_liger_kernel", in.origin, false);
+  const std::string type =
+      read_string_or(in.j, "loss_type", in.origin, in.sft ? (in.liger ? "nll" : "chunked_nll") : "nll");
+  if (type == "chunked_nll") {
+    if (in.liger)
+      throw input_error(in.origin + ": /loss_type", "chunked_nll cannot be combined with use_liger_kernel");
+    loss = {loss_impl::chunked, 256};
+  } else if (type == "nll" || type == "dft") {
+    loss.impl = in.liger ? loss_impl::fused_liger : loss_impl::naive;
   } else {
-    throw input_error(origin + ": /loss_type", "unknown '" + loss + "'; valid: nll, dft, chunked_nll");
+    throw input_error(in.origin + ": /loss_type", "unknown '" + type + "'; valid: nll, dft, chunked_nll");
   }
+}
 
-  r.setup.optimizer = optimizer_by_name(detail::read_string_or(j, "optim", origin, "adamw_torch_fused"));
+/// The optimizer and the learning-rate schedule (SFTConfig's learning_rate 2e-5, TrainingArguments' 5e-5).
+inline void read_args_optimizer(const args_reading& in, training_args& a) {
+  a.run.setup.optimizer = optimizer_by_name(read_string_or(in.j, "optim", in.origin, "adamw_torch_fused"));
   // torchtune's recipe key; TrainingArguments has none (headroom reads it from either file).
-  r.setup.optim.in_backward = detail::read_bool_or(j, "optimizer_in_bwd", origin, false);
-  a.learning_rate = detail::args_number(j, "learning_rate", origin, sft ? 2e-5 : 5e-5);
-  a.warmup_steps = detail::args_number(j, "warmup_steps", origin, 0);
-  a.lr_scheduler_type = detail::read_string_or(j, "lr_scheduler_type", origin, "linear");
+  a.run.setup.optim.in_backward = read_bool_or(in.j, "optimizer_in_bwd", in.origin, false);
+  a.learning_rate = args_number(in.j, "learning_rate", in.origin, in.sft ? 2e-5 : 5e-5);
+  a.warmup_steps = args_number(in.j, "warmup_steps", in.origin, 0);
+  a.lr_scheduler_type = read_string_or(in.j, "lr_scheduler_type", in.origin, "linear");
   if (a.lr_scheduler_type != "reduce_lr_on_plateau")
     (void)parse_choice(schedule_names, a.lr_scheduler_type, "lr_scheduler_type");
-  a.packing = detail::read_bool_or(j, "packing", origin, false);
-  const std::string strategy = detail::read_string_or(j, "packing_strategy", origin, "bfd");
+}
+
+/// Packing and padding-free batches, and torch_compile (torchtune's recipe key `compile` too).
+inline void read_args_packing(const args_reading& in, training_args& a) {
+  a.packing = read_bool_or(in.j, "packing", in.origin, false);
+  const std::string strategy = read_string_or(in.j, "packing_strategy", in.origin, "bfd");
   if (strategy != "bfd" && strategy != "bfd_split" && strategy != "wrapped")
-    throw input_error(detail::key_path(origin, "packing_strategy"),
+    throw input_error(key_path(in.origin, "packing_strategy"),
                       "unknown '" + strategy + "'; valid: bfd, bfd_split, wrapped");
-  a.padding_free = detail::read_bool_or(j, "padding_free", origin, false) ||
+  a.padding_free = read_bool_or(in.j, "padding_free", in.origin, false) ||
                    (a.packing && (strategy == "bfd" || strategy == "bfd_split"));
   // TRL: bfd packing forces padding_free; "wrapped" cuts full max_length rows (flattened or not, the
   // same tokens); otherwise the collator pads to the longest.
@@ -277,236 +297,261 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                                                          : batch_layout::padded;
   a.batching.bfd_packed = a.packing && strategy != "wrapped";
   a.batching.split_overflow = strategy == "bfd_split";
-  a.batching.pad_to_multiple = detail::args_count(j, "pad_to_multiple_of", origin, 1, max_solver_seq_len);
-  if (a.padding_free && r.activations.attention != attention_impl::flash)
+  a.batching.pad_to_multiple = args_count(in.j, "pad_to_multiple_of", in.origin, 1, max_solver_seq_len);
+  if (a.padding_free && a.run.activations.attention != attention_impl::flash)
     a.notes.emplace_back(
         "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
-  // TrainingArguments torch_compile; torchtune's recipe key `compile` (applied once the PEFT setup is known).
-  a.torch_compile = detail::read_bool_or(j, "torch_compile", origin, false) ||
-                    detail::read_bool_or(j, "compile", origin, false);
+  a.torch_compile = read_bool_or(in.j, "torch_compile", in.origin, false) ||
+                    read_bool_or(in.j, "compile", in.origin, false);
+}
 
-  // FSDP through TrainingArguments: `fsdp` ("full_shard auto_wrap", ...) and fsdp_config (transformers
-  // training_args.py; the world size comes from the launcher: --gpus).
-  if (const auto f = j.find("fsdp"); f != j.end() && !f->is_null()) {
-    std::string words;
-    if (f->is_string())
-      words = f->get<std::string>();
-    else if (f->is_array())
-      for (const auto& w : *f) words += (w.is_string() ? w.get<std::string>() : std::string("?")) + " ";
+/// FSDP through TrainingArguments' `fsdp` words ("full_shard auto_wrap", ...; transformers training_args.py;
+/// the world size comes from the launcher: --gpus).
+inline void read_args_fsdp_words(const args_reading& in, parallel_config& p) {
+  const auto f = in.j.find("fsdp");
+  if (f == in.j.end() || f->is_null()) return;
+  std::string words;
+  if (f->is_string())
+    words = f->get<std::string>();
+  else if (f->is_array())
+    for (const auto& w : *f) words += (w.is_string() ? w.get<std::string>() : std::string("?")) + " ";
+  else
+    throw input_error(key_path(in.origin, "fsdp"), "must be a string such as \"full_shard auto_wrap\"");
+  std::string word;
+  for (std::size_t i = 0; i <= words.size(); ++i) {
+    if (i < words.size() && words[i] != ' ') {
+      word += words[i];
+      continue;
+    }
+    if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard")
+      p.shard = parse_choice(sharding_names, word, "fsdp");
+    else if (word == "offload")
+      p.offload_optimizer = p.offload_params = true;
+    else if (!word.empty() && word != "auto_wrap")
+      throw input_error(
+          key_path(in.origin, "fsdp"),
+          "unknown '" + word + "'; valid: full_shard, shard_grad_op, hybrid_shard, offload, auto_wrap");
+    word.clear();
+  }
+}
+
+/// TrainingArguments' fsdp_config: the FSDP version and the backward prefetch.
+inline void read_args_fsdp_config(const args_reading& in, training_args& a) {
+  const auto fc = in.j.find("fsdp_config");
+  if (fc == in.j.end() || fc->is_null()) return;
+  const std::string fo = in.origin + ": /fsdp_config";
+  if (!fc->is_object()) throw input_error(fo, "must be an object");
+  parallel_config& p = a.run.parallel;
+  p.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
+  const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
+  if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
+    throw input_error(fo + "/backward_prefetch",
+                      "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
+  p.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
+  if (p.shard == sharding::none)
+    a.notes.emplace_back(
+        "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
+}
+
+/// A PEFT module list: a string (one name or "all-linear") or a list of names.
+inline lora_targets read_peft_modules(const json& v, const std::string& path) {
+  if (v.is_string()) return parse_lora_targets(v.get<std::string>());
+  if (!v.is_array()) throw input_error(path, "must be a string or a list of strings");
+  std::string list;
+  for (const auto& item : v) {
+    if (!item.is_string()) throw input_error(path, "must hold strings");
+    append_listed(list, item.get<std::string>(), ",");
+  }
+  return parse_lora_targets(list);
+}
+
+/// LoraConfig target_modules, or PEFT's default for the model_type (none: _prepare_adapter_config raises).
+inline void read_peft_targets(const json& peft, const std::string& po, const std::string& model_type,
+                              training_args& a) {
+  lora_config& l = a.run.setup.lora;
+  const auto tm = peft.find("target_modules");
+  if (l.method == peft_method::ln_tuning || prompt_learning(l)) {
+    if (tm != peft.end() && !tm->is_null())
+      a.notes.emplace_back(
+          "target_modules: " + read_string_or(peft, "peft_type", po, "LORA") +
+          " is priced over every norm (LN tuning) or the prompt encoder; the list is not read");
+  } else if (tm == peft.end() || tm->is_null()) {
+    const peft_default_mapping* defaults = peft_defaults(model_type);
+    if (defaults == nullptr)
+      throw input_error(po + "/target_modules",
+                        "not set, and PEFT has no default for '" + model_type +
+                            "' (\"Please specify `target_modules`\"): list the modules");
+    l.targets = parse_lora_targets(l.method == peft_method::ia3 ? defaults->ia3 : defaults->lora);
+    a.notes.push_back("target_modules not set: PEFT's default for " + model_type + " is " +
+                      lora_targets_text(l.targets));
+  } else {
+    l.targets = read_peft_modules(*tm, po + "/target_modules");
+  }
+  if (l.method == peft_method::ia3) {
+    l.feedforward = ia3_default_feedforward(l.targets);
+    if (const auto ff = peft.find("feedforward_modules"); ff != peft.end() && !ff->is_null())
+      l.feedforward = read_peft_modules(*ff, po + "/feedforward_modules");
+  }
+}
+
+/// LoraConfig's DoRA, dropout, rsLoRA, init_lora_weights and modules_to_save.
+inline void read_peft_options(const json& peft, const std::string& po, training_args& a) {
+  lora_config& l = a.run.setup.lora;
+  l.use_dora = read_bool_or(peft, "use_dora", po, false);
+  // LoraConfig lora_dropout 0.0; VeraConfig vera_dropout 0.0.
+  l.dropout = args_number(peft, l.method == peft_method::vera ? "vera_dropout" : "lora_dropout", po, 0.0);
+  if (!(l.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
+  // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an fp32 SVD / QR of
+  // each base weight (peft/tuners/lora/layer.py pissa_init, olora_init): a load-phase transient.
+  if (read_bool_or(peft, "use_rslora", po, false))
+    a.notes.emplace_back("use_rslora: scaling alpha/sqrt(r) only, no memory effect");
+  if (const auto init_weights = peft.find("init_lora_weights");
+      init_weights != peft.end() && init_weights->is_string()) {
+    const std::string how = init_weights->get<std::string>();
+    if (how == "corda" || how == "eva" || how == "loftq" || how == "orthogonal")
+      a.notes.push_back(
+          "init_lora_weights \"" + how +
+          "\": its one-off initialisation at get_peft_model is not priced; the training step is");
     else
-      throw input_error(detail::key_path(origin, "fsdp"),
-                        "must be a string such as \"full_shard auto_wrap\"");
-    std::string word;
-    for (std::size_t i = 0; i <= words.size(); ++i) {
-      if (i < words.size() && words[i] != ' ') {
-        word += words[i];
-        continue;
-      }
-      if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard")
-        r.parallel.shard = parse_choice(sharding_names, word, "fsdp");
-      else if (word == "offload")
-        r.parallel.offload_optimizer = r.parallel.offload_params = true;
-      else if (!word.empty() && word != "auto_wrap")
-        throw input_error(
-            detail::key_path(origin, "fsdp"),
-            "unknown '" + word + "'; valid: full_shard, shard_grad_op, hybrid_shard, offload, auto_wrap");
-      word.clear();
-    }
+      l.init = parse_lora_init(how, po + "/init_lora_weights");
   }
-  if (const auto fc = j.find("fsdp_config"); fc != j.end() && !fc->is_null()) {
-    const std::string fo = origin + ": /fsdp_config";
-    if (!fc->is_object()) throw input_error(fo, "must be an object");
-    r.parallel.fsdp_version = detail::args_count(*fc, "fsdp_version", fo, 1, 2);
-    const std::string prefetch = detail::read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
-    if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
-      throw input_error(fo + "/backward_prefetch",
-                        "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
-    r.parallel.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
-    if (r.parallel.shard == sharding::none)
-      a.notes.emplace_back(
-          "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
+  if (l.use_dora)
+    a.notes.emplace_back(
+        "DoRA: magnitude vectors, the products' saved tensors and each module's weight-norm temporaries "
+        "are counted (docs/activations.md)");
+  if (const auto mts = peft.find("modules_to_save"); mts != peft.end() && !mts->is_null()) {
+    if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
+    if (!mts->empty()) l.modules_to_save = read_peft_modules(*mts, po + "/modules_to_save");
   }
+}
 
-  // PEFT LoraConfig and BitsAndBytesConfig sections.
+/// The PEFT section (a LoraConfig and its kin). PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning
+/// and prompt, P- and prefix tuning are modelled; the other methods are refused by name.
+inline void read_peft_config(const args_reading& in, training_args& a) {
+  run_config& r = a.run;
   r.setup.method = training_method::full;
-  if (const auto peft = j.find("peft_config"); peft != j.end() && !peft->is_null()) {
-    if (!peft->is_object())
-      throw input_error(origin + ": /peft_config", "must be an object (LoraConfig fields)");
-    const std::string po = origin + ": /peft_config";
-    // PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning and prompt, P- and prefix tuning are
-    // modelled; the other methods are refused by name.
-    const std::string type = detail::read_string_or(*peft, "peft_type", po, "LORA");
-    const auto method = detail::peft_method_named(type);
-    if (!method)
-      throw input_error(po + "/peft_type",
-                        "'" + type +
-                            "' is not modelled yet; valid: LORA (use_dora: true for DoRA), "
-                            "IA3, VERA, LN_TUNING, PROMPT_TUNING, P_TUNING, PREFIX_TUNING. Not yet: " +
-                            std::string(unmodelled_peft_types));
-    r.setup.method = training_method::lora;
-    r.setup.lora.method = *method;
-    // LoraConfig r = 8; VeraConfig r = 256.
-    r.setup.lora.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
-    // A module list: a string (one name or "all-linear") or a list of names.
-    auto modules = [&](const nlohmann::json& v, const char* key) {
-      if (v.is_string()) return parse_lora_targets(v.get<std::string>());
-      if (!v.is_array()) throw input_error(po + "/" + key, "must be a string or a list of strings");
-      std::string list;
-      for (const auto& item : v) {
-        if (!item.is_string()) throw input_error(po + "/" + key, "must hold strings");
-        detail::append_listed(list, item.get<std::string>(), ",");
-      }
-      return parse_lora_targets(list);
-    };
-    const auto tm = peft->find("target_modules");
-    if (*method == peft_method::ln_tuning || prompt_learning(r.setup.lora)) {
-      if (tm != peft->end() && !tm->is_null())
-        a.notes.emplace_back("target_modules: " + type +
-                             " is priced over every norm (LN tuning) or the prompt encoder; the list is "
-                             "not read");
-    } else if (tm == peft->end() || tm->is_null()) {
-      // No row in PEFT's mappings: _prepare_adapter_config raises.
-      const detail::peft_default_mapping* defaults = detail::peft_defaults(model.model_type);
-      if (defaults == nullptr)
-        throw input_error(po + "/target_modules",
-                          "not set, and PEFT has no default for '" + model.model_type +
-                              "' (\"Please specify `target_modules`\"): list the modules");
-      r.setup.lora.targets = parse_lora_targets(*method == peft_method::ia3 ? defaults->ia3 : defaults->lora);
-      a.notes.push_back("target_modules not set: PEFT's default for " + model.model_type + " is " +
-                        lora_targets_text(r.setup.lora.targets));
-    } else {
-      r.setup.lora.targets = modules(*tm, "target_modules");
-    }
-    if (*method == peft_method::ia3) {
-      r.setup.lora.feedforward = ia3_default_feedforward(r.setup.lora.targets);
-      if (const auto ff = peft->find("feedforward_modules"); ff != peft->end() && !ff->is_null())
-        r.setup.lora.feedforward = modules(*ff, "feedforward_modules");
-    }
-    if (prompt_learning(r.setup.lora)) {
-      r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
-      if (r.setup.lora.virtual_tokens == 0)
-        throw input_error(po + "/num_virtual_tokens", "is required for " + type + " (PEFT has no default)");
-      detail::read_prompt_encoder(*peft, po, r.setup.lora);
-    }
-    r.setup.lora.use_dora = detail::read_bool_or(*peft, "use_dora", po, false);
-    // LoraConfig lora_dropout 0.0; VeraConfig vera_dropout 0.0.
-    r.setup.lora.dropout =
-        detail::args_number(*peft, *method == peft_method::vera ? "vera_dropout" : "lora_dropout", po, 0.0);
-    if (!(r.setup.lora.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
-    // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an fp32 SVD / QR of
-    // each base weight (peft/tuners/lora/layer.py pissa_init, olora_init): a load-phase transient.
-    if (detail::read_bool_or(*peft, "use_rslora", po, false))
-      a.notes.emplace_back("use_rslora: scaling alpha/sqrt(r) only, no memory effect");
-    if (const auto init_weights = peft->find("init_lora_weights");
-        init_weights != peft->end() && init_weights->is_string()) {
-      const std::string how = init_weights->get<std::string>();
-      if (how == "corda" || how == "eva" || how == "loftq" || how == "orthogonal")
-        a.notes.push_back(
-            "init_lora_weights \"" + how +
-            "\": its one-off initialisation at get_peft_model is not priced; the training step is");
-      else
-        r.setup.lora.init = parse_lora_init(how, po + "/init_lora_weights");
-    }
-    if (r.setup.lora.use_dora)
-      a.notes.emplace_back(
-          "DoRA: magnitude vectors, the products' saved tensors and each module's weight-norm temporaries "
-          "are counted (docs/activations.md)");
-    if (const auto mts = peft->find("modules_to_save"); mts != peft->end() && !mts->is_null()) {
-      if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
-      if (!mts->empty()) r.setup.lora.modules_to_save = modules(*mts, "modules_to_save");
-    }
+  const auto peft = in.j.find("peft_config");
+  if (peft == in.j.end() || peft->is_null()) return;
+  if (!peft->is_object())
+    throw input_error(in.origin + ": /peft_config", "must be an object (LoraConfig fields)");
+  const std::string po = in.origin + ": /peft_config";
+  const std::string type = read_string_or(*peft, "peft_type", po, "LORA");
+  const auto method = peft_method_named(type);
+  if (!method)
+    throw input_error(po + "/peft_type",
+                      "'" + type +
+                          "' is not modelled yet; valid: LORA (use_dora: true for DoRA), "
+                          "IA3, VERA, LN_TUNING, PROMPT_TUNING, P_TUNING, PREFIX_TUNING. Not yet: " +
+                          std::string(unmodelled_peft_types));
+  r.setup.method = training_method::lora;
+  r.setup.lora.method = *method;
+  // LoraConfig r = 8; VeraConfig r = 256.
+  r.setup.lora.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
+  read_peft_targets(*peft, po, in.model.model_type, a);
+  if (prompt_learning(r.setup.lora)) {
+    r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
+    if (r.setup.lora.virtual_tokens == 0)
+      throw input_error(po + "/num_virtual_tokens", "is required for " + type + " (PEFT has no default)");
+    read_prompt_encoder(*peft, po, r.setup.lora);
   }
-  // PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it, an
-  // explicit true is an error (validate_prefix).
-  if (trains_prefix(r.setup) && !j.contains("gradient_checkpointing") &&
-      r.activations.ckpt == checkpointing::full) {
-    r.activations.ckpt = checkpointing::none;
-    a.notes.emplace_back(
-        "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
-        "(peft_model.py _setup_prompt_encoder), so SFTConfig's default True cannot apply");
-  }
-  if (const auto q = j.find("quantization_config"); q != j.end() && !q->is_null()) {
-    if (!q->is_object())
-      throw input_error(origin + ": /quantization_config", "must be an object (BitsAndBytesConfig)");
-    const std::string qo = origin + ": /quantization_config";
-    if (detail::read_bool_or(*q, "load_in_8bit", qo, false))
-      throw input_error(qo + "/load_in_8bit", "8-bit base weights are not modelled yet; use load_in_4bit");
-    if (detail::read_bool_or(*q, "load_in_4bit", qo, false)) {
-      if (r.setup.method != training_method::lora)
-        throw input_error(qo + "/load_in_4bit", "a 4-bit base needs a peft_config (QLoRA)");
-      r.setup.method = training_method::qlora;
-      const std::string qt = detail::read_string_or(*q, "bnb_4bit_quant_type", qo, "fp4");
-      if (qt != "nf4" && qt != "fp4")
-        throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
-      r.setup.nf4.double_quant =
-          detail::read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
-      r.setup.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
-      r.load = load_path::bnb_4bit;  // from_pretrained quantises each Linear weight as it arrives
-    }
-  }
+  read_peft_options(*peft, po, a);
+}
 
-  // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
-  // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
-  // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
-  const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
-  if (r.setup.method == training_method::lora && !fp32_load && autocast_adapters)
-    r.setup.lora.dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
+/// PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it, an
+/// explicit true is an error (validate_prefix).
+inline void prefix_turns_off_default_checkpointing(const args_reading& in, training_args& a) {
+  run_config& r = a.run;
+  if (!trains_prefix(r.setup) || in.j.contains("gradient_checkpointing") ||
+      r.activations.ckpt != checkpointing::full)
+    return;
+  r.activations.ckpt = checkpointing::none;
+  a.notes.emplace_back(
+      "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
+      "(peft_model.py _setup_prompt_encoder), so SFTConfig's default True cannot apply");
+}
 
-  // torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
-  // are read natively: its class path names the loss layout.
-  if (const auto tl = j.find("loss"); tl != j.end() && !tl->is_null()) {
-    const std::string lo = origin + ": /loss";
-    if (!tl->is_object()) throw input_error(lo, "must be an object with _component_ (a torchtune loss)");
-    if (j.contains("loss_type") || liger)
-      throw input_error(lo, "a torchtune loss cannot be combined with loss_type or use_liger_kernel");
-    const std::string component = detail::read_string_or(*tl, "_component_", lo, "");
-    static constexpr std::array<std::pair<std::string_view, loss_impl>, 2> torchtune_losses{
-        {{"torchtune.modules.loss.LinearCrossEntropyLoss", loss_impl::linear_ce},
-         {"torchtune.modules.loss.CEWithChunkedOutputLoss", loss_impl::chunked_output}}};
-    const auto found = std::find_if(torchtune_losses.begin(), torchtune_losses.end(),
-                                    [&](const auto& e) { return e.first == component; });
-    if (found == torchtune_losses.end())
-      throw input_error(lo + "/_component_", "unknown '" + component +
-                                                 "'; valid: torchtune.modules.loss.LinearCrossEntropyLoss, "
-                                                 "torchtune.modules.loss.CEWithChunkedOutputLoss");
-    r.loss.impl = found->second;
-    r.loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
-  }
+/// BitsAndBytesConfig: a 4-bit base under a PEFT section is QLoRA.
+inline void read_quantization_config(const args_reading& in, run_config& r) {
+  const auto q = in.j.find("quantization_config");
+  if (q == in.j.end() || q->is_null()) return;
+  if (!q->is_object())
+    throw input_error(in.origin + ": /quantization_config", "must be an object (BitsAndBytesConfig)");
+  const std::string qo = in.origin + ": /quantization_config";
+  if (read_bool_or(*q, "load_in_8bit", qo, false))
+    throw input_error(qo + "/load_in_8bit", "8-bit base weights are not modelled yet; use load_in_4bit");
+  if (!read_bool_or(*q, "load_in_4bit", qo, false)) return;
+  if (r.setup.method != training_method::lora)
+    throw input_error(qo + "/load_in_4bit", "a 4-bit base needs a peft_config (QLoRA)");
+  r.setup.method = training_method::qlora;
+  const std::string qt = read_string_or(*q, "bnb_4bit_quant_type", qo, "fp4");
+  if (qt != "nf4" && qt != "fp4")
+    throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
+  r.setup.nf4.double_quant = read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
+  r.setup.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
+  r.load = load_path::bnb_4bit;  // from_pretrained quantises each Linear weight as it arrives
+}
 
-  // transformers' `deepspeed` argument: a ds_config path (relative to this file) or the object itself;
-  // "auto" values come from the fields above (integrations/deepspeed.py HfTrainerDeepSpeedConfig).
-  if (const auto d = j.find("deepspeed"); d != j.end() && !d->is_null()) {
-    const deepspeed_inputs in{r.activations.batch,         r.grad_accum_steps, 0, bf16, fp16,
-                              model.spec.shape.hidden_size};
-    deepspeed_config ds;
-    if (d->is_object()) {
-      ds = deepspeed_from_json(*d, in, origin + ": /deepspeed");
-    } else if (d->is_string()) {
-      std::filesystem::path file = d->get<std::string>();
-      if (file.is_relative() && std::filesystem::is_regular_file(origin))
-        file = std::filesystem::path(origin).parent_path() / file;
-      ds = load_deepspeed(file, in);
-    } else {
-      throw input_error(origin + ": /deepspeed",
-                        "must be a path to a ds_config.json or a DeepSpeed config object");
-    }
-    add_deepspeed(ds, r, a.notes, a.warnings, a.ignored);
-    a.deepspeed = true;
+/// torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
+/// are read natively: its class path names the loss layout.
+inline void read_torchtune_loss(const args_reading& in, loss_config& loss) {
+  const auto tl = in.j.find("loss");
+  if (tl == in.j.end() || tl->is_null()) return;
+  const std::string lo = in.origin + ": /loss";
+  if (!tl->is_object()) throw input_error(lo, "must be an object with _component_ (a torchtune loss)");
+  if (in.j.contains("loss_type") || in.liger)
+    throw input_error(lo, "a torchtune loss cannot be combined with loss_type or use_liger_kernel");
+  const std::string component = read_string_or(*tl, "_component_", lo, "");
+  static constexpr std::array<std::pair<std::string_view, loss_impl>, 2> torchtune_losses{
+      {{"torchtune.modules.loss.LinearCrossEntropyLoss", loss_impl::linear_ce},
+       {"torchtune.modules.loss.CEWithChunkedOutputLoss", loss_impl::chunked_output}}};
+  const auto found = std::find_if(torchtune_losses.begin(), torchtune_losses.end(),
+                                  [&](const auto& e) { return e.first == component; });
+  if (found == torchtune_losses.end())
+    throw input_error(lo + "/_component_", "unknown '" + component +
+                                               "'; valid: torchtune.modules.loss.LinearCrossEntropyLoss, "
+                                               "torchtune.modules.loss.CEWithChunkedOutputLoss");
+  loss.impl = found->second;
+  loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
+}
+
+/// transformers' `deepspeed` argument: a ds_config path (relative to this file) or the object itself;
+/// "auto" values come from the fields above (integrations/deepspeed.py HfTrainerDeepSpeedConfig).
+inline void read_args_deepspeed(const args_reading& in, training_args& a) {
+  const auto d = in.j.find("deepspeed");
+  if (d == in.j.end() || d->is_null()) return;
+  run_config& r = a.run;
+  const deepspeed_inputs ds_in{
+      r.activations.batch, r.grad_accum_steps, 0, in.bf16, in.fp16, in.model.spec.shape.hidden_size};
+  deepspeed_config ds;
+  if (d->is_object()) {
+    ds = deepspeed_from_json(*d, ds_in, in.origin + ": /deepspeed");
+  } else if (d->is_string()) {
+    std::filesystem::path file = d->get<std::string>();
+    if (file.is_relative() && std::filesystem::is_regular_file(in.origin))
+      file = std::filesystem::path(in.origin).parent_path() / file;
+    ds = load_deepspeed(file, ds_in);
+  } else {
+    throw input_error(in.origin + ": /deepspeed",
+                      "must be a path to a ds_config.json or a DeepSpeed config object");
   }
-  if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&
-      !fp32_load && autocast_adapters)
-    a.notes.emplace_back(
-        "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
-        "(autocast_adapter_dtype=True; "
-        "TRL passes False only under DeepSpeed ZeRO-3)");
-  if (a.torch_compile) {  // Inductor's fusions, where headroom models them; otherwise priced eager, said so
-    r.activations.compiled = true;
-    if (const char* why = compile_not_modelled(model.spec.shape, r.setup, r.activations)) {
-      r.activations.compiled = false;
-      a.notes.push_back(std::string("torch_compile: not modelled for ") + why +
-                        "; priced eager (an upper bound)");
-    }
+  add_deepspeed(ds, r, a.notes, a.warnings, a.ignored);
+  a.deepspeed = true;
+}
+
+/// torch_compile: Inductor's fusions where headroom models them; otherwise priced eager, said so.
+inline void apply_args_compile(const args_reading& in, training_args& a) {
+  if (!a.torch_compile) return;
+  run_config& r = a.run;
+  r.activations.compiled = true;
+  if (const char* why = compile_not_modelled(in.model.spec.shape, r.setup, r.activations)) {
+    r.activations.compiled = false;
+    a.notes.push_back(std::string("torch_compile: not modelled for ") + why +
+                      "; priced eager (an upper bound)");
   }
+}
+
+/// The keys training_args_from_json reads; every other key is listed as ignored.
+inline bool args_key_read(const std::string& key) {
   static const std::set<std::string> used{"config_class",
                                           "per_device_train_batch_size",
                                           "gradient_accumulation_steps",
@@ -540,19 +585,72 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
                                           "compile",
                                           "peft_config",
                                           "quantization_config"};
+  return used.count(key) != 0;
+}
+
+/// The keys not read, renamed keys that are no longer read, and a file with nothing headroom reads.
+inline void list_args_ignored(const args_reading& in, training_args& a) {
+  const json& j = in.j;
   for (const auto& item : j.items())
-    if (used.count(item.key()) == 0) a.ignored.push_back(item.key());
+    if (!args_key_read(item.key())) a.ignored.push_back(item.key());
   // Renamed keys change memory when ignored: TRL's SFTConfig max_seq_length is max_length now (removed).
   for (const auto& [old_key, new_key] : {std::pair<const char*, const char*>{"max_seq_length", "max_length"},
                                          {"per_gpu_train_batch_size", "per_device_train_batch_size"}})
     if (j.contains(old_key))
-      a.warnings.push_back(detail::key_path(origin, old_key) +
-                           ": deprecated and not read; its value goes in " + new_key +
-                           (j.contains(new_key) ? "" : " (the default is priced)"));
+      a.warnings.push_back(key_path(in.origin, old_key) + ": deprecated and not read; its value goes in " +
+                           new_key + (j.contains(new_key) ? "" : " (the default is priced)"));
   if (a.ignored.size() == j.size())
-    a.warnings.push_back(origin + (j.empty() ? " is empty" : " has no key headroom reads") +
+    a.warnings.push_back(in.origin + (j.empty() ? " is empty" : " has no key headroom reads") +
                          ": every value is the trainer's default (check the file is a TrainingArguments / "
                          "SFTConfig JSON)");
+}
+}  // namespace detail
+
+/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets).
+/// Each section reads its keys in the file's documented order (docs/training-args.md).
+[[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
+                                                           const std::string& origin) {
+  if (!j.is_object())
+    throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
+  training_args a;
+  a.config_class = detail::read_string_or(j, "config_class", origin, "SFTConfig");
+  if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
+    throw input_error(origin + ": /config_class",
+                      "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
+  detail::args_reading in{j, origin, model};
+  in.sft = a.config_class == "SFTConfig";
+  run_config& r = a.run;
+  r.basis = params_basis::exact;  // a real config: exact counts
+  detail::read_args_batch(in, a);
+  detail::read_args_precision(in, a);
+  detail::read_args_checkpointing(in, r.activations);
+  detail::read_torchtune_checkpointing(in, r.activations);
+  detail::read_unsloth_checkpointing(in, r.activations);
+  r.activations.attention = detail::read_args_attention(in);
+  detail::read_args_loss(in, r.loss);
+  detail::read_args_optimizer(in, a);
+  detail::read_args_packing(in, a);
+  detail::read_args_fsdp_words(in, r.parallel);
+  detail::read_args_fsdp_config(in, a);
+  detail::read_peft_config(in, a);
+  detail::prefix_turns_off_default_checkpointing(in, a);
+  detail::read_quantization_config(in, r);
+  // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
+  // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
+  // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
+  const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
+  if (r.setup.method == training_method::lora && !in.fp32_load && autocast_adapters)
+    r.setup.lora.dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
+  detail::read_torchtune_loss(in, r.loss);
+  detail::read_args_deepspeed(in, a);
+  if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&
+      !in.fp32_load && autocast_adapters)
+    a.notes.emplace_back(
+        "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
+        "(autocast_adapter_dtype=True; "
+        "TRL passes False only under DeepSpeed ZeRO-3)");
+  detail::apply_args_compile(in, a);
+  detail::list_args_ignored(in, a);
   return a;
 }
 

@@ -213,6 +213,128 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   return builder;
 }
 
+/// axolotl's and LLaMA-Factory's `deepspeed`: a DeepSpeed JSON file, relative to the recipe.
+inline void set_deepspeed_path(const yaml_doc& d, const nlohmann::json& j, translation& t) {
+  const auto* ds = yaml_find(j, "deepspeed");
+  if (ds == nullptr) return;
+  if (!ds->is_string()) throw input_error(d.at("deepspeed"), "must be a path to a DeepSpeed JSON file");
+  t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
+}
+
+/// torchtune's precision, batch and length keys. The recipes build the model under
+/// set_default_dtype(cfg.dtype) and never autocast (_setup_model); tokenizer.max_seq_len null means no
+/// truncation (the caller's length).
+inline void torchtune_workload(const yaml_doc& d, const nlohmann::json& j, const recipe_options& opt,
+                               recipe& out, translation& t) {
+  t.set("config_class", "TrainingArguments", d.file);
+  const std::string dtype = yaml_string(d, j, "dtype", "dtype", "bf16");
+  if (dtype != "bf16" && dtype != "fp32")
+    throw input_error(d.at("dtype"), "unknown '" + dtype + "'; valid: bf16, fp32");
+  t.set("model_init_kwargs/dtype", dtype == "bf16" ? "bfloat16" : "float32", d.at("dtype"));
+  t.set("model_init_kwargs/attn_implementation", "sdpa", d.file);  // torchtune attention: F.sdpa
+  t.set("bf16", false, d.at("dtype"));
+  t.set("autocast_adapter_dtype", false, d.at("model"));  // adapters in cfg.dtype
+  t.set("per_device_train_batch_size", yaml_count(d, j, "batch_size", "batch_size", 0, max_solver_batch),
+        d.at("batch_size"));
+  if (yaml_find(j, "batch_size") == nullptr) throw input_error(d.at("batch_size"), "missing required key");
+  t.set("gradient_accumulation_steps",
+        yaml_count(d, j, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1u << 20),
+        d.at("gradient_accumulation_steps"));
+  std::uint64_t seq = 0;
+  if (const auto* tok = yaml_find(j, "tokenizer"))
+    seq = yaml_count(d, *tok, "tokenizer.max_seq_len", "max_seq_len", 0, max_solver_seq_len);
+  if (seq == 0) {
+    seq = opt.fallback_seq_len;
+    out.length_from_file = false;
+    t.notes.push_back("tokenizer.max_seq_len is null: torchtune does not truncate; priced at " +
+                      std::to_string(seq) + " tokens (--seq-len)");
+  }
+  t.set("max_length", seq, d.at("tokenizer.max_seq_len"));
+}
+
+/// torchtune's checkpointing, offloading, optimizer-in-backward, compile, loss and optimizer keys; true when
+/// the optimizer asks for its fused kernel.
+inline bool torchtune_training(const yaml_doc& d, const nlohmann::json& j, translation& t) {
+  t.set("enable_activation_checkpointing",
+        yaml_bool(d, j, "enable_activation_checkpointing", "enable_activation_checkpointing", false),
+        d.at("enable_activation_checkpointing"));
+  t.set("enable_activation_offloading",
+        yaml_bool(d, j, "enable_activation_offloading", "enable_activation_offloading", false),
+        d.at("enable_activation_offloading"));
+  t.set("optimizer_in_bwd", yaml_bool(d, j, "optimizer_in_bwd", "optimizer_in_bwd", false),
+        d.at("optimizer_in_bwd"));
+  if (const auto* c = yaml_find(j, "compile"))  // a bool, or a mapping of per-part switches
+    t.set("compile", c->is_object() ? true : yaml_bool(d, j, "compile", "compile", false), d.at("compile"));
+  if (const auto* loss = yaml_find(j, "loss")) t.set("loss", *loss, d.at("loss._component_"));
+  const auto* o = yaml_find(j, "optimizer");
+  if (o == nullptr) return false;
+  const std::string comp = yaml_string(d, *o, "optimizer._component_", "_component_", "");
+  t.set("optim", torchtune_optimizer(comp, d.at("optimizer._component_")), d.at("optimizer"));
+  return yaml_bool(d, *o, "optimizer.fused", "fused", false);
+}
+
+/// torchtune's LoRA builder arguments (lora_attn_modules, apply_lora_to_mlp / _output, lora_rank, ...).
+inline void torchtune_lora(const yaml_doc& d, const nlohmann::json& m, const std::string& method,
+                           translation& t) {
+  t.set("peft_config/peft_type", "LORA", d.at("model._component_"));
+  t.set("peft_config/r", yaml_count(d, m, "model.lora_rank", "lora_rank", 8, max_lora_rank),
+        d.at("model.lora_rank"));
+  std::vector<std::string> targets;
+  if (const auto* attn = yaml_find(m, "lora_attn_modules"))
+    for (const std::string& n : yaml_names(d, *attn, "model.lora_attn_modules"))
+      targets.push_back(n == "output_proj" ? "o_proj" : n);  // torchtune's name for o_proj
+  if (yaml_bool(d, m, "model.apply_lora_to_mlp", "apply_lora_to_mlp", false))
+    targets.insert(targets.end(), {"gate_proj", "up_proj", "down_proj"});
+  if (yaml_bool(d, m, "model.apply_lora_to_output", "apply_lora_to_output", false))
+    targets.emplace_back("lm_head");
+  if (targets.empty())
+    throw input_error(d.at("model.lora_attn_modules"), "names no module, and apply_lora_to_mlp is off");
+  t.set("peft_config/target_modules", targets, d.at("model.lora_attn_modules"));
+  if (const auto* v = yaml_find(m, "lora_dropout"))
+    t.set("peft_config/lora_dropout", *v, d.at("model.lora_dropout"));
+  t.set("peft_config/use_dora", yaml_bool(d, m, "model.use_dora", "use_dora", false), d.at("model.use_dora"));
+  if (method == "qlora")  // torchao NF4 (NF4Tensor), its scalers quantised again like double quantisation
+    t.set("quantization_config", bnb_nf4_double_quant(), d.at("model._component_"));
+}
+
+/// The distributed recipes shard with FSDP2 fully_shard (training/_distributed.py shard_model).
+inline void torchtune_distributed(const yaml_doc& d, const nlohmann::json& j, const recipe_options& opt,
+                                  translation& t) {
+  const bool distributed = opt.gpus > 1 || j.contains("fsdp_cpu_offload") ||
+                           j.contains("fsdp_reshard_after_forward") ||
+                           j.contains("data_parallel_shard_dim") || j.contains("data_parallel_replicate_dim");
+  if (!distributed) return;
+  const bool offload = yaml_bool(d, j, "fsdp_cpu_offload", "fsdp_cpu_offload", false);
+  // fully_shard(reshard_after_forward=False) keeps the gathered parameters to backward (ZeRO-2-like);
+  // data_parallel_replicate_dim > 1 replicates shard groups (HSDP).
+  const bool reshard = yaml_bool(d, j, "fsdp_reshard_after_forward", "fsdp_reshard_after_forward", true);
+  const bool replicate = yaml_count(d, j, "data_parallel_replicate_dim", "data_parallel_replicate_dim", 1,
+                                    max_parallel_gpus) > 1;
+  const std::string how = replicate ? "hybrid_shard" : reshard ? "full_shard" : "shard_grad_op";
+  t.set("fsdp", how + (offload ? " offload" : ""),
+        d.at(replicate ? "data_parallel_replicate_dim"
+             : reshard ? "fsdp_cpu_offload"
+                       : "fsdp_reshard_after_forward"));
+  t.set("fsdp_config/fsdp_version", 2, d.at("fsdp_cpu_offload"));
+  t.notes.push_back("a distributed recipe: FSDP2 " + how + " over the GPUs the launcher starts (--gpus)");
+}
+
+/// A data table: the torchtune keys read, and those that change memory but are not modelled.
+inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, const nlohmann::json& m,
+                                translation& t) {
+  sort_keys(d, j, "",
+            {"model", "tokenizer", "dataset", "batch_size", "gradient_accumulation_steps", "dtype",
+             "enable_activation_checkpointing", "enable_activation_offloading", "optimizer_in_bwd", "compile",
+             "loss", "optimizer", "fsdp_cpu_offload", "fsdp_reshard_after_forward", "data_parallel_shard_dim",
+             "data_parallel_replicate_dim"},
+            {"tensor_parallel_dim", "tensor_parallel_plan", "custom_sharded_layers",
+             "activation_offloading_use_streams", "context_parallel_dim"},
+            t);
+  sort_keys(d, m, "model",
+            {"_component_", "lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank",
+             "lora_alpha", "lora_dropout", "use_dora"},
+            {"quantize_base"}, t);
+}
 }  // namespace detail
 
 /// A torchtune recipe config (recipes/configs/*.yaml): the model builder and its LoRA arguments, batch,
@@ -227,105 +349,14 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   std::string method;
   out.model_id = torchtune_model_id(m.at("_component_").get<std::string>(), method);
   out.model = model_named(out.model_id, d.at("model._component_"), opt);
-  t.set("config_class", "TrainingArguments", d.file);
-  // The recipes build the model under set_default_dtype(cfg.dtype) and never autocast (_setup_model).
-  const std::string dtype = yaml_string(d, j, "dtype", "dtype", "bf16");
-  if (dtype != "bf16" && dtype != "fp32")
-    throw input_error(d.at("dtype"), "unknown '" + dtype + "'; valid: bf16, fp32");
-  t.set("model_init_kwargs/dtype", dtype == "bf16" ? "bfloat16" : "float32", d.at("dtype"));
-  t.set("model_init_kwargs/attn_implementation", "sdpa", d.file);  // torchtune attention: F.sdpa
-  t.set("bf16", false, d.at("dtype"));
-  t.set("autocast_adapter_dtype", false, d.at("model"));  // adapters in cfg.dtype
-  t.set("per_device_train_batch_size", yaml_count(d, j, "batch_size", "batch_size", 0, max_solver_batch),
-        d.at("batch_size"));
-  if (yaml_find(j, "batch_size") == nullptr) throw input_error(d.at("batch_size"), "missing required key");
-  t.set("gradient_accumulation_steps",
-        yaml_count(d, j, "gradient_accumulation_steps", "gradient_accumulation_steps", 1, 1u << 20),
-        d.at("gradient_accumulation_steps"));
-  // tokenizer.max_seq_len: null means no truncation; the length then comes from the caller.
-  std::uint64_t seq = 0;
-  if (const auto* tok = yaml_find(j, "tokenizer"))
-    seq = yaml_count(d, *tok, "tokenizer.max_seq_len", "max_seq_len", 0, max_solver_seq_len);
-  if (seq == 0) {
-    seq = opt.fallback_seq_len;
-    out.length_from_file = false;
-    t.notes.push_back("tokenizer.max_seq_len is null: torchtune does not truncate; priced at " +
-                      std::to_string(seq) + " tokens (--seq-len)");
-  }
-  t.set("max_length", seq, d.at("tokenizer.max_seq_len"));
-  t.set("enable_activation_checkpointing",
-        yaml_bool(d, j, "enable_activation_checkpointing", "enable_activation_checkpointing", false),
-        d.at("enable_activation_checkpointing"));
-  t.set("enable_activation_offloading",
-        yaml_bool(d, j, "enable_activation_offloading", "enable_activation_offloading", false),
-        d.at("enable_activation_offloading"));
-  t.set("optimizer_in_bwd", yaml_bool(d, j, "optimizer_in_bwd", "optimizer_in_bwd", false),
-        d.at("optimizer_in_bwd"));
-  if (const auto* c = yaml_find(j, "compile"))  // a bool, or a mapping of per-part switches
-    t.set("compile", c->is_object() ? true : yaml_bool(d, j, "compile", "compile", false), d.at("compile"));
-  if (const auto* loss = yaml_find(j, "loss")) t.set("loss", *loss, d.at("loss._component_"));
-  bool fused = false;
-  if (const auto* o = yaml_find(j, "optimizer")) {
-    const std::string comp = yaml_string(d, *o, "optimizer._component_", "_component_", "");
-    t.set("optim", torchtune_optimizer(comp, d.at("optimizer._component_")), d.at("optimizer"));
-    fused = yaml_bool(d, *o, "optimizer.fused", "fused", false);
-  }
-  if (method != "full") {
-    t.set("peft_config/peft_type", "LORA", d.at("model._component_"));
-    t.set("peft_config/r", yaml_count(d, m, "model.lora_rank", "lora_rank", 8, max_lora_rank),
-          d.at("model.lora_rank"));
-    std::vector<std::string> targets;
-    if (const auto* attn = yaml_find(m, "lora_attn_modules"))
-      for (const std::string& n : yaml_names(d, *attn, "model.lora_attn_modules"))
-        targets.push_back(n == "output_proj" ? "o_proj" : n);  // torchtune's name for o_proj
-    if (yaml_bool(d, m, "model.apply_lora_to_mlp", "apply_lora_to_mlp", false))
-      targets.insert(targets.end(), {"gate_proj", "up_proj", "down_proj"});
-    if (yaml_bool(d, m, "model.apply_lora_to_output", "apply_lora_to_output", false))
-      targets.emplace_back("lm_head");
-    if (targets.empty())
-      throw input_error(d.at("model.lora_attn_modules"), "names no module, and apply_lora_to_mlp is off");
-    t.set("peft_config/target_modules", targets, d.at("model.lora_attn_modules"));
-    if (const auto* v = yaml_find(m, "lora_dropout"))
-      t.set("peft_config/lora_dropout", *v, d.at("model.lora_dropout"));
-    t.set("peft_config/use_dora", yaml_bool(d, m, "model.use_dora", "use_dora", false),
-          d.at("model.use_dora"));
-    if (method == "qlora")  // torchao NF4 (NF4Tensor), its scalers quantised again like double quantisation
-      t.set("quantization_config", bnb_nf4_double_quant(), d.at("model._component_"));
-  }
+  torchtune_workload(d, j, opt, out, t);
+  const bool fused = torchtune_training(d, j, t);
+  if (method != "full") torchtune_lora(d, m, method, t);
   bool packed = false;
   if (const auto* ds = yaml_find(j, "dataset"); ds != nullptr && ds->is_object())
     packed = yaml_bool(d, *ds, "dataset.packed", "packed", false);
-  // The distributed recipes shard with FSDP2 fully_shard (training/_distributed.py shard_model).
-  const bool distributed = opt.gpus > 1 || j.contains("fsdp_cpu_offload") ||
-                           j.contains("fsdp_reshard_after_forward") ||
-                           j.contains("data_parallel_shard_dim") || j.contains("data_parallel_replicate_dim");
-  if (distributed) {
-    const bool offload = yaml_bool(d, j, "fsdp_cpu_offload", "fsdp_cpu_offload", false);
-    // fully_shard(reshard_after_forward=False) keeps the gathered parameters to backward (ZeRO-2-like);
-    // data_parallel_replicate_dim > 1 replicates shard groups (HSDP).
-    const bool reshard = yaml_bool(d, j, "fsdp_reshard_after_forward", "fsdp_reshard_after_forward", true);
-    const bool replicate = yaml_count(d, j, "data_parallel_replicate_dim", "data_parallel_replicate_dim", 1,
-                                      max_parallel_gpus) > 1;
-    const std::string how = replicate ? "hybrid_shard" : reshard ? "full_shard" : "shard_grad_op";
-    t.set("fsdp", how + (offload ? " offload" : ""),
-          d.at(replicate ? "data_parallel_replicate_dim"
-               : reshard ? "fsdp_cpu_offload"
-                         : "fsdp_reshard_after_forward"));
-    t.set("fsdp_config/fsdp_version", 2, d.at("fsdp_cpu_offload"));
-    t.notes.push_back("a distributed recipe: FSDP2 " + how + " over the GPUs the launcher starts (--gpus)");
-  }
-  sort_keys(d, j, "",
-            {"model", "tokenizer", "dataset", "batch_size", "gradient_accumulation_steps", "dtype",
-             "enable_activation_checkpointing", "enable_activation_offloading", "optimizer_in_bwd", "compile",
-             "loss", "optimizer", "fsdp_cpu_offload", "fsdp_reshard_after_forward", "data_parallel_shard_dim",
-             "data_parallel_replicate_dim"},
-            {"tensor_parallel_dim", "tensor_parallel_plan", "custom_sharded_layers",
-             "activation_offloading_use_streams", "context_parallel_dim"},
-            t);
-  sort_keys(d, m, "model",
-            {"_component_", "lora_attn_modules", "apply_lora_to_mlp", "apply_lora_to_output", "lora_rank",
-             "lora_alpha", "lora_dropout", "use_dora"},
-            {"quantize_base"}, t);
+  torchtune_distributed(d, j, opt, t);
+  sort_torchtune_keys(d, j, m, t);
   out.args = resolve_translation(d, t, out.model);
   run_config& r = out.args.run;
   if (fused) r.setup.optim.impl = optimizer_impl::fused;
@@ -337,15 +368,11 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   return out;
 }
 
-/// An axolotl config (examples/*/*.yml): base_model, adapter, LoRA keys, sequence_len, micro_batch_size,
-/// precision, checkpointing, optimizer, attention, sample packing, deepspeed.
-[[nodiscard]] inline recipe axolotl_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
-  using namespace detail;  // the YAML readers' helpers
-  const nlohmann::json& j = d.root;
-  translation t;
-  recipe out = recipe_for(framework::axolotl, d, j, "base_model", "base_model", opt);
+namespace detail {
+/// axolotl's precision, batch and length. bf16 "auto" is true on a bf16 GPU (utils/config/__init__.py
+/// normalize_config): torch_dtype bf16.
+inline void axolotl_workload(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   t.set("config_class", "TrainingArguments", d.file);
-  // bf16 "auto" is true on a bf16 GPU (utils/config/__init__.py normalize_config): torch_dtype bf16.
   const auto* bf = yaml_find(j, "bf16");
   const bool bf16 = bf == nullptr || (bf->is_string() && bf->get<std::string>() == "auto") ||
                     yaml_bool(d, j, "bf16", "bf16", true);
@@ -363,8 +390,11 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
         d.at("gradient_accumulation_steps"));
   t.set("max_length", yaml_count(d, j, "sequence_len", "sequence_len", 512, max_solver_seq_len),
         d.at("sequence_len"));
-  // gradient_checkpointing: true | false | "offload"; its kwargs default to use_reentrant False
-  // (core/builders/base.py _configure_gradient_checkpointing).
+}
+
+/// axolotl's gradient_checkpointing: true | false | "offload"; its kwargs default to use_reentrant False
+/// (core/builders/base.py _configure_gradient_checkpointing); activation_offloading.
+inline void axolotl_checkpointing(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   if (const auto* gc = yaml_find(j, "gradient_checkpointing")) {
     if (gc->is_string() && gc->get<std::string>() == "offload") {
       t.set("use_gradient_checkpointing", "unsloth", d.at("gradient_checkpointing"));
@@ -389,6 +419,10 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
       t.warnings.push_back(d.at("activation_offloading") + " " + off->dump() + " is not modelled");
     }
   }
+}
+
+/// axolotl's optimizer, attention, sample packing, compile, Liger loss and DeepSpeed file.
+inline void axolotl_kernels(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   t.set("optim", yaml_string(d, j, "optimizer", "optimizer", "adamw_torch_fused"), d.at("optimizer"));
   std::string attn = yaml_string(d, j, "attn_implementation", "attn_implementation", "");
   if (attn.empty())
@@ -405,40 +439,45 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
           d.at("torch_compile"));
   if (yaml_bool(d, j, "liger_fused_linear_cross_entropy", "liger_fused_linear_cross_entropy", false))
     t.set("use_liger_kernel", true, d.at("liger_fused_linear_cross_entropy"));
-  if (const auto* ds = yaml_find(j, "deepspeed")) {
-    if (!ds->is_string()) throw input_error(d.at("deepspeed"), "must be a path to a DeepSpeed JSON file");
-    t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
-  }
+  set_deepspeed_path(d, j, t);
+}
+
+/// axolotl's adapter: lora or qlora (load_in_4bit), and its LoRA keys.
+inline void axolotl_adapter(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   const std::string adapter = yaml_string(d, j, "adapter", "adapter", "");
   const bool four_bit = yaml_bool(d, j, "load_in_4bit", "load_in_4bit", false);
   if (yaml_bool(d, j, "load_in_8bit", "load_in_8bit", false))
     throw input_error(d.at("load_in_8bit"), "8-bit base weights are not modelled yet; use load_in_4bit");
-  if (!adapter.empty()) {
-    if (adapter != "lora" && adapter != "qlora")
-      throw input_error(d.at("adapter"), "unknown '" + adapter + "'; valid: lora, qlora");
-    if (adapter == "qlora" && !four_bit)
-      throw input_error(d.at("adapter"), "qlora needs load_in_4bit: true (axolotl raises the same)");
-    t.set("peft_config/peft_type", "LORA", d.at("adapter"));
-    t.set("peft_config/r", yaml_count(d, j, "lora_r", "lora_r", 8, max_lora_rank), d.at("lora_r"));
-    if (yaml_bool(d, j, "lora_target_linear", "lora_target_linear", false))
-      t.set("peft_config/target_modules", "all-linear", d.at("lora_target_linear"));
-    else if (const auto* tm = yaml_find(j, "lora_target_modules"))
-      t.set("peft_config/target_modules", yaml_names(d, *tm, "lora_target_modules"),
-            d.at("lora_target_modules"));
-    if (const auto* v = yaml_find(j, "lora_dropout"))
-      t.set("peft_config/lora_dropout", *v, d.at("lora_dropout"));
-    t.set("peft_config/use_dora", yaml_bool(d, j, "peft_use_dora", "peft_use_dora", false),
-          d.at("peft_use_dora"));
-    if (const auto* mts = yaml_find(j, "lora_modules_to_save"))
-      t.set("peft_config/modules_to_save", yaml_names(d, *mts, "lora_modules_to_save"),
-            d.at("lora_modules_to_save"));
-    if (const auto* ad = yaml_find(j, "peft_autocast_adapter_dtype"))
-      t.set("autocast_adapter_dtype", *ad, d.at("peft_autocast_adapter_dtype"));
-    if (four_bit)  // the BitsAndBytesConfig axolotl builds (loaders/model.py): nf4, double quantisation
-      t.set("quantization_config", bnb_nf4_double_quant(), d.at("load_in_4bit"));
-  } else if (four_bit) {
-    throw input_error(d.at("load_in_4bit"), "a 4-bit base needs adapter: qlora");
+  if (adapter.empty()) {
+    if (four_bit) throw input_error(d.at("load_in_4bit"), "a 4-bit base needs adapter: qlora");
+    return;
   }
+  if (adapter != "lora" && adapter != "qlora")
+    throw input_error(d.at("adapter"), "unknown '" + adapter + "'; valid: lora, qlora");
+  if (adapter == "qlora" && !four_bit)
+    throw input_error(d.at("adapter"), "qlora needs load_in_4bit: true (axolotl raises the same)");
+  t.set("peft_config/peft_type", "LORA", d.at("adapter"));
+  t.set("peft_config/r", yaml_count(d, j, "lora_r", "lora_r", 8, max_lora_rank), d.at("lora_r"));
+  if (yaml_bool(d, j, "lora_target_linear", "lora_target_linear", false))
+    t.set("peft_config/target_modules", "all-linear", d.at("lora_target_linear"));
+  else if (const auto* tm = yaml_find(j, "lora_target_modules"))
+    t.set("peft_config/target_modules", yaml_names(d, *tm, "lora_target_modules"),
+          d.at("lora_target_modules"));
+  if (const auto* v = yaml_find(j, "lora_dropout"))
+    t.set("peft_config/lora_dropout", *v, d.at("lora_dropout"));
+  t.set("peft_config/use_dora", yaml_bool(d, j, "peft_use_dora", "peft_use_dora", false),
+        d.at("peft_use_dora"));
+  if (const auto* mts = yaml_find(j, "lora_modules_to_save"))
+    t.set("peft_config/modules_to_save", yaml_names(d, *mts, "lora_modules_to_save"),
+          d.at("lora_modules_to_save"));
+  if (const auto* ad = yaml_find(j, "peft_autocast_adapter_dtype"))
+    t.set("autocast_adapter_dtype", *ad, d.at("peft_autocast_adapter_dtype"));
+  if (four_bit)  // the BitsAndBytesConfig axolotl builds (loaders/model.py): nf4, double quantisation
+    t.set("quantization_config", bnb_nf4_double_quant(), d.at("load_in_4bit"));
+}
+
+/// A data table: the axolotl keys read, and those that change memory but are not modelled.
+inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   sort_keys(d, j, "",
             {"base_model",
              "bf16",
@@ -470,38 +509,49 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
             {"fsdp", "fsdp_config", "lora_target_parameters", "layer_offloading", "cut_cross_entropy", "fp8",
              "tensor_parallel_size", "context_parallel_size", "unfrozen_parameters"},
             t);
+}
+}  // namespace detail
+
+/// An axolotl config (examples/*/*.yml): base_model, adapter, LoRA keys, sequence_len, micro_batch_size,
+/// precision, checkpointing, optimizer, attention, sample packing, deepspeed.
+[[nodiscard]] inline recipe axolotl_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  translation t;
+  recipe out = recipe_for(framework::axolotl, d, j, "base_model", "base_model", opt);
+  axolotl_workload(d, j, t);
+  axolotl_checkpointing(d, j, t);
+  axolotl_kernels(d, j, t);
+  axolotl_adapter(d, j, t);
+  sort_axolotl_keys(d, j, t);
   out.args = resolve_translation(d, t, out.model);
   if (yaml_bool(d, j, "peft_autocast_adapter_dtype", "peft_autocast_adapter_dtype", true))
     keep_fp32_qlora_adapters(out, "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
   return out;
 }
 
-/// A LLaMA-Factory config (examples/train_*/*.yaml): model_name_or_path, stage and finetuning_type, LoRA,
-/// quantization_bit, cutoff_len, the TrainingArguments fields, flash_attn, checkpointing, deepspeed.
-[[nodiscard]] inline recipe llama_factory_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
-  using namespace detail;  // the YAML readers' helpers
-  const nlohmann::json& j = d.root;
-  translation t;
-  recipe out = recipe_for(framework::llama_factory, d, j, "model_name_or_path", "model_name_or_path", opt);
-  const std::string stage = yaml_string(d, j, "stage", "stage", "sft");
-  if (stage != "sft" && stage != "pt")
-    throw input_error(d.at("stage"), "'" + stage + "' is not modelled; valid: sft, pt");
-  const std::string type = yaml_string(d, j, "finetuning_type", "finetuning_type", "lora");
-  if (type != "lora" && type != "full")
-    throw input_error(d.at("finetuning_type"), "'" + type + "' is not modelled; valid: lora, full");
+namespace detail {
+/// LLaMA-Factory's quantization_bit (0: none).
+inline std::uint64_t llama_factory_bits(const yaml_doc& d, const nlohmann::json& j) {
+  return yaml_count(d, j, "quantization_bit", "quantization_bit", 0, 64);
+}
+
+/// LLaMA-Factory's precision: whether init_adapter (model/adapter.py) upcasts trainable parameters to fp32
+/// (unless pure_bf16, or ZeRO-3 without quantisation); the model loads in the compute dtype (bf16 with bf16:
+/// true).
+inline bool llama_factory_precision(const yaml_doc& d, const nlohmann::json& j, const std::string& type,
+                                    translation& t) {
   t.set("config_class", "TrainingArguments", d.file);
   const bool bf16 = yaml_bool(d, j, "bf16", "bf16", false);
   const bool fp16 = yaml_bool(d, j, "fp16", "fp16", false);
   const bool pure_bf16 = yaml_bool(d, j, "pure_bf16", "pure_bf16", false);
-  const std::uint64_t bits = yaml_count(d, j, "quantization_bit", "quantization_bit", 0, 64);
+  const std::uint64_t bits = llama_factory_bits(d, j);
   bool zero3 = false;  // a ZeRO-3 DeepSpeed file keeps the trainable parameters in the load dtype
   if (const auto* ds = yaml_find(j, "deepspeed"); ds != nullptr && ds->is_string() && bits == 0) {
     const nlohmann::json dsj = parse_json_file(path_beside(d.file, ds->get<std::string>()));
     const auto zo = dsj.find("zero_optimization");
     zero3 = zo != dsj.end() && zo->is_object() && zo->value("stage", nlohmann::json(0)) == 3;
   }
-  // init_adapter (model/adapter.py): trainable parameters are upcast to fp32 unless pure_bf16 (or BAdam,
-  // or ZeRO-3 without quantisation); the model is loaded in the compute dtype (bf16 with bf16: true).
   const bool upcast = !pure_bf16 && !zero3;
   const bool half = bf16 || fp16 || pure_bf16;
   t.set("model_init_kwargs/dtype",
@@ -512,6 +562,12 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   t.set("bf16", bf16 || pure_bf16, d.at("bf16"));
   t.set("fp16", fp16, d.at("fp16"));
   t.set("autocast_adapter_dtype", upcast, d.at("pure_bf16"));
+  return upcast;
+}
+
+/// LLaMA-Factory's batch, length and checkpointing (model_args.py: disable_gradient_checkpointing False,
+/// use_reentrant_gc True, use_unsloth_gc False).
+inline void llama_factory_workload(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   t.set("per_device_train_batch_size",
         yaml_count(d, j, "per_device_train_batch_size", "per_device_train_batch_size", 8, max_solver_batch),
         d.at("per_device_train_batch_size"));
@@ -520,7 +576,6 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
         d.at("gradient_accumulation_steps"));
   t.set("max_length", yaml_count(d, j, "cutoff_len", "cutoff_len", 2048, max_solver_seq_len),
         d.at("cutoff_len"));
-  // model_args.py: disable_gradient_checkpointing False, use_reentrant_gc True, use_unsloth_gc False.
   const bool ckpt =
       !yaml_bool(d, j, "disable_gradient_checkpointing", "disable_gradient_checkpointing", false);
   if (yaml_bool(d, j, "use_unsloth_gc", "use_unsloth_gc", false))
@@ -529,7 +584,12 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
     t.set("gradient_checkpointing", ckpt, d.at("disable_gradient_checkpointing"));
   t.set("gradient_checkpointing_kwargs/use_reentrant",
         yaml_bool(d, j, "use_reentrant_gc", "use_reentrant_gc", true), d.at("use_reentrant_gc"));
-  // flash_attn: auto (transformers' choice: sdpa), disabled (eager), sdpa, fa2, fa3.
+}
+
+/// LLaMA-Factory's flash_attn (auto: transformers' choice, sdpa; disabled: eager; sdpa, fa2, fa3), optimizer,
+/// Liger, packing (on by default for pre-training) and DeepSpeed file.
+inline void llama_factory_kernels(const yaml_doc& d, const nlohmann::json& j, const std::string& stage,
+                                  translation& t) {
   const std::string fa = yaml_string(d, j, "flash_attn", "flash_attn", "auto");
   static const std::map<std::string, std::string> attn{{"auto", "sdpa"},
                                                        {"sdpa", "sdpa"},
@@ -546,12 +606,14 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
   if (yaml_bool(d, j, "packing", "packing", stage == "pt") ||
       yaml_bool(d, j, "neat_packing", "neat_packing", false))
     t.set("packing", true, d.at("packing"));
-  if (const auto* ds = yaml_find(j, "deepspeed")) {
-    if (!ds->is_string()) throw input_error(d.at("deepspeed"), "must be a path to a DeepSpeed JSON file");
-    t.set("deepspeed", path_beside(d.file, ds->get<std::string>()), d.at("deepspeed"));
-  }
+  set_deepspeed_path(d, j, t);
   if (yaml_bool(d, j, "use_unsloth", "use_unsloth", false))
     t.warnings.push_back(d.at("use_unsloth") + ": Unsloth's kernels and loss are not modelled");
+}
+
+/// LLaMA-Factory's LoRA keys (lora_target "all" is every linear layer) and its 4-bit bitsandbytes base.
+inline void llama_factory_adapter(const yaml_doc& d, const nlohmann::json& j, const std::string& type,
+                                  std::uint64_t bits, translation& t) {
   if (type == "lora") {
     t.set("peft_config/peft_type", "LORA", d.at("finetuning_type"));
     t.set("peft_config/r", yaml_count(d, j, "lora_rank", "lora_rank", 8, max_lora_rank), d.at("lora_rank"));
@@ -565,19 +627,20 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
       t.set("peft_config/modules_to_save", yaml_names(d, *at, "additional_target"),
             d.at("additional_target"));
   }
-  if (bits != 0) {
-    const std::string how = yaml_string(d, j, "quantization_method", "quantization_method", "bnb");
-    if (bits != 4 || how != "bnb")
-      throw input_error(d.at("quantization_bit"),
-                        "only 4-bit bitsandbytes (quantization_bit: 4, "
-                        "quantization_method: bnb) is modelled");
-    t.set(
-        "quantization_config",
+  if (bits == 0) return;
+  const std::string how = yaml_string(d, j, "quantization_method", "quantization_method", "bnb");
+  if (bits != 4 || how != "bnb")
+    throw input_error(d.at("quantization_bit"),
+                      "only 4-bit bitsandbytes (quantization_bit: 4, quantization_method: bnb) is modelled");
+  t.set("quantization_config",
         {{"load_in_4bit", true},
          {"bnb_4bit_quant_type", yaml_string(d, j, "quantization_type", "quantization_type", "nf4")},
          {"bnb_4bit_use_double_quant", yaml_bool(d, j, "double_quantization", "double_quantization", true)}},
         d.at("quantization_bit"));
-  }
+}
+
+/// A data table: the LLaMA-Factory keys read, and those that change memory but are not modelled.
+inline void sort_llama_factory_keys(const yaml_doc& d, const nlohmann::json& j, translation& t) {
   sort_keys(d, j, "",
             {"model_name_or_path",
              "stage",
@@ -611,17 +674,42 @@ inline std::string torchtune_model_id(std::string builder, std::string& method) 
             {"upcast_layernorm", "upcast_lmhead_output", "use_badam", "use_galore", "use_apollo",
              "pissa_init", "fsdp", "fsdp_config", "shift_attn", "mixture_of_depths"},
             t);
+}
+
+/// finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
+inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& j, const std::string& type,
+                                       recipe& out) {
+  if (yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) return;
+  if (type == "full" && out.model.spec.vision.params != 0)
+    out.args.run.setup.train_vision_tower = true;
+  else
+    out.args.warnings.push_back(d.at("freeze_vision_tower") +
+                                ": false changes nothing priced here (only full fine-tuning of a multimodal "
+                                "model trains its tower); the tower is priced frozen");
+}
+}  // namespace detail
+
+/// A LLaMA-Factory config (examples/train_*/*.yaml): model_name_or_path, stage and finetuning_type, LoRA,
+/// quantization_bit, cutoff_len, the TrainingArguments fields, flash_attn, checkpointing, deepspeed.
+[[nodiscard]] inline recipe llama_factory_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  using namespace detail;  // the YAML readers' helpers
+  const nlohmann::json& j = d.root;
+  translation t;
+  recipe out = recipe_for(framework::llama_factory, d, j, "model_name_or_path", "model_name_or_path", opt);
+  const std::string stage = yaml_string(d, j, "stage", "stage", "sft");
+  if (stage != "sft" && stage != "pt")
+    throw input_error(d.at("stage"), "'" + stage + "' is not modelled; valid: sft, pt");
+  const std::string type = yaml_string(d, j, "finetuning_type", "finetuning_type", "lora");
+  if (type != "lora" && type != "full")
+    throw input_error(d.at("finetuning_type"), "'" + type + "' is not modelled; valid: lora, full");
+  const bool upcast = llama_factory_precision(d, j, type, t);
+  const std::uint64_t bits = llama_factory_bits(d, j);
+  llama_factory_workload(d, j, t);
+  llama_factory_kernels(d, j, stage, t);
+  llama_factory_adapter(d, j, type, bits, t);
+  sort_llama_factory_keys(d, j, t);
   out.args = resolve_translation(d, t, out.model);
-  // finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
-  if (!yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) {
-    if (type == "full" && out.model.spec.vision.params != 0)
-      out.args.run.setup.train_vision_tower = true;
-    else
-      out.args.warnings.push_back(
-          d.at("freeze_vision_tower") +
-          ": false changes nothing priced here (only full fine-tuning of a multimodal "
-          "model trains its tower); the tower is priced frozen");
-  }
+  llama_factory_vision_tower(d, j, type, out);
   if (upcast)
     keep_fp32_qlora_adapters(out, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
   return out;
