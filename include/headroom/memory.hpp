@@ -238,144 +238,185 @@ HEADROOM_NOINLINE constexpr bytes qlora_realistic_weights(const model_shape& m, 
 }
 }  // namespace detail
 
+namespace detail {
+/// What one pass over the model's tensors counts (estimate_static's first phase), in values.
+struct tensor_counts {
+  std::uint64_t model = 0;     ///< parameters of the model
+  std::uint64_t adapters = 0;  ///< trainable adapter parameters
+  std::uint64_t stored = 0;    ///< adapter parameters stored (LoRA-FA's frozen A, VeRA's projections too)
+  std::uint64_t saved = 0;     ///< modules_to_save copies
+  std::uint64_t tensors = 0;   ///< trainable tensors
+  std::uint64_t largest = 0;   ///< values of the largest trainable tensor
+  HEADROOM_INLINE constexpr void note_tensor(std::uint64_t copies, std::uint64_t numel) {
+    tensors = checked_add(tensors, copies, "trainable tensors");
+    largest = numel > largest ? numel : largest;
+  }
+};
+
+/// Full fine-tuning: every tensor trains (gpt-oss stores one 3-D tensor per layer: stored_as).
+HEADROOM_INLINE constexpr tensor_counts count_full(const model_shape& shape) {
+  tensor_counts c;
+  visit_parameters(shape, [&](param_tensor t) HEADROOM_INLINE {
+    c.model = checked_add(c.model, t.total().count(), "parameter count");
+    const stored_tensors as = stored_as(shape, t);
+    c.note_tensor(as.count, as.numel);
+  });
+  return c;
+}
+
+/// Adapters: the adapter tensors on each target, the trainable copies of modules_to_save, and the
+/// model-level adapters (VeRA's shared projections, stored and frozen; prompt-learning encoders, trainable).
+HEADROOM_INLINE constexpr tensor_counts count_adapted(const model_shape& shape, const lora_config& lora) {
+  tensor_counts c;
+  visit_parameters(shape, [&](param_tensor t) HEADROOM_INLINE {
+    const std::uint64_t n = t.total().count();
+    c.model = checked_add(c.model, n, "parameter count");
+    if (const adapter_counts a = adapter_counts_per_copy(t, lora); a.stored != 0) {
+      c.stored = checked_add(c.stored, checked_mul(a.stored, t.copies), "adapters");
+      c.adapters = checked_add(c.adapters, checked_mul(a.trainable, t.copies), "adapters");
+      c.note_tensor(a.tensors * t.copies, a.largest);
+    }
+    if (lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
+      c.saved = checked_add(c.saved, n, "modules_to_save");
+      const stored_tensors as = stored_as(shape, t);
+      c.note_tensor(as.count, as.numel);
+    }
+  });
+  visit_model_adapters(shape, lora, [&](const param_tensor& a) {
+    c.stored = checked_add(c.stored, a.total().count(), "adapters");
+  });
+  visit_model_adapters(
+      shape, lora,
+      [&](const param_tensor& a) {
+        c.adapters = checked_add(c.adapters, a.total().count(), "adapters");
+        c.note_tensor(1, a.numel());
+      },
+      true);
+  if (c.stored == 0) fail_no_target_matched();
+  return c;
+}
+
+/// A vision tower: resident in the load dtype (also under QLoRA), frozen unless full fine-tuning trains it.
+/// Adds it to the counts; returns its parameters.
+constexpr std::uint64_t count_vision_tower(const model_spec& spec, const training_setup& s,
+                                           tensor_counts& c) {
+  const std::uint64_t tower = spec.vision.params;
+  if (tower > std::uint64_t{1} << 40) fail("vision params", "is absurdly large");
+  if (s.train_vision_tower) {
+    if (s.method != training_method::full)
+      fail("train_vision_tower",
+           "prices full fine-tuning of the tower; under LoRA/QLoRA it stays frozen (adapters on its "
+           "linears are not priced)");
+    if (tower == 0) fail("train_vision_tower", "the model has no vision tower");
+    c.note_tensor(spec.vision.tensors, 0);
+  }
+  c.model = checked_add(c.model, tower, "parameter count");
+  return tower;
+}
+
+/// One lumped tensor of `n` values, where pricing a kind of trainable value as one tensor is exact.
+constexpr param_tensor lumped_tensor(std::uint64_t n) {
+  return param_tensor{module_name::q_proj, tensor_role::linear_weight, n, 0, 1};
+}
+
+/// The base weights' bytes and layout: 16/32-bit per parameter, or NF4 (nominal blocks or real tensors).
+struct base_weights {
+  bytes weights{0};
+  qlora_layout layout = qlora_layout::not_applicable;
+};
+constexpr base_weights price_base_weights(const training_setup& s, params priced, params_basis priced_on,
+                                          bytes realistic) {
+  if (s.method != training_method::qlora)
+    return {per_param(priced, weight_bytes(s.precision)), qlora_layout::not_applicable};
+  if (priced_on == params_basis::nominal)
+    return {nf4_nominal_bytes(priced, s.nf4), qlora_layout::uniform_nominal};
+  return {realistic, qlora_layout::realistic};
+}
+
+/// Optimizer state priced lumped: one tensor per kind of trainable value where that is exact (or, for nominal
+/// 8-bit full fine-tuning, the course's W06 pricing with blocks amortised over N).
+constexpr bytes lumped_state(const training_setup& s, const tensor_counts& c, params trainable) {
+  if (s.method == training_method::full) return tensor_state(lumped_tensor(trainable.count()), s);
+  return tensor_state(lumped_tensor(c.adapters), s, true) +
+         (c.saved != 0 ? tensor_state(lumped_tensor(c.saved), s) : bytes(0));
+}
+
+/// Gradients and master copies. Trainable bytes: full fine-tuning in the weight dtype; adapters in theirs,
+/// saved modules in the base's.
+struct grads_and_master {
+  bytes grads{0};
+  bytes master{0};
+};
+constexpr grads_and_master price_grads_and_master(const training_setup& s, const tensor_counts& c,
+                                                  params trainable) {
+  const bool full = s.method == training_method::full;
+  const std::uint64_t wb = weight_bytes(s.precision);
+  bytes grads = full ? per_param(trainable, wb)
+                     : per_param(params(c.adapters), adapter_bytes(s)) + per_param(params(c.saved), wb);
+  if (s.grad_accum_buffer) grads += per_param(trainable, bf16_bytes);
+  const bytes master = full ? per_param(trainable, master_bytes(s.precision))
+                            : per_param(params(c.adapters), adapter_master_bytes(s)) +
+                                  per_param(params(c.saved), master_bytes(s.precision));
+  return {grads, master};
+}
+}  // namespace detail
+
 /// Static training state. `basis` nominal uses `spec.nominal_params` when the spec has one.
 /// Course check 3.1: full = (2 + 2 + 4 + 8)·N; LoRA/QLoRA = base bytes + 16·adapters.
-/// One pass over the model's tensors (visit_parameters) prices the base, adapters and state.
+/// One pass over the model's tensors counts (detail::tensor_counts); the per-tensor prices (8-bit blocks,
+/// shape-dependent state, realistic QLoRA) come in a second, so the common pass stays a few multiply-adds.
 [[nodiscard]] constexpr static_estimate estimate_static(const model_spec& spec, const training_setup& s,
                                                         params_basis basis = params_basis::nominal) {
-  using detail::checked_add;
-  using detail::checked_mul;
   const params_basis priced_on = (basis == params_basis::nominal && spec.nominal_params != 0)
                                      ? params_basis::nominal
                                      : params_basis::exact;
   const bool full = s.method == training_method::full;
+  const bool exact = priced_on == params_basis::exact;
   // Per-tensor state only where it differs from a lumped count; nominal 8-bit full runs are lumped.
-  const bool state_per_tensor = !same_bytes_per_value(s.optimizer) &&
-                                (!full || priced_on == params_basis::exact || shape_dependent(s.optimizer));
-  const bool realistic_qlora = s.method == training_method::qlora && priced_on == params_basis::exact;
+  const bool state_per_tensor =
+      !same_bytes_per_value(s.optimizer) && (!full || exact || shape_dependent(s.optimizer));
   if (!full) detail::validate_lora(s.lora);
   detail::validate_optimizer_impl(s.optimizer, s.optim.impl, s.runtime);
-  // Sums over the tensors, kept in locals (registers) while visiting.
-  std::uint64_t model = 0, adapters = 0, stored = 0, saved = 0, tensors = 0, largest = 0;
-  bytes state{0}, realistic_weights{0};
-  auto note_tensor = [&](std::uint64_t copies, std::uint64_t numel) HEADROOM_INLINE {
-    tensors = checked_add(tensors, copies, "trainable tensors");
-    largest = numel > largest ? numel : largest;
-  };
-  // The counts in one pass; the per-tensor prices (8-bit blocks, shape-dependent state, realistic
-  // QLoRA) in a second, so the common pass stays a few multiply-adds per tensor.
-  if (full) {
-    visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
-      model = checked_add(model, t.total().count(), "parameter count");
-      const stored_tensors as = stored_as(spec.shape, t);  // gpt-oss: one 3-D tensor per layer
-      note_tensor(as.count, as.numel);
-    });
-  } else {
-    visit_parameters(spec.shape, [&](param_tensor t) HEADROOM_INLINE {
-      const std::uint64_t n = t.total().count();
-      model = checked_add(model, n, "parameter count");
-      if (const adapter_counts a = adapter_counts_per_copy(t, s.lora); a.stored != 0) {
-        stored = checked_add(stored, checked_mul(a.stored, t.copies), "adapters");
-        adapters = checked_add(adapters, checked_mul(a.trainable, t.copies), "adapters");
-        note_tensor(a.tensors * t.copies, a.largest);
-      }
-      if (s.lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
-        saved = checked_add(saved, n, "modules_to_save");
-        const stored_tensors as = stored_as(spec.shape, t);
-        note_tensor(as.count, as.numel);
-      }
-    });
-    // VeRA's shared projections (stored, frozen) and the prompt-learning encoders (trainable).
-    visit_model_adapters(spec.shape, s.lora, [&](const param_tensor& a) {
-      stored = checked_add(stored, a.total().count(), "adapters");
-    });
-    visit_model_adapters(
-        spec.shape, s.lora,
-        [&](const param_tensor& a) {
-          adapters = checked_add(adapters, a.total().count(), "adapters");
-          note_tensor(1, a.numel());
-        },
-        true);
-    if (stored == 0) detail::fail_no_target_matched();
-  }
-  if (state_per_tensor) state = detail::trainable_state_per_tensor(spec.shape, s);
+  detail::tensor_counts c = full ? detail::count_full(spec.shape) : detail::count_adapted(spec.shape, s.lora);
+  bytes state = state_per_tensor ? detail::trainable_state_per_tensor(spec.shape, s) : bytes{0};
   const std::uint64_t for_loop =
       resolved_impl(s.optimizer, s.optim.impl, s.runtime) == optimizer_impl::for_loop
           ? detail::for_loop_step_values(spec.shape, s)
           : 0;
-  if (realistic_qlora) realistic_weights = detail::qlora_realistic_weights(spec.shape, s);
-  // A vision tower: resident in the load dtype (also under QLoRA), frozen unless full fine-tuning trains it.
-  const std::uint64_t tower = spec.vision.params;
-  if (tower > std::uint64_t{1} << 40) detail::fail("vision params", "is absurdly large");
-  if (s.train_vision_tower) {
-    if (!full)
-      detail::fail("train_vision_tower",
-                   "prices full fine-tuning of the tower; under LoRA/QLoRA it stays frozen (adapters on its "
-                   "linears are not priced)");
-    if (tower == 0) detail::fail("train_vision_tower", "the model has no vision tower");
-    note_tensor(spec.vision.tensors, 0);
-  }
-  const std::uint64_t frozen_tower = s.train_vision_tower ? 0 : tower;
-  model = checked_add(model, tower, "parameter count");
+  bytes realistic_weights =
+      s.method == training_method::qlora && exact ? detail::qlora_realistic_weights(spec.shape, s) : bytes{0};
+  const std::uint64_t tower = detail::count_vision_tower(spec, s, c);
   realistic_weights += detail::per_param(params(tower), detail::weight_bytes(s.precision));
-
-  const params priced = priced_on == params_basis::nominal ? params(spec.nominal_params) : params(model);
-  const params trainable =
-      full ? params(priced.count() - (priced_on == params_basis::exact ? frozen_tower : 0))
-           : params(checked_add(adapters, saved, "trainable parameters"));
+  const std::uint64_t frozen_tower = s.train_vision_tower ? 0 : tower;
+  const params priced = exact ? params(c.model) : params(spec.nominal_params);
+  const params trainable = full ? params(priced.count() - (exact ? frozen_tower : 0))
+                                : params(detail::checked_add(c.adapters, c.saved, "trainable parameters"));
   // Shape-dependent state over the tower: priced as one lumped tensor (its tensors are ViT-sized matrices).
   if (state_per_tensor && s.train_vision_tower)
-    state +=
-        detail::tensor_state(param_tensor{module_name::q_proj, tensor_role::linear_weight, tower, 0, 1}, s);
-  const std::uint64_t wb = detail::weight_bytes(s.precision);
-  qlora_layout layout = qlora_layout::not_applicable;
-  bytes weights{0};
-  if (full || s.method == training_method::lora) {
-    weights = detail::per_param(priced, wb);
-  } else if (priced_on == params_basis::nominal) {
-    layout = qlora_layout::uniform_nominal;
-    weights = nf4_nominal_bytes(priced, s.nf4);
-  } else {
-    layout = qlora_layout::realistic;
-    weights = realistic_weights;
-  }
-  // One lumped tensor per kind of trainable value where that is exact (or, for nominal 8-bit full
-  // fine-tuning, the course's W06 pricing with blocks amortised over N).
-  auto lumped = [](std::uint64_t n) {
-    return param_tensor{module_name::q_proj, tensor_role::linear_weight, n, 0, 1};
-  };
-  if (!state_per_tensor)
-    state = full ? detail::tensor_state(lumped(trainable.count()), s)
-                 : detail::tensor_state(lumped(adapters), s, true) +
-                       (saved != 0 ? detail::tensor_state(lumped(saved), s) : bytes(0));
+    state += detail::tensor_state(detail::lumped_tensor(tower), s);
+  if (!state_per_tensor) state = detail::lumped_state(s, c, trainable);
   // torch's per-tensor `step` counters are real allocations; the course's nominal pricing leaves them out.
-  if (priced_on == params_basis::exact) state += optimizer_step_counter_bytes(s.optimizer, tensors);
-  // Trainable bytes: full fine-tuning in the weight dtype; adapters in theirs, saved modules in the base's.
-  const bytes adapter_part = detail::per_param(params(adapters), detail::adapter_bytes(s));
-  const bytes stored_part =
-      detail::per_param(params(stored), detail::adapter_bytes(s));  // + LoRA-FA's frozen A
-  const bytes trainable_bytes =
-      full ? detail::per_param(trainable, wb) : adapter_part + detail::per_param(params(saved), wb);
-  bytes grads = trainable_bytes;
-  if (s.grad_accum_buffer) grads += detail::per_param(trainable, detail::bf16_bytes);
-  const bytes master = full ? detail::per_param(trainable, detail::master_bytes(s.precision))
-                            : detail::per_param(params(adapters), detail::adapter_master_bytes(s)) +
-                                  detail::per_param(params(saved), detail::master_bytes(s.precision));
+  if (exact) state += optimizer_step_counter_bytes(s.optimizer, c.tensors);
+  const detail::base_weights base = detail::price_base_weights(s, priced, priced_on, realistic_weights);
+  const detail::grads_and_master gm = detail::price_grads_and_master(s, c, trainable);
+  const std::uint64_t wb = detail::weight_bytes(s.precision);
+  const bytes adapters_resident =  // adapters in their dtype (with LoRA-FA's frozen A) and saved copies
+      full ? bytes(0)
+           : detail::per_param(params(c.stored), detail::adapter_bytes(s)) +
+                 detail::per_param(params(c.saved), wb);
   // Built in one aggregate (no zero-fill first: GCC turns that into a slow `rep stos`).
-  return static_estimate{
-      params(model),
-      priced,
-      params(stored),
-      params(saved),
-      trainable,
-      tensors,
-      params(largest),
-      params(for_loop),
-      priced_on,
-      layout,
-      full && priced_on == params_basis::nominal && shape_dependent(s.optimizer),
-      memory_buckets{weights, full ? bytes(0) : stored_part + detail::per_param(params(saved), wb), grads,
-                     master, state}};
+  return static_estimate{params(c.model),
+                         priced,
+                         params(c.stored),
+                         params(c.saved),
+                         trainable,
+                         c.tensors,
+                         params(c.largest),
+                         params(for_loop),
+                         priced_on,
+                         base.layout,
+                         full && !exact && shape_dependent(s.optimizer),
+                         memory_buckets{base.weights, adapters_resident, gm.grads, gm.master, state}};
 }
 
 /// Bucket names in output order, and a getter for each (one list for every printer).

@@ -393,221 +393,220 @@ constexpr model_shape layer_kind(const model_shape& m, bool moe, bool nope, std:
   return out;
 }
 
-/// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them
-/// (the estimators sum as they go). Source of each line: the transformers modeling files
-/// (LlamaDecoderLayer, Qwen3Attention, Gemma2DecoderLayer, Qwen3MoeSparseMoeBlock).
-template <class Visit>
-HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& visit) {
-  validate(m);
-  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m), L = m.num_hidden_layers;
-  auto add = [&visit](param_tensor t) HEADROOM_INLINE {
-    if (t.copies != 0 && t.rows != 0) visit(t);  // skip absent tensors
-  };
+namespace detail {
+/// Decoder layers as visit_layer lays them out: every layer grouped (each tensor once, copies = layers ×
+/// experts) or one layer in model.parameters() order (copies 1; each expert and each norm on its own).
+struct layer_run {
+  std::uint64_t layers = 1;  ///< decoder layers this visit stands for
+  std::uint64_t dense = 0;   ///< of them, layers with a dense MLP
+  std::uint64_t moe = 0;     ///< of them, layers with the routed experts
+  bool one_by_one = false;   ///< model.parameters() order, one tensor at a time
+};
+
+/// A linear layer's weight, then its bias when it has one (the order nn.Linear registers them).
+template <class Emit>
+HEADROOM_INLINE constexpr void emit_linear(Emit& emit, module_name module, std::uint64_t out,
+                                           std::uint64_t in, std::uint64_t copies, bool bias,
+                                           bool nn_linear = true, bool routed = false) {
+  emit(param_tensor{module, tensor_role::linear_weight, out, in, copies, nn_linear, routed});
+  if (bias) emit(param_tensor{module, tensor_role::bias, out, 0, copies, nn_linear, routed});
+}
+
+/// The attention block (LlamaAttention, Qwen3Attention, GPTNeoXAttention, GptOssAttention;
+/// DeepseekV3Attention: q_a_proj → q_a_layernorm → q_b_proj, or one q_proj, and kv_a_proj_with_mqa →
+/// kv_a_layernorm → kv_b_proj, whose output holds a head's nope keys and values).
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_attention(const model_shape& m, std::uint64_t layers, Emit& emit) {
   using mn = module_name;
-  using tr = tensor_role;
-  add({mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});  // embed_tokens: V × d
+  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m), L = layers;
+  const bool bias = m.attention_bias;
   const block_module_names names = block_modules(m);
-  if (is_mla(m)) {  // DeepseekV3Attention: q_a_proj → q_a_layernorm → q_b_proj (or one q_proj), and
-                    // kv_a_proj_with_mqa → kv_a_layernorm → kv_b_proj, whose output holds a heads' nope keys
-                    // and values
-    const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank, rope = m.qk_rope_head_dim;
+  if (is_mla(m)) {
+    const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank;
     if (ql != 0) {
-      add({mn::q_a_proj, tr::linear_weight, ql, d, L});
-      add({mn::norm, tr::norm_weight, ql, 0, L});  // q_a_layernorm
-      add({mn::q_b_proj, tr::linear_weight, q, ql, L});
+      emit_linear(emit, mn::q_a_proj, ql, d, L, false);
+      emit(param_tensor{mn::norm, tensor_role::norm_weight, ql, 0, L});  // q_a_layernorm
+      emit_linear(emit, mn::q_b_proj, q, ql, L, false);
     } else {
-      add({mn::q_proj, tr::linear_weight, q, d, L});
+      emit_linear(emit, mn::q_proj, q, d, L, false);
     }
-    add({mn::kv_a_proj_with_mqa, tr::linear_weight, kvl + rope, d, L});
-    add({mn::norm, tr::norm_weight, kvl, 0, L});  // kv_a_layernorm
-    add({mn::kv_b_proj, tr::linear_weight, kv_b_width(m), kvl, L});
+    emit_linear(emit, mn::kv_a_proj_with_mqa, kvl + m.qk_rope_head_dim, d, L, false);
+    emit(param_tensor{mn::norm, tensor_role::norm_weight, kvl, 0, L});  // kv_a_layernorm
+    emit_linear(emit, mn::kv_b_proj, kv_b_width(m), kvl, L, false);
   } else if (m.fused_qkv) {
-    add({names.qkv, tr::linear_weight, q + 2 * kv, d, L});               // qkv_proj: d → (a + 2g)·head_dim
-    if (m.attention_bias) add({names.qkv, tr::bias, q + 2 * kv, 0, L});  // GPT-NeoX's query_key_value
+    emit_linear(emit, names.qkv, q + 2 * kv, d, L, bias);  // qkv_proj: d → (a + 2g)·head_dim
   } else {
-    add({mn::q_proj, tr::linear_weight, q, d, L});   // q_proj: d → a·head_dim
-    add({mn::k_proj, tr::linear_weight, kv, d, L});  // k_proj: d → g·head_dim
-    add({mn::v_proj, tr::linear_weight, kv, d, L});  // v_proj: d → g·head_dim
+    emit_linear(emit, mn::q_proj, q, d, L, bias);   // q_proj: d → a·head_dim
+    emit_linear(emit, mn::k_proj, kv, d, L, bias);  // k_proj: d → g·head_dim
+    emit_linear(emit, mn::v_proj, kv, d, L, bias);  // v_proj: d → g·head_dim
   }
-  add({names.out, tr::linear_weight, d, attention_output_width(m), L});  // o_proj: a·head_dim (MLA: a·v) → d
-  if (m.attention_bias && !m.fused_qkv) {
-    add({mn::q_proj, tr::bias, q, 0, L});
-    add({mn::k_proj, tr::bias, kv, 0, L});
-    add({mn::v_proj, tr::bias, kv, 0, L});
-  }
-  if (m.o_proj_bias) add({names.out, tr::bias, d, 0, L});
-  if (m.attention_sinks) add({mn::sinks, tr::bias, m.num_attention_heads, 0, L});  // GptOssAttention.sinks
-  if (m.experts_3d) {  // GptOssExperts: gate_up_proj (E, d, 2f) + bias, down_proj (E, f, d) + bias; router
-    const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(L, m.num_experts, "experts");
-    add({mn::experts, tr::linear_weight, 2 * f, d, E, false, true});
-    add({mn::experts, tr::bias, 2 * f, 0, E, false, true});
-    add({mn::experts, tr::linear_weight, d, f, E, false, true});
-    add({mn::experts, tr::bias, d, 0, E, false, true});
-    add({mn::router, tr::linear_weight, m.num_experts, d, L, false});  // GptOssTopKRouter.weight
-    if (m.router_bias) add({mn::router, tr::bias, m.num_experts, 0, L, false});
-  } else if (m.plain_mlp) {  // Starcoder2MLP: c_fc d → d_ff, c_proj d_ff → d (biases: use_bias)
-    add({names.mlp_in, tr::linear_weight, m.intermediate_size, d, L});  // GPT-NeoX: dense_h_to_4h
-    add({names.mlp_out, tr::linear_weight, d, m.intermediate_size, L});
-    if (m.mlp_bias) {
-      add({names.mlp_in, tr::bias, m.intermediate_size, 0, L});
-      add({names.mlp_out, tr::bias, d, 0, L});
-    }
-  } else {  // Dense SwiGLU MLP, or the routed experts (each a SwiGLU of moe_intermediate_size) + router
-    auto swiglu = [&](std::uint64_t ff, std::uint64_t copies, bool routed) HEADROOM_INLINE {
-      if (m.fused_gate_up) {
-        add({mn::gate_up_proj, tr::linear_weight, 2 * ff, d, copies, true, routed});  // d → 2·d_ff
-      } else {
-        add({mn::gate_proj, tr::linear_weight, ff, d, copies, true, routed});  // gate_proj: d → d_ff
-        add({mn::up_proj, tr::linear_weight, ff, d, copies, true, routed});    // up_proj: d → d_ff
-      }
-      add({mn::down_proj, tr::linear_weight, d, ff, copies, true, routed});  // down_proj: d_ff → d
-      if (m.mlp_bias) {
-        add({mn::gate_proj, tr::bias, ff, 0, copies, true, routed});
-        add({mn::up_proj, tr::bias, ff, 0, copies, true, routed});
-        add({mn::down_proj, tr::bias, d, 0, copies, true, routed});
-      }
-    };
-    const std::uint64_t moe = moe_layers(m), dense = dense_mlp_layers(m);
-    // every layer of a dense model; DeepSeek's first layers; Llama-4's non-MoE ones (intermediate_size_mlp)
-    if (dense != 0) swiglu(m.intermediate_size, dense, false);
-    if (m.llama4_moe) {  // Llama4TextExperts: gate_up_proj (E, d, 2f), down_proj (E, f, d); Llama4Router: d →
-                         // E
-      const std::uint64_t f = m.moe_intermediate_size, E = detail::checked_mul(moe, m.num_experts, "experts");
-      add({mn::experts, tr::linear_weight, 2 * f, d, E, false, true});
-      add({mn::experts, tr::linear_weight, d, f, E, false, true});
-      // Llama4Router subclasses nn.Linear but returns (scores, logits): priced as neither adapted nor
-      // quantised
-      add({mn::router, tr::linear_weight, m.num_experts, d, moe, false});
-    } else if (is_moe(m)) {
-      swiglu(m.moe_intermediate_size, detail::checked_mul(moe, m.num_experts, "experts"), true);
-      // gate: d → E; DeepseekV3TopkRouter holds it as an nn.Parameter (its e_score_correction_bias is a
-      // buffer)
-      add({mn::router, tr::linear_weight, m.num_experts, d, moe, !m.deepseek_moe});
-    }
-    if (m.shared_expert_intermediate_size != 0) {
-      swiglu(m.shared_expert_intermediate_size, moe, false);
-      if (!m.deepseek_moe && !m.llama4_moe)
-        add({mn::shared_expert_gate, tr::linear_weight, 1, d, moe});  // Qwen2-MoE's gate
-    }
-  }
-  // nn.LayerNorm holds a bias beside its weight, so its parameters are twice an RMSNorm's.
-  const std::uint64_t norm_tensors = m.layer_norm ? 2 : 1;
-  add({mn::norm, tr::norm_weight, d, 0, detail::checked_mul(L, m.norms_per_layer * norm_tensors, "norms")});
+  emit_linear(emit, names.out, d, attention_output_width(m), L, m.o_proj_bias);  // o_proj: a·head_dim → d
+  if (m.attention_sinks) emit(param_tensor{mn::sinks, tensor_role::bias, m.num_attention_heads, 0, L});
+}
+
+/// Qwen3's q_norm and k_norm (head_dim each); OLMo-2's over the full query and key widths.
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_qk_norms(const model_shape& m, layer_run run, Emit& emit) {
+  constexpr tensor_role nw = tensor_role::norm_weight;
   if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd); Cohere: (a, hd), (g, hd)
                                // weights
-    add({mn::norm, tr::norm_weight, q, 0, L});
-    add({mn::norm, tr::norm_weight, kv, 0, L});
+    emit(param_tensor{module_name::norm, nw, query_width(m), 0, run.layers});
+    emit(param_tensor{module_name::norm, nw, kv_width(m), 0, run.layers});
+  } else if (m.qk_norm && run.one_by_one) {
+    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
+    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
   } else if (m.qk_norm) {
-    add({mn::norm, tr::norm_weight, m.head_dim, 0, 2 * L});  // q_norm, k_norm
+    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 2 * run.layers});
   }
-  add({mn::norm, tr::norm_weight, d, 0, 1});                    // final norm (one copy: it is not a layer's)
-  if (m.layer_norm) add({mn::norm, tr::norm_weight, d, 0, 1});  // and its bias
-  if (!m.tie_word_embeddings) add({mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+}
+
+/// A SwiGLU MLP of width ff (gate_proj, up_proj or a fused gate_up_proj, then down_proj), `copies` times.
+template <class Emit>
+HEADROOM_INLINE constexpr void emit_swiglu(const model_shape& m, Emit& emit, std::uint64_t ff,
+                                           std::uint64_t copies, bool routed) {
+  const std::uint64_t d = m.hidden_size;
+  if (m.fused_gate_up) {
+    emit_linear(emit, module_name::gate_up_proj, 2 * ff, d, copies, m.mlp_bias, true, routed);  // d → 2·d_ff
+  } else {
+    emit_linear(emit, module_name::gate_proj, ff, d, copies, m.mlp_bias, true, routed);  // d → d_ff
+    emit_linear(emit, module_name::up_proj, ff, d, copies, m.mlp_bias, true, routed);    // d → d_ff
+  }
+  emit_linear(emit, module_name::down_proj, d, ff, copies, m.mlp_bias, true, routed);  // d_ff → d
+}
+
+/// The routed experts' SwiGLUs of a run: one group of layers × E copies, or each expert in turn.
+template <class Emit>
+HEADROOM_INLINE constexpr void emit_routed_swiglus(const model_shape& m, layer_run run, Emit& emit) {
+  if (!run.one_by_one) {
+    emit_swiglu(m, emit, m.moe_intermediate_size, checked_mul(run.moe, m.num_experts, "experts"), true);
+    return;
+  }
+  for (std::uint64_t e = 0; e < m.num_experts; ++e) emit_swiglu(m, emit, m.moe_intermediate_size, 1, true);
+}
+
+/// An expert parameter held as one 3-D tensor per layer (gpt-oss, Llama-4: E × rows × cols): grouped as
+/// layers × E matrices; one by one as the whole tensor, as model.parameters() holds it.
+template <class Emit>
+HEADROOM_INLINE constexpr void emit_3d_experts(const model_shape& m, layer_run run, Emit& emit,
+                                               std::uint64_t rows, std::uint64_t cols, bool bias) {
+  const std::uint64_t E = m.num_experts;
+  if (run.one_by_one) {
+    emit_linear(emit, module_name::experts, E * rows, cols, 1, bias, false);
+    return;
+  }
+  emit_linear(emit, module_name::experts, rows, cols, checked_mul(run.moe, E, "experts"), bias, false, true);
+}
+
+/// An MoE layer's MLP in each family's registration order. GptOssMLP: router (weight, bias), then the
+/// experts' gate_up_proj (E, d, 2f) and down_proj (E, f, d) with biases. Llama4TextMoe: experts, router (an
+/// nn.Linear subclass returning (scores, logits): priced as neither adapted nor quantised), shared_expert.
+/// DeepseekV3MoE: experts, gate (an nn.Parameter), shared_experts. Qwen-MoE: gate, experts, shared_expert,
+/// shared_expert_gate.
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_moe_mlp(const model_shape& m, layer_run run, Emit& emit) {
+  const std::uint64_t d = m.hidden_size, f = m.moe_intermediate_size, E = m.num_experts, L = run.moe;
+  if (m.experts_3d) {
+    emit_linear(emit, module_name::router, E, d, L, m.router_bias, false);
+    emit_3d_experts(m, run, emit, 2 * f, d, true);
+    emit_3d_experts(m, run, emit, d, f, true);
+  } else if (m.llama4_moe) {
+    emit_3d_experts(m, run, emit, 2 * f, d, false);
+    emit_3d_experts(m, run, emit, d, f, false);
+    emit_linear(emit, module_name::router, E, d, L, false, false);
+    emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+  } else if (m.deepseek_moe) {
+    emit_routed_swiglus(m, run, emit);
+    emit_linear(emit, module_name::router, E, d, L, false, false);  // its e_score_correction_bias is a buffer
+    if (m.shared_expert_intermediate_size != 0)
+      emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+  } else {
+    emit_linear(emit, module_name::router, E, d, L, false);
+    emit_routed_swiglus(m, run, emit);
+    if (m.shared_expert_intermediate_size != 0) {
+      emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+      emit_linear(emit, module_name::shared_expert_gate, 1, d, L, false);  // Qwen2-MoE's gate
+    }
+  }
+}
+
+/// A dense layer's MLP: Starcoder2MLP's (GPT-NeoX's) c_fc d → d_ff and c_proj d_ff → d, or a SwiGLU of
+/// intermediate_size (DeepSeek's first layers, Llama-4's dense layers: intermediate_size_mlp).
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_dense_mlp(const model_shape& m, std::uint64_t layers, Emit& emit) {
+  if (!m.plain_mlp) return emit_swiglu(m, emit, m.intermediate_size, layers, false);
+  const block_module_names names = block_modules(m);
+  emit_linear(emit, names.mlp_in, m.intermediate_size, m.hidden_size, layers, m.mlp_bias);
+  emit_linear(emit, names.mlp_out, m.hidden_size, m.intermediate_size, layers, m.mlp_bias);
+}
+
+/// A layer's norms: input and post-attention norms (Gemma-2 and OLMo-2: more); nn.LayerNorm holds a bias
+/// beside its weight, so its parameters are twice an RMSNorm's.
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_layer_norms(const model_shape& m, layer_run run, Emit& emit) {
+  const std::uint64_t tensors = m.norms_per_layer * (m.layer_norm ? 2 : 1);
+  const param_tensor one{module_name::norm, tensor_role::norm_weight, m.hidden_size, 0, 1};
+  if (!run.one_by_one) {
+    emit(param_tensor{module_name::norm, tensor_role::norm_weight, m.hidden_size, 0,
+                      checked_mul(run.layers, tensors, "norms")});
+    return;
+  }
+  for (std::uint64_t k = 0; k < tensors; ++k) emit(one);
+}
+
+/// Decoder layers in registration order (GPTNeoXLayer registers its two LayerNorms first): one layer, or
+/// every layer grouped (the dense MLPs over the dense layers, the experts over the MoE layers).
+template <class Emit>
+HEADROOM_INLINE constexpr void visit_layer(const model_shape& m, layer_run run, Emit& emit) {
+  if (m.neox_names) visit_layer_norms(m, run, emit);
+  visit_attention(m, run.layers, emit);
+  visit_qk_norms(m, run, emit);
+  if (run.dense != 0) visit_dense_mlp(m, run.dense, emit);
+  if (run.moe != 0) visit_moe_mlp(m, run, emit);
+  if (!m.neox_names) visit_layer_norms(m, run, emit);
+}
+
+/// The whole model: embed_tokens, the layers (grouped, or one by one), the final norm (and a LayerNorm's
+/// bias), an untied lm_head. Absent tensors (no rows or no copies) are skipped.
+template <class Visit>
+HEADROOM_INLINE constexpr void visit_model(const model_shape& m, bool one_by_one, Visit& visit) {
+  validate(m);
+  auto emit = [&visit](param_tensor t) HEADROOM_INLINE {
+    if (t.copies != 0 && t.rows != 0) visit(t);
+  };
+  const std::uint64_t d = m.hidden_size;
+  emit(param_tensor{module_name::embed_tokens, tensor_role::embedding, m.vocab_size, d, 1});  // V × d
+  if (one_by_one) {
+    for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+      const std::uint64_t moe = moe_layer(m, layer) ? 1 : 0;
+      visit_layer(m, layer_run{1, 1 - moe, moe, true}, emit);
+    }
+  } else {  // DeepSeek's first dense layers, Llama-4's dense ones, the layers with routed experts
+    visit_layer(m, layer_run{m.num_hidden_layers, dense_mlp_layers(m), moe_layers(m), false}, emit);
+  }
+  emit(param_tensor{module_name::norm, tensor_role::norm_weight, d, 0, 1});  // final norm: not a layer's
+  if (m.layer_norm) emit(param_tensor{module_name::norm, tensor_role::norm_weight, d, 0, 1});  // and its bias
+  if (!m.tie_word_embeddings)
+    emit(param_tensor{module_name::lm_head, tensor_role::linear_weight, m.vocab_size, d, 1});
+}
+}  // namespace detail
+
+/// Calls `visit(param_tensor)` for every weight tensor group of the model, without storing them (the
+/// estimators sum as they go): each distinct tensor once, its copies the layers (× experts) holding it.
+/// Source of each line: the transformers modeling files (LlamaDecoderLayer, Qwen3Attention,
+/// Gemma2DecoderLayer, Qwen3MoeSparseMoeBlock; detail::visit_layer).
+template <class Visit>
+HEADROOM_INLINE constexpr void visit_parameters(const model_shape& m, Visit&& visit) {
+  detail::visit_model(m, false, visit);
 }
 
 /// Every weight tensor one at a time (copies = 1), in the order the transformers modules register them,
 /// which is the order of model.parameters() and so of a for-loop optimizer: embed_tokens; per layer
-/// self_attn (q, k, v or qkv, o, then q_norm, k_norm), mlp (router, then each expert's gate, up, down;
-/// or the dense gate, up, down), the layer norms; then the final norm and lm_head. Biases follow their
-/// weight. Source: the __init__ of LlamaDecoderLayer, Qwen3Attention, Qwen3MoeSparseMoeBlock,
-/// Gemma2DecoderLayer.
+/// self_attn (q, k, v or qkv, o, then q_norm, k_norm), mlp (each family's order of router, experts and
+/// shared expert; or the dense gate, up, down), the layer norms; then the final norm and lm_head. Biases
+/// follow their weight. The same tensors as visit_parameters, from the same detail::visit_layer.
 template <class Visit>
 constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
-  validate(m);
-  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
-  using mn = module_name;
-  using tr = tensor_role;
-  auto linear = [&](mn module, std::uint64_t out, std::uint64_t in, bool bias) {
-    visit(param_tensor{module, tr::linear_weight, out, in, 1});
-    if (bias) visit(param_tensor{module, tr::bias, out, 0, 1});
-  };
-  auto mlp = [&](std::uint64_t ff, bool bias) {
-    if (m.fused_gate_up) {
-      linear(mn::gate_up_proj, 2 * ff, d, bias);
-    } else {
-      linear(mn::gate_proj, ff, d, bias);
-      linear(mn::up_proj, ff, d, bias);
-    }
-    linear(mn::down_proj, d, ff, bias);
-  };
-  const param_tensor norm_part{mn::norm, tr::norm_weight, d, 0, 1};
-  auto norm = [&] {  // an RMSNorm's weight, or a LayerNorm's weight then bias
-    visit(norm_part);
-    if (m.layer_norm) visit(norm_part);
-  };
-  const block_module_names names = block_modules(m);
-  visit(param_tensor{mn::embed_tokens, tr::embedding, m.vocab_size, d, 1});
-  for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
-    if (m.neox_names)  // GPTNeoXLayer registers input_layernorm and post_attention_layernorm first
-      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
-    if (is_mla(m)) {  // DeepseekV3Attention.__init__
-      if (m.q_lora_rank != 0) {
-        linear(mn::q_a_proj, m.q_lora_rank, d, false);
-        visit(param_tensor{mn::norm, tr::norm_weight, m.q_lora_rank, 0, 1});
-        linear(mn::q_b_proj, q, m.q_lora_rank, false);
-      } else {
-        linear(mn::q_proj, q, d, false);
-      }
-      linear(mn::kv_a_proj_with_mqa, m.kv_lora_rank + m.qk_rope_head_dim, d, false);
-      visit(param_tensor{mn::norm, tr::norm_weight, m.kv_lora_rank, 0, 1});
-      linear(mn::kv_b_proj, kv_b_width(m), m.kv_lora_rank, false);
-    } else if (m.fused_qkv) {
-      linear(names.qkv, q + 2 * kv, d, m.attention_bias);
-    } else {
-      linear(mn::q_proj, q, d, m.attention_bias);
-      linear(mn::k_proj, kv, d, m.attention_bias);
-      linear(mn::v_proj, kv, d, m.attention_bias);
-    }
-    linear(names.out, d, attention_output_width(m), m.o_proj_bias);
-    if (m.attention_sinks) visit(param_tensor{mn::sinks, tr::bias, m.num_attention_heads, 0, 1});
-    if (m.qk_norm) {
-      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? q : m.head_dim, 0, 1});
-      visit(param_tensor{mn::norm, tr::norm_weight, m.qk_norm_full_width ? kv : m.head_dim, 0, 1});
-    }
-    if (m.experts_3d) {  // GptOssMLP: router (weight, bias), then experts' four tensors, each one 3-D tensor
-      const std::uint64_t f = m.moe_intermediate_size, E = m.num_experts;
-      visit(param_tensor{mn::router, tr::linear_weight, E, d, 1, false});
-      if (m.router_bias) visit(param_tensor{mn::router, tr::bias, E, 0, 1, false});
-      visit(param_tensor{mn::experts, tr::linear_weight, E * 2 * f, d, 1, false});
-      visit(param_tensor{mn::experts, tr::bias, E * 2 * f, 0, 1, false});
-      visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
-      visit(param_tensor{mn::experts, tr::bias, E * d, 0, 1, false});
-    } else if (m.llama4_moe) {  // Llama4TextMoe: experts (gate_up_proj, down_proj), router, shared_expert
-      if (moe_layer(m, layer)) {
-        const std::uint64_t f = m.moe_intermediate_size, E = m.num_experts;
-        visit(param_tensor{mn::experts, tr::linear_weight, E * 2 * f, d, 1, false});
-        visit(param_tensor{mn::experts, tr::linear_weight, E * d, f, 1, false});
-        visit(param_tensor{mn::router, tr::linear_weight, E, d, 1, false});
-        mlp(m.shared_expert_intermediate_size, false);
-      } else {
-        mlp(m.intermediate_size, false);  // Llama4TextMLP(intermediate_size_mlp)
-      }
-    } else if (is_moe(m) && m.deepseek_moe) {  // DeepseekV3MoE: experts, gate, shared_experts
-      if (layer < m.dense_layers) {
-        mlp(m.intermediate_size, false);
-      } else {
-        for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, false);
-        visit(param_tensor{mn::router, tr::linear_weight, m.num_experts, d, 1, false});
-        if (m.shared_expert_intermediate_size != 0) mlp(m.shared_expert_intermediate_size, false);
-      }
-    } else if (is_moe(m)) {
-      linear(mn::router, m.num_experts, d, false);
-      for (std::uint64_t e = 0; e < m.num_experts; ++e) mlp(m.moe_intermediate_size, m.mlp_bias);
-      if (m.shared_expert_intermediate_size != 0) {
-        mlp(m.shared_expert_intermediate_size, false);
-        linear(mn::shared_expert_gate, 1, d, false);
-      }
-    } else if (m.plain_mlp) {
-      linear(names.mlp_in, m.intermediate_size, d, m.mlp_bias);
-      linear(names.mlp_out, d, m.intermediate_size, m.mlp_bias);
-    } else {
-      mlp(m.intermediate_size, m.mlp_bias);
-    }
-    if (!m.neox_names)
-      for (std::uint64_t k = 0; k < m.norms_per_layer; ++k) norm();
-  }
-  norm();
-  if (!m.tie_word_embeddings) visit(param_tensor{mn::lm_head, tr::linear_weight, m.vocab_size, d, 1});
+  detail::visit_model(m, true, visit);
 }
 
 /// Every weight tensor of the model, as a list (see visit_parameters).
