@@ -582,131 +582,175 @@ constexpr void torchtune_chunked_loss(Out& out, const loss_context& k, std::uint
   out.release("loss scalars", bytes(index_bytes));
 }
 
-/// torchtune LinearCrossEntropyLoss (torchtune/modules/loss/cross_entropy_loss.py, not compiled): the model
-/// skips its output layer; the loss drops ignored positions (index_select), splits the kept rows into n
-/// chunks and, per chunk, applies the head, upcasts and cross-entropies (compute_cross_entropy). Every
-/// position but each sequence's last is assumed trained (the recipe's shift ignores the last).
+/// What every phase of torchtune's LinearCrossEntropyLoss shares: its kept rows, their chunks, the tensors
+/// that live across phases.
+struct tt_ce_context {
+  std::uint64_t rows = 0;       ///< kept rows: every position but each sequence's last
+  std::uint64_t chunks = 0;     ///< tensor_split(n)
+  std::uint64_t small = 0;      ///< rows of a short chunk
+  std::uint64_t big_count = 0;  ///< the first rows % n chunks are one row longer
+  bool upcast = false;          ///< the logits are upcast to fp32 (a 16-bit logits dtype)
+  std::uint64_t gb = 0;         ///< the hidden-state gradient's bytes per value
+  bytes labels{0}, kept_rows{0}, masked{0}, head_cast{0}, head_grad{0};
+  [[nodiscard]] constexpr std::uint64_t rows_of(std::uint64_t i) const {
+    return i < big_count ? small + 1 : small;
+  }
+};
+constexpr tt_ce_context make_tt_ce_context(const loss_context& k, std::uint64_t chunks) {
+  tt_ce_context x;
+  x.rows = k.b * (k.s - 1);
+  x.chunks = chunks;
+  x.small = x.rows / chunks;  // past `rows` chunks are empty
+  x.big_count = x.rows % chunks;
+  x.upcast = k.ab != fp32_bytes;
+  x.gb = k.autocast ? fp32_bytes : k.hb;
+  x.labels = act(k.t, 1, index_bytes);
+  x.kept_rows = act(x.rows, 1, index_bytes);
+  x.masked = act(x.rows, k.d, k.hb);
+  x.head_cast = act(k.V, k.d, bf16_bytes);
+  x.head_grad = act(k.V, k.d, k.autocast ? bf16_bytes : k.wb);
+  return x;
+}
+
+/// The recipe's shift (hstack((labels[..., 1:], an ignore column))), the valid-token count and index_select.
 template <class Out>
-constexpr void torchtune_linear_ce_loss(Out& out, const loss_context& k, std::uint64_t chunks) {
-  const std::uint64_t rows = k.b * (k.s - 1);
-  // tensor_split(n): the first rows % n chunks are one row longer; past `rows` chunks are empty.
-  const std::uint64_t small = rows / chunks, big_count = rows % chunks;
-  auto rows_of = [&](std::uint64_t i) { return i < big_count ? small + 1 : small; };
-  const bool upcast = k.ab != fp32_bytes;
-  const std::uint64_t gb = k.autocast ? fp32_bytes : k.hb;  // the hidden-state gradient's dtype
-  const bytes labels = act(k.t, 1, index_bytes), kept_rows = act(rows, 1, index_bytes);
-  const bytes masked = act(rows, k.d, k.hb), head_cast = act(k.V, k.d, bf16_bytes);
-  // The recipe's shift: hstack((labels[..., 1:], an ignore column)).
+constexpr void tt_ce_prepare(Out& out, const loss_context& k, const tt_ce_context& x) {
   out.alloc("ignore column", act(k.b, 1, index_bytes), "torch.full((b, 1), ignore_index)");
-  out.alloc("shifted labels", labels, "hstack((labels[..., 1:], ignore column))");
+  out.alloc("shifted labels", x.labels, "hstack((labels[..., 1:], ignore column))");
   out.release("ignore column", act(k.b, 1, index_bytes));
   // total_valid_tokens: torch.where(targets != ignore)[0].numel() (two index columns of a 2-D nonzero).
   auto valid_mask = [&](std::uint64_t columns, std::string_view name, std::string_view why) {
     out.alloc("ignore index scalar", bytes(k.py), "-100 wrapped as a 0-dim tensor (CPU)");
     out.alloc("valid mask", act(k.t, 1, 1), "targets != ignore_index (bool)");
     out.release("ignore index scalar", bytes(k.py));
-    out.alloc(name, act(rows, columns, index_bytes), why);
+    out.alloc(name, act(x.rows, columns, index_bytes), why);
     out.release("valid mask", act(k.t, 1, 1));
   };
   valid_mask(2, "nonzero", "torch.where(...)[0].numel(): counted, then dropped");
-  out.release("nonzero", act(rows, 2, index_bytes));
+  out.release("nonzero", act(x.rows, 2, index_bytes));
   valid_mask(1, "kept indices", "torch.where(targets != ignore_index)[0], saved by index_select");
-  out.alloc("masked hidden states", masked, "hidden.index_select(0, indices): the chunks are views of it");
-  out.alloc("masked labels", kept_rows, "target.index_select(0, indices): the chunks are views of it");
+  out.alloc("masked hidden states", x.masked, "hidden.index_select(0, indices): the chunks are views of it");
+  out.alloc("masked labels", x.kept_rows, "target.index_select(0, indices): the chunks are views of it");
   out.alloc("loss scalars", bytes(scalar_bytes), "total_loss = torch.tensor(0.0)");
-  // Forward, one chunk at a time: its logits die when compute_cross_entropy returns.
-  for (std::uint64_t i = 0; i < chunks; ++i) {
-    const std::uint64_t c = rows_of(i);
-    out.list(i + 1 == chunks || i == 0);
-    const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab),
-                hidden_cast = act(c, k.d, bf16_bytes);
-    if (k.autocast) {  // a trained head's cast is cached once; a frozen head is re-cast (and kept) per chunk
-      if (i == 0 || !k.head_trains)
-        out.alloc("head weight (bf16 cast)", head_cast, "autocast's cast, saved for the input gradient");
-      out.alloc("hidden chunk (bf16 cast)", hidden_cast, "autocast's cast, saved when the head trains");
-    }
-    out.alloc("logits chunk", logits, "linear_projection(hidden_chunk)");
-    if (k.autocast && !k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
-    if (upcast) out.alloc("fp32 logits chunk", tile, "logits.float()");
-    out.alloc("log-probabilities", tile, "log_softmax's output, saved for backward");
-    out.alloc("loss scalars", bytes(2 * scalar_bytes), "nll_loss's sum and total_weight");
-    if (upcast) out.release("fp32 logits chunk", tile);
-    out.release("logits chunk", logits);
-    if (i != 0) out.release("loss scalars", bytes(scalar_bytes));  // the previous chunk's loss, rebound
+}
+
+/// Forward chunk i: its logits die when compute_cross_entropy returns.
+template <class Out>
+constexpr void tt_ce_forward_chunk(Out& out, const loss_context& k, const tt_ce_context& x, std::uint64_t i) {
+  const std::uint64_t c = x.rows_of(i);
+  out.list(i + 1 == x.chunks || i == 0);
+  const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab),
+              hidden_cast = act(c, k.d, bf16_bytes);
+  if (k.autocast) {  // a trained head's cast is cached once; a frozen head is re-cast (and kept) per chunk
+    if (i == 0 || !k.head_trains)
+      out.alloc("head weight (bf16 cast)", x.head_cast, "autocast's cast, saved for the input gradient");
+    out.alloc("hidden chunk (bf16 cast)", hidden_cast, "autocast's cast, saved when the head trains");
   }
+  out.alloc("logits chunk", logits, "linear_projection(hidden_chunk)");
+  if (k.autocast && !k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
+  if (x.upcast) out.alloc("fp32 logits chunk", tile, "logits.float()");
+  out.alloc("log-probabilities", tile, "log_softmax's output, saved for backward");
+  out.alloc("loss scalars", bytes(2 * scalar_bytes), "nll_loss's sum and total_weight");
+  if (x.upcast) out.release("fp32 logits chunk", tile);
+  out.release("logits chunk", logits);
+  if (i != 0) out.release("loss scalars", bytes(scalar_bytes));  // the previous chunk's loss, rebound
+}
+
+/// The division by the valid count, the end of forward, and backward's seed.
+template <class Out>
+constexpr void tt_ce_divide(Out& out, const loss_context& k, const tt_ce_context& x) {
   out.list(true);
   out.alloc("valid count scalar", bytes(k.py),
             "total_valid_tokens wrapped as a 0-dim tensor (CPU), saved by /");
   out.alloc("loss scalars", bytes(2 * scalar_bytes), "the count as float and the divided loss");
   out.release("loss scalars", bytes(scalar_bytes));
-  out.release("shifted labels", labels);             // the recipe's labels die with _loss_step
+  out.release("shifted labels", x.labels);           // the recipe's labels die with _loss_step
   out.release("loss scalars", bytes(scalar_bytes));  // the last chunk's loss
-  if (!k.head_trains || k.autocast) out.release("masked hidden states", masked);  // saved only by the head
+  if (!k.head_trains || k.autocast) out.release("masked hidden states", x.masked);  // saved only by the head
   out.release("loss scalars", bytes(scalar_bytes));  // total_loss, summed into the division
   out.begin_backward();
   out.alloc("gradient scalars", bytes(2 * scalar_bytes), "the seed gradient and the division's");
   out.alloc("valid count as float", bytes(scalar_bytes), "DivBackward's operand");
   out.release("valid count as float", bytes(scalar_bytes));
   out.release("valid count scalar", bytes(k.py));
-  // Backward, the last chunk first: each chunk's cross-entropy and head backward before the previous one's.
-  const bytes head_grad = act(k.V, k.d, k.autocast ? bf16_bytes : k.wb);
-  for (std::uint64_t j = 0; j < chunks; ++j) {
-    const std::uint64_t i = chunks - 1 - j, c = rows_of(i);
-    const bool first = j == 0, last = i == 0;
-    out.list(j < 2);
-    const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab);
-    const bytes hidden_cast = act(c, k.d, bf16_bytes);
-    out.alloc("grad of log-probabilities", tile, "nll_loss backward: zeros with -1 at each label");
-    out.release("loss scalars", bytes(scalar_bytes));  // nll_loss's total_weight
-    if (last) {  // the first chunk's: its labels (the base of every label chunk) and its loss, which the
-                 // in-place `total_loss += loss` kept
-      out.release("masked labels", kept_rows);
-      out.release("loss scalars", bytes(scalar_bytes));
-    }
-    out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
-    out.release("grad of log-probabilities", tile);
-    out.release("log-probabilities", tile);
-    if (upcast) {
-      out.alloc("grad of logits", logits, "ToCopyBackward: the gradient in the logits dtype");
-      out.release("grad of logits (fp32)", tile);
-    }
-    if (k.head_trains) out.alloc("head gradient", head_grad, "mm(grad_logitsᵀ, hidden chunk)");
-    out.alloc("grad of hidden chunk", act(c, k.d, k.autocast ? bf16_bytes : k.hb), "mm(grad_logits, head)");
-    out.release("grad of logits", logits);
-    if (k.autocast && k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
-    if (k.autocast && (last || !k.head_trains)) out.release("head weight (bf16 cast)", head_cast);
-    if (!k.autocast && k.head_trains && last) out.release("masked hidden states", masked);
-    if (k.head_trains && !first) {  // every chunk's head gradient is summed out of place
-      out.alloc("head gradient sum", head_grad, "InputBuffer accumulation across chunks");
-      out.release("head gradient", head_grad * 2);
-    }
-    if (k.autocast) {
-      out.alloc("grad of hidden chunk (fp32)", act(c, k.d, fp32_bytes), "ToCopyBackward to the fp32 stream");
-      out.release("grad of hidden chunk", hidden_cast);
-    }
+}
+
+/// Backward of chunk i (the last chunk first): its cross-entropy and head backward before the previous one's.
+template <class Out>
+constexpr void tt_ce_backward_chunk(Out& out, const loss_context& k, const tt_ce_context& x,
+                                    std::uint64_t j) {
+  const std::uint64_t i = x.chunks - 1 - j, c = x.rows_of(i);
+  const bool first = j == 0, last = i == 0;
+  out.list(j < 2);
+  const bytes tile = act(c, k.V, fp32_bytes), logits = act(c, k.V, k.ab),
+              hidden_cast = act(c, k.d, bf16_bytes);
+  out.alloc("grad of log-probabilities", tile, "nll_loss backward: zeros with -1 at each label");
+  out.release("loss scalars", bytes(scalar_bytes));  // nll_loss's total_weight
+  if (last) {  // the first chunk's: its labels (the base of every label chunk) and its loss, which the
+               // in-place `total_loss += loss` kept
+    out.release("masked labels", x.kept_rows);
+    out.release("loss scalars", bytes(scalar_bytes));
   }
+  out.alloc("grad of logits (fp32)", tile, "log_softmax backward");
+  out.release("grad of log-probabilities", tile);
+  out.release("log-probabilities", tile);
+  if (x.upcast) {
+    out.alloc("grad of logits", logits, "ToCopyBackward: the gradient in the logits dtype");
+    out.release("grad of logits (fp32)", tile);
+  }
+  if (k.head_trains) out.alloc("head gradient", x.head_grad, "mm(grad_logitsᵀ, hidden chunk)");
+  out.alloc("grad of hidden chunk", act(c, k.d, k.autocast ? bf16_bytes : k.hb), "mm(grad_logits, head)");
+  out.release("grad of logits", logits);
+  if (k.autocast && k.head_trains) out.release("hidden chunk (bf16 cast)", hidden_cast);
+  if (k.autocast && (last || !k.head_trains)) out.release("head weight (bf16 cast)", x.head_cast);
+  if (!k.autocast && k.head_trains && last) out.release("masked hidden states", x.masked);
+  if (k.head_trains && !first) {  // every chunk's head gradient is summed out of place
+    out.alloc("head gradient sum", x.head_grad, "InputBuffer accumulation across chunks");
+    out.release("head gradient", x.head_grad * 2);
+  }
+  if (k.autocast) {
+    out.alloc("grad of hidden chunk (fp32)", act(c, k.d, fp32_bytes), "ToCopyBackward to the fp32 stream");
+    out.release("grad of hidden chunk", hidden_cast);
+  }
+}
+
+/// tensor_split's slices, last first: each a zero tensor of all kept rows with the chunk copied in, summed;
+/// then index_select's backward.
+template <class Out>
+constexpr void tt_ce_gather_gradients(Out& out, const loss_context& k, const tt_ce_context& x) {
   out.list(true);
   if (k.autocast && k.head_trains) {
     out.alloc("head gradient (fp32)", act(k.V, k.d, fp32_bytes), "ToCopyBackward to the fp32 weight");
-    out.release("head gradient", head_grad);
+    out.release("head gradient", x.head_grad);
   }
-  // tensor_split's slices, last first: each a zero tensor of all kept rows with the chunk copied in, summed.
-  const bytes masked_grad = act(rows, k.d, gb);
-  for (std::uint64_t j = 0; j < chunks; ++j) {
-    const std::uint64_t c = rows_of(chunks - 1 - j);
+  const bytes masked_grad = act(x.rows, k.d, x.gb);
+  for (std::uint64_t j = 0; j < x.chunks; ++j) {
     out.list(j < 2);
     out.alloc("grad of masked hidden states", masked_grad, "slice backward: zeros, then the chunk copied in");
-    out.release("grad of hidden chunk", act(c, k.d, gb));
+    out.release("grad of hidden chunk", act(x.rows_of(x.chunks - 1 - j), k.d, x.gb));
     if (j != 0) {
       out.alloc("gradient sum", masked_grad, "InputBuffer accumulation of the chunk gradients");
       out.release("grad of masked hidden states", masked_grad * 2);
     }
   }
   out.list(true);
-  out.alloc("grad of hidden states", act(k.t, k.d, gb), "index_select backward: zeros, then index_add");
+  out.alloc("grad of hidden states", act(k.t, k.d, x.gb), "index_select backward: zeros, then index_add");
   out.release("grad of masked hidden states", masked_grad);
-  out.release("kept indices", kept_rows);
+  out.release("kept indices", x.kept_rows);
   out.release("gradient scalars", bytes(scalar_bytes));
+}
+/// torchtune LinearCrossEntropyLoss (torchtune/modules/loss/cross_entropy_loss.py, not compiled): the model
+/// skips its output layer; the loss drops ignored positions (index_select), splits the kept rows into n
+/// chunks and, per chunk, applies the head, upcasts and cross-entropies (compute_cross_entropy). Every
+/// position but each sequence's last is assumed trained (the recipe's shift ignores the last).
+template <class Out>
+constexpr void torchtune_linear_ce_loss(Out& out, const loss_context& k, std::uint64_t chunks) {
+  const tt_ce_context x = make_tt_ce_context(k, chunks);
+  tt_ce_prepare(out, k, x);
+  for (std::uint64_t i = 0; i < chunks; ++i) tt_ce_forward_chunk(out, k, x, i);
+  tt_ce_divide(out, k, x);
+  for (std::uint64_t j = 0; j < chunks; ++j) tt_ce_backward_chunk(out, k, x, j);
+  tt_ce_gather_gradients(out, k, x);
 }
 
 /// Liger fused linear cross-entropy (fused_linear_cross_entropy.py, 0.8.2): gradients made in forward.

@@ -246,103 +246,119 @@ constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t li
   return m.moe_layer_step > 1 ? (i + 1) % m.moe_layer_step == 0 : i >= m.dense_layers;
 }
 
-/// Throws input_error naming the first field that is zero, absurd or inconsistent.
-constexpr void validate(const model_shape& m) {
-  using detail::max_dimension;
-  detail::require_size(m.hidden_size, "hidden_size", max_dimension);
-  detail::require_size(m.num_attention_heads, "num_attention_heads", max_dimension);
-  detail::require_size(m.num_key_value_heads, "num_key_value_heads", max_dimension);
-  detail::require_size(m.head_dim, "head_dim", max_dimension);
-  detail::require_size(m.num_hidden_layers, "num_hidden_layers", detail::max_layers);
-  detail::require_size(m.vocab_size, "vocab_size", max_dimension);
+namespace detail {
+/// The sizes every model has, and the attention heads' consistency.
+constexpr void validate_sizes(const model_shape& m) {
+  require_size(m.hidden_size, "hidden_size", max_dimension);
+  require_size(m.num_attention_heads, "num_attention_heads", max_dimension);
+  require_size(m.num_key_value_heads, "num_key_value_heads", max_dimension);
+  require_size(m.head_dim, "head_dim", max_dimension);
+  require_size(m.num_hidden_layers, "num_hidden_layers", max_layers);
+  require_size(m.vocab_size, "vocab_size", max_dimension);
   if (m.num_attention_heads % m.num_key_value_heads != 0)
-    detail::fail("num_key_value_heads", "must divide num_attention_heads");
-  if (query_width(m) > max_dimension)
-    detail::fail("head_dim", "num_attention_heads·head_dim is absurdly large");
-  if (m.norms_per_layer > 8) detail::fail("norms_per_layer", "is absurdly large");
+    fail("num_key_value_heads", "must divide num_attention_heads");
+  if (query_width(m) > max_dimension) fail("head_dim", "num_attention_heads·head_dim is absurdly large");
+  if (m.norms_per_layer > 8) fail("norms_per_layer", "is absurdly large");
   if (m.post_norms && m.norms_per_layer != 2)
-    detail::fail("norms_per_layer", "must be 2 with post_norms (OLMo-2's two output norms)");
-  if (m.qk_norm_full_width && !m.qk_norm) detail::fail("qk_norm_full_width", "set without qk_norm");
+    fail("norms_per_layer", "must be 2 with post_norms (OLMo-2's two output norms)");
+  if (m.qk_norm_full_width && !m.qk_norm) fail("qk_norm_full_width", "set without qk_norm");
+}
+
+/// The MLP: experts or a dense intermediate size, and the expert layouts (gpt-oss's 3-D experts) and plain
+/// MLPs.
+constexpr void validate_mlp(const model_shape& m) {
   if (is_moe(m)) {
-    detail::require_size(m.num_experts, "num_experts", detail::max_experts);
-    detail::require_size(m.num_experts_per_tok, "num_experts_per_tok", detail::max_experts);
-    detail::require_size(m.moe_intermediate_size, "moe_intermediate_size", max_dimension);
-    if (m.num_experts_per_tok > m.num_experts)
-      detail::fail("num_experts_per_tok", "must not exceed num_experts");
+    require_size(m.num_experts, "num_experts", max_experts);
+    require_size(m.num_experts_per_tok, "num_experts_per_tok", max_experts);
+    require_size(m.moe_intermediate_size, "moe_intermediate_size", max_dimension);
+    if (m.num_experts_per_tok > m.num_experts) fail("num_experts_per_tok", "must not exceed num_experts");
   } else {
-    detail::require_size(m.intermediate_size, "intermediate_size", max_dimension);
-    if (m.num_experts_per_tok != 0) detail::fail("num_experts_per_tok", "set without num_experts");
+    require_size(m.intermediate_size, "intermediate_size", max_dimension);
+    if (m.num_experts_per_tok != 0) fail("num_experts_per_tok", "set without num_experts");
   }
   if (m.shared_expert_intermediate_size > max_dimension)
-    detail::fail("shared_expert_intermediate_size", "is absurdly large");
+    fail("shared_expert_intermediate_size", "is absurdly large");
   if (m.experts_3d && (!is_moe(m) || m.shared_expert_intermediate_size != 0 || m.qk_norm || m.fused_qkv))
-    detail::fail("experts_3d",
-                 "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
-  if (m.router_bias && !m.experts_3d) detail::fail("router_bias", "is modelled for gpt-oss's router only");
+    fail("experts_3d", "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
+  if (m.router_bias && !m.experts_3d) fail("router_bias", "is modelled for gpt-oss's router only");
   if (m.plain_mlp && (is_moe(m) || m.fused_gate_up))
-    detail::fail("plain_mlp",
-                 "is StarCoder2's and GPT-NeoX's dense GELU MLP: no experts or fused gate_up_proj");
+    fail("plain_mlp", "is StarCoder2's and GPT-NeoX's dense GELU MLP: no experts or fused gate_up_proj");
+}
+
+/// Partial rotary, GPT-NeoX's and Cohere's parallel blocks, and the LayerNorm families.
+constexpr void validate_block_layout(const model_shape& m) {
   if (m.rotary_dim > m.head_dim || m.rotary_dim % 2 != 0)
-    detail::fail("rotary_dim", "must be an even width no larger than head_dim");
+    fail("rotary_dim", "must be an even width no larger than head_dim");
   if (m.neox_names && !(m.fused_qkv && m.plain_mlp))
-    detail::fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
+    fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
   if (m.parallel_residual && !(m.layer_norm && m.norms_per_layer == 2) &&
       !(m.cohere_norm && m.norms_per_layer == 1))
-    detail::fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
+    fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
   if (m.cohere_norm && (m.layer_norm || m.norm_scale_fp32 || m.post_norms || !m.parallel_residual ||
                         (m.qk_norm && !m.qk_norm_full_width)))
-    detail::fail("cohere_norm",
-                 "is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
+    fail("cohere_norm", "is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
   if (m.layer_norm &&
       (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
-    detail::fail("layer_norm",
-                 "is StarCoder2's and GPT-NeoX's two LayerNorms: no RMSNorm options or q/k norms");
-  if (is_mla(m)) {
-    detail::require_size(m.kv_lora_rank, "kv_lora_rank", max_dimension);
-    detail::require_size(m.qk_rope_head_dim, "qk_rope_head_dim", max_dimension);
-    detail::require_size(m.v_head_dim, "v_head_dim", max_dimension);
-    if (m.q_lora_rank > max_dimension) detail::fail("q_lora_rank", "is absurdly large");
-    if (m.qk_rope_head_dim % 2 != 0 || m.qk_rope_head_dim >= m.head_dim)
-      detail::fail("qk_rope_head_dim", "must be even and smaller than qk_nope_head_dim + qk_rope_head_dim");
-    if (m.num_key_value_heads != m.num_attention_heads)
-      detail::fail("num_key_value_heads",
-                   "must equal num_attention_heads under MLA (every head has its keys)");
-    if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.layer_norm ||
-        m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 ||
-        m.attention_sinks)
-      detail::fail("kv_lora_rank",
-                   "MLA is modelled with DeepSeek's block: two RMSNorms, unbiased projections");
-  } else if (m.q_lora_rank != 0 || m.qk_rope_head_dim != 0 || m.v_head_dim != 0) {
-    detail::fail("q_lora_rank", "q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank (MLA)");
+    fail("layer_norm", "is StarCoder2's and GPT-NeoX's two LayerNorms: no RMSNorm options or q/k norms");
+}
+
+/// Multi-head latent attention (DeepSeek-V2/V3): its ranks, and DeepSeek's block around it.
+constexpr void validate_mla(const model_shape& m) {
+  if (!is_mla(m)) {
+    if (m.q_lora_rank != 0 || m.qk_rope_head_dim != 0 || m.v_head_dim != 0)
+      fail("q_lora_rank", "q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank (MLA)");
+    return;
   }
+  require_size(m.kv_lora_rank, "kv_lora_rank", max_dimension);
+  require_size(m.qk_rope_head_dim, "qk_rope_head_dim", max_dimension);
+  require_size(m.v_head_dim, "v_head_dim", max_dimension);
+  if (m.q_lora_rank > max_dimension) fail("q_lora_rank", "is absurdly large");
+  if (m.qk_rope_head_dim % 2 != 0 || m.qk_rope_head_dim >= m.head_dim)
+    fail("qk_rope_head_dim", "must be even and smaller than qk_nope_head_dim + qk_rope_head_dim");
+  if (m.num_key_value_heads != m.num_attention_heads)
+    fail("num_key_value_heads", "must equal num_attention_heads under MLA (every head has its keys)");
+  if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.layer_norm || m.parallel_residual ||
+      m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks)
+    fail("kv_lora_rank", "MLA is modelled with DeepSeek's block: two RMSNorms, unbiased projections");
+}
+
+/// DeepSeek's dense first layers and its MoE; Llama-4's interleaved MoE layers, NoPE layers and L2 q/k norm.
+constexpr void validate_layer_kinds(const model_shape& m) {
   if (m.dense_layers != 0) {
     if (!m.deepseek_moe)
-      detail::fail("first_k_dense_replace", "dense first layers are modelled for DeepSeek's MoE only");
+      fail("first_k_dense_replace", "dense first layers are modelled for DeepSeek's MoE only");
     if (m.dense_layers >= m.num_hidden_layers)
-      detail::fail("first_k_dense_replace", "must be smaller than num_hidden_layers");
-    detail::require_size(m.intermediate_size, "intermediate_size", max_dimension);
+      fail("first_k_dense_replace", "must be smaller than num_hidden_layers");
+    require_size(m.intermediate_size, "intermediate_size", max_dimension);
   }
   if ((m.deepseek_moe || m.router_sigmoid) && (!is_moe(m) || m.experts_3d || m.fused_gate_up || m.mlp_bias))
-    detail::fail("deepseek_moe", "is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
-  if (m.router_sigmoid && !m.deepseek_moe) detail::fail("router_sigmoid", "set without deepseek_moe");
+    fail("deepseek_moe", "is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
+  if (m.router_sigmoid && !m.deepseek_moe) fail("router_sigmoid", "set without deepseek_moe");
   if (m.moe_layer_step > 1) {
-    if (!m.llama4_moe)
-      detail::fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
+    if (!m.llama4_moe) fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
     if (m.moe_layer_step > m.num_hidden_layers)
-      detail::fail("interleave_moe_layer_step", "exceeds num_hidden_layers: no layer would have experts");
-    detail::require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
+      fail("interleave_moe_layer_step", "exceeds num_hidden_layers: no layer would have experts");
+    require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
   }
-  if (m.nope_layer_interval > detail::max_layers) detail::fail("no_rope_layer_interval", "is absurdly large");
+  if (m.nope_layer_interval > max_layers) fail("no_rope_layer_interval", "is absurdly large");
   if (m.llama4_moe && (!is_moe(m) || m.experts_3d || m.deepseek_moe || m.fused_gate_up || m.mlp_bias ||
                        m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
-    detail::fail("llama4_moe", "is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
-  if (m.l2_qk_norm && m.qk_norm)
-    detail::fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
+    fail("llama4_moe", "is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
+  if (m.l2_qk_norm && m.qk_norm) fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
   if ((m.l2_qk_norm || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
       (!m.complex_rope || m.fused_qkv || is_mla(m) || m.layer_norm || m.parallel_residual || m.post_norms ||
        m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks))
-    detail::fail("no_rope_layer_interval",
-                 "NoPE layers and the L2 q/k norm are modelled with Llama-4's block");
+    fail("no_rope_layer_interval", "NoPE layers and the L2 q/k norm are modelled with Llama-4's block");
+}
+}  // namespace detail
+
+/// Throws input_error naming the first field that is zero, absurd or inconsistent.
+constexpr void validate(const model_shape& m) {
+  detail::validate_sizes(m);
+  detail::validate_mlp(m);
+  detail::validate_block_layout(m);
+  detail::validate_mla(m);
+  detail::validate_layer_kinds(m);
 }
 
 /// Layers that share one shape, and how many of them there are.

@@ -338,7 +338,7 @@ inline std::vector<std::string> file_report(const std::string& prefix, const std
   for (const std::string& w : warnings) lines.push_back(prefix + "warning: " + w);
   if (!ignored.empty()) {
     std::string list;
-    for (const std::string& k : ignored) detail::append_listed(list, k);
+    for (const std::string& k : ignored) headroom::detail::append_listed(list, k);
     lines.push_back(ignored_label + " (not used by the estimate): " + list);
   }
   return lines;
@@ -582,7 +582,9 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
   return apply_machine(r, o, gpu);
 }
 
-inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
+namespace detail {
+/// --images, --train-vision-tower, and --device cpu against --gpu.
+inline void apply_device_flags(run_config& r, const run_options& o, const std::optional<gpu_info>& gpu) {
   r.setup.runtime = runtime_from(o);
   if (!o.images.empty()) r.activations.images = parse_count("--images", o.images, max_images_per_sequence);
   if (o.train_vision_tower) {
@@ -593,6 +595,10 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   }
   if (r.setup.runtime.device == device_kind::cpu && gpu)
     throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
+}
+
+/// --gpus, --tp, --pp, --sp, --zero, --fsdp and --load-path.
+inline void apply_parallel_flags(run_config& r, const run_options& o) {
   // Without --gpus the run keeps its own count (1, or what a DeepSpeed train_batch_size implies).
   if (o.gpus_given || r.parallel.data_parallel == 0)
     r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
@@ -609,15 +615,19 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     if (r.parallel.shard == sharding::none || headroom::detail::is_deepspeed(r.parallel.shard))
       throw input_error("--fsdp", "unknown '" + o.fsdp + "'; valid: full_shard, shard_grad_op, hybrid_shard");
   }
-  if (!o.load_path.empty()) {
-    r.load = parse_choice(load_path_names, o.load_path, "--load-path");
-    if (r.load == load_path::none)
-      throw input_error("--load-path", "'none' is the default: leave the flag out");
-    if (load_not_modelled(r))
-      throw input_error("--load-path",
-                        "prices one GPU's whole model; it cannot be combined with --zero, --fsdp, "
-                        "--tp or --pp");
-  }
+  if (o.load_path.empty()) return;
+  r.load = parse_choice(load_path_names, o.load_path, "--load-path");
+  if (r.load == load_path::none)
+    throw input_error("--load-path", "'none' is the default: leave the flag out");
+  if (load_not_modelled(r))
+    throw input_error(
+        "--load-path",
+        "prices one GPU's whole model; it cannot be combined with --zero, --fsdp, --tp or --pp");
+}
+
+/// The communication knobs (--fsdp-version, --fsdp-prefetch, --reduce-bucket-size, --overlap-comm,
+/// --nccl-channels, --ddp-bucket-view), each refused without the sharding it tunes.
+inline void apply_comm_flags(run_config& r, const run_options& o) {
   if (!o.fsdp_version.empty()) {
     if (o.fsdp_version != "1" && o.fsdp_version != "2")
       throw input_error("--fsdp-version", "unknown '" + o.fsdp_version + "'; valid: 1, 2");
@@ -644,6 +654,10 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
     throw input_error(o.reduce_bucket.empty() ? "--overlap-comm" : "--reduce-bucket-size", "needs --zero");
   if (o.ddp_bucket_view && r.parallel.shard != sharding::none)
     throw input_error("--ddp-bucket-view", "applies to DDP (no --zero or --fsdp)");
+}
+
+/// --offload-optimizer and --offload-params; sharding over one GPU is refused unless it offloads.
+inline void apply_offload_flags(run_config& r, const run_options& o) {
   r.parallel.offload_optimizer = o.offload_optimizer;
   r.parallel.offload_params = o.offload_params;
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
@@ -654,6 +668,10 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
         o.zero.empty() ? "--fsdp" : "--zero",
         "shards over the data-parallel GPUs, and --gpus is 1: nothing to shard (give --gpus N, or "
         "--offload-optimizer / --offload-params to offload on one GPU)");
+}
+
+/// The GPU's CUDA overhead (none on a CPU), --overhead-gb, and bf16 on a GPU without it.
+inline void apply_overhead_flags(run_config& r, const run_options& o, const std::optional<gpu_info>& gpu) {
   if (gpu) r.overhead = overhead_for(*gpu);
   if (r.setup.runtime.device == device_kind::cpu) {  // no CUDA context, workspaces or caching allocator
     r.overhead.override_total = true;
@@ -666,6 +684,15 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
   if (gpu && !gpu->bf16 && compute_dtype_for(r.setup.precision) == compute_dtype::bf16)
     throw input_error(
         "--gpu", gpu->name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
+}
+}  // namespace detail
+
+inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
+  detail::apply_device_flags(r, o, gpu);
+  detail::apply_parallel_flags(r, o);
+  detail::apply_comm_flags(r, o);
+  detail::apply_offload_flags(r, o);
+  detail::apply_overhead_flags(r, o, gpu);
   return r;
 }
 

@@ -51,13 +51,74 @@ inline sharding accelerate_sharding(const yaml_doc& d, const nlohmann::json& v, 
                                      "'; valid: FULL_SHARD, SHARD_GRAD_OP, NO_SHARD, HYBRID_SHARD (or 1-4)");
   return it->second;
 }
+/// accelerate's fsdp_config (FullyShardedDataParallelPlugin: FULL_SHARD / reshard_after_forward True by
+/// default).
+inline void read_accelerate_fsdp(const yaml_doc& d, const nlohmann::json& j, accelerate_config& a,
+                                 translation& sorted) {
+  const auto* f = yaml_find(j, "fsdp_config");
+  const nlohmann::json fc = f != nullptr && f->is_object() ? *f : nlohmann::json::object();
+  a.fsdp_version = yaml_count(d, fc, "fsdp_config.fsdp_version", "fsdp_version", 1, 2);
+  a.shard = sharding::fsdp_full;
+  if (const auto* s = yaml_find(fc, "fsdp_sharding_strategy"))
+    a.shard = accelerate_sharding(d, *s, "fsdp_config.fsdp_sharding_strategy");
+  if (const auto* r = yaml_find(fc, "fsdp_reshard_after_forward")) {
+    if (r->is_boolean())  // FSDP2: True shards after forward (FULL_SHARD), False keeps them (SHARD_GRAD_OP)
+      a.shard = r->get<bool>() ? sharding::fsdp_full : sharding::fsdp_grad_op;
+    else
+      a.shard = accelerate_sharding(d, *r, "fsdp_config.fsdp_reshard_after_forward");
+  }
+  a.offload = a.offload_params =
+      yaml_bool(d, fc, "fsdp_config.fsdp_offload_params", "fsdp_offload_params", false);
+  a.activation_checkpointing =
+      yaml_bool(d, fc, "fsdp_config.fsdp_activation_checkpointing", "fsdp_activation_checkpointing", false);
+  const std::string prefetch =
+      yaml_string(d, fc, "fsdp_config.fsdp_backward_prefetch", "fsdp_backward_prefetch", "BACKWARD_PRE");
+  if (prefetch != "BACKWARD_PRE" && prefetch != "BACKWARD_POST" && prefetch != "NO_PREFETCH")
+    throw input_error(d.at("fsdp_config.fsdp_backward_prefetch"),
+                      "unknown '" + prefetch + "'; valid: BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
+  a.prefetch_units = prefetch == "NO_PREFETCH" ? 0 : 1;
+  sort_keys(d, fc, "fsdp_config",
+            {"fsdp_version", "fsdp_sharding_strategy", "fsdp_reshard_after_forward", "fsdp_offload_params",
+             "fsdp_activation_checkpointing", "fsdp_backward_prefetch"},
+            {"fsdp_forward_prefetch", "fsdp_min_num_params"}, sorted);
+}
+
+/// accelerate's deepspeed_config: a DeepSpeed file beside it, or the plugin's zero_stage and offload devices.
+inline void read_accelerate_deepspeed(const yaml_doc& d, const nlohmann::json& j, accelerate_config& a,
+                                      translation& sorted) {
+  const auto* ds = yaml_find(j, "deepspeed_config");
+  const nlohmann::json dc = ds != nullptr && ds->is_object() ? *ds : nlohmann::json::object();
+  const std::string file =
+      yaml_string(d, dc, "deepspeed_config.deepspeed_config_file", "deepspeed_config_file", "");
+  if (!file.empty()) {
+    a.deepspeed_file = path_beside(d.file, file);
+  } else {
+    const std::uint64_t stage = yaml_count(d, dc, "deepspeed_config.zero_stage", "zero_stage", 2, 3);
+    a.shard = stage == 1 ? sharding::zero1 : stage == 2 ? sharding::zero2 : sharding::zero3;
+    const std::string opt =
+        yaml_string(d, dc, "deepspeed_config.offload_optimizer_device", "offload_optimizer_device", "none");
+    const std::string par =
+        yaml_string(d, dc, "deepspeed_config.offload_param_device", "offload_param_device", "none");
+    for (const auto& [dev, key] :
+         {std::pair{opt, "offload_optimizer_device"}, std::pair{par, "offload_param_device"}})
+      if (dev != "none" && dev != "cpu" && dev != "nvme")
+        throw input_error(d.at(std::string("deepspeed_config.") + key),
+                          "unknown '" + dev + "'; valid: none, cpu, nvme");
+    a.offload = opt != "none";
+    a.offload_params = par != "none";
+    if (a.offload_params && stage != 3)
+      throw input_error(d.at("deepspeed_config.offload_param_device"),
+                        "offloads parameters only under zero_stage 3");
+  }
+  sort_keys(d, dc, "deepspeed_config",
+            {"deepspeed_config_file", "zero_stage", "offload_optimizer_device", "offload_param_device"},
+            {"zero3_init_flag"}, sorted);
+}
 }  // namespace detail
 
 /// Reads an accelerate config document.
 [[nodiscard]] inline accelerate_config accelerate_from_yaml(const detail::yaml_doc& d) {
-  using detail::yaml_bool;
   using detail::yaml_count;
-  using detail::yaml_find;
   using detail::yaml_string;
   const nlohmann::json& j = d.root;
   accelerate_config a;
@@ -74,64 +135,8 @@ inline sharding accelerate_sharding(const yaml_doc& d, const nlohmann::json& v, 
   if (a.mixed_precision != "no" && a.mixed_precision != "bf16" && a.mixed_precision != "fp16")
     throw input_error(d.at("mixed_precision"),
                       "'" + a.mixed_precision + "' is not modelled; valid: no, bf16, fp16");
-  if (a.distributed_type == "FSDP") {
-    const auto* f = yaml_find(j, "fsdp_config");
-    const nlohmann::json fc = f != nullptr && f->is_object() ? *f : nlohmann::json::object();
-    a.fsdp_version = yaml_count(d, fc, "fsdp_config.fsdp_version", "fsdp_version", 1, 2);
-    a.shard = sharding::fsdp_full;  // FullyShardedDataParallelPlugin: FULL_SHARD / reshard_after_forward True
-    if (const auto* s = yaml_find(fc, "fsdp_sharding_strategy"))
-      a.shard = detail::accelerate_sharding(d, *s, "fsdp_config.fsdp_sharding_strategy");
-    if (const auto* r = yaml_find(fc, "fsdp_reshard_after_forward")) {
-      if (r->is_boolean())  // FSDP2: True shards after forward (FULL_SHARD), False keeps them (SHARD_GRAD_OP)
-        a.shard = r->get<bool>() ? sharding::fsdp_full : sharding::fsdp_grad_op;
-      else
-        a.shard = detail::accelerate_sharding(d, *r, "fsdp_config.fsdp_reshard_after_forward");
-    }
-    a.offload = a.offload_params =
-        yaml_bool(d, fc, "fsdp_config.fsdp_offload_params", "fsdp_offload_params", false);
-    a.activation_checkpointing =
-        yaml_bool(d, fc, "fsdp_config.fsdp_activation_checkpointing", "fsdp_activation_checkpointing", false);
-    const std::string prefetch =
-        yaml_string(d, fc, "fsdp_config.fsdp_backward_prefetch", "fsdp_backward_prefetch", "BACKWARD_PRE");
-    if (prefetch != "BACKWARD_PRE" && prefetch != "BACKWARD_POST" && prefetch != "NO_PREFETCH")
-      throw input_error(d.at("fsdp_config.fsdp_backward_prefetch"),
-                        "unknown '" + prefetch + "'; valid: BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
-    a.prefetch_units = prefetch == "NO_PREFETCH" ? 0 : 1;
-    detail::sort_keys(d, fc, "fsdp_config",
-                      {"fsdp_version", "fsdp_sharding_strategy", "fsdp_reshard_after_forward",
-                       "fsdp_offload_params", "fsdp_activation_checkpointing", "fsdp_backward_prefetch"},
-                      {"fsdp_forward_prefetch", "fsdp_min_num_params"}, sorted);
-  }
-  if (a.distributed_type == "DEEPSPEED") {
-    const auto* ds = yaml_find(j, "deepspeed_config");
-    const nlohmann::json dc = ds != nullptr && ds->is_object() ? *ds : nlohmann::json::object();
-    const std::string file =
-        yaml_string(d, dc, "deepspeed_config.deepspeed_config_file", "deepspeed_config_file", "");
-    if (!file.empty()) {
-      a.deepspeed_file = detail::path_beside(d.file, file);
-    } else {
-      const std::uint64_t stage = yaml_count(d, dc, "deepspeed_config.zero_stage", "zero_stage", 2, 3);
-      a.shard = stage == 1 ? sharding::zero1 : stage == 2 ? sharding::zero2 : sharding::zero3;
-      const std::string opt =
-          yaml_string(d, dc, "deepspeed_config.offload_optimizer_device", "offload_optimizer_device", "none");
-      const std::string par =
-          yaml_string(d, dc, "deepspeed_config.offload_param_device", "offload_param_device", "none");
-      for (const auto& [dev, key] :
-           {std::pair{opt, "offload_optimizer_device"}, std::pair{par, "offload_param_device"}})
-        if (dev != "none" && dev != "cpu" && dev != "nvme")
-          throw input_error(d.at(std::string("deepspeed_config.") + key),
-                            "unknown '" + dev + "'; valid: none, cpu, nvme");
-      a.offload = opt != "none";
-      a.offload_params = par != "none";
-      if (a.offload_params && stage != 3)
-        throw input_error(d.at("deepspeed_config.offload_param_device"),
-                          "offloads parameters only under zero_stage 3");
-    }
-    detail::sort_keys(
-        d, dc, "deepspeed_config",
-        {"deepspeed_config_file", "zero_stage", "offload_optimizer_device", "offload_param_device"},
-        {"zero3_init_flag"}, sorted);
-  }
+  if (a.distributed_type == "FSDP") detail::read_accelerate_fsdp(d, j, a, sorted);
+  if (a.distributed_type == "DEEPSPEED") detail::read_accelerate_deepspeed(d, j, a, sorted);
   detail::sort_keys(
       d, j, "", {"distributed_type", "num_processes", "mixed_precision", "fsdp_config", "deepspeed_config"},
       {"downcast_bf16", "fp8_config", "megatron_lm_config", "parallelism_config"}, sorted);
