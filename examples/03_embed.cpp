@@ -9,9 +9,10 @@
 int main() {
   using namespace headroom;
   const loaded_model model = compiled::load_preset("qwen3-4b");  // or compiled::load_model_config(path)
-  run_config run;  // the course's defaults: bf16 mixed precision, AdamW, full checkpointing, FlashAttention
-  run.setup.method = training_method::qlora;
-  run.activations.seq_len = 4096;
+  run_request request;  // unset knobs take the course's defaults: bf16 mixed, AdamW, full checkpointing
+  request.method = training_method::qlora;
+  request.seq_len = 4096;
+  const run_config run = resolve(request);  // the CLI's rules; resolve(request, framework::trl)
   const training_estimate e = compiled::estimate_training(model.spec, run);
   std::fputs(compiled::format_training_table(model, run, e).c_str(), stdout);
   std::puts(compiled::training_estimate_json(model, run, e).c_str());

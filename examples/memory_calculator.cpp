@@ -246,7 +246,7 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
 // Which framework's defaults the estimate stands on; without one, every profile that moves the peak by more
 // than 5% is named with its peak (docs/frameworks.md).
 std::string profile_summary(const loaded_model& model, const run_config& r, const cli::loaded_run& in,
-                            const cli::run_options& o, const CLI::App& app, nlohmann::json& j) {
+                            const cli::run_options& o, nlohmann::json& j) {
   if (in.source) {
     const std::string name(choice_name(framework_names, *in.source));
     j["profile"] = {{"framework", name}, {"from", "recipe"}};
@@ -265,7 +265,7 @@ std::string profile_summary(const loaded_model& model, const run_config& r, cons
   }
   std::string text = std::string("profile    ") + cli::assumed_profile + "\n";
   nlohmann::json moves = nlohmann::json::array();
-  for (const cli::profile_move& m : cli::profile_moves(r, app, [&model](const run_config& run) {
+  for (const cli::profile_move& m : cli::profile_moves(r, o, [&model](const run_config& run) {
          return static_cast<double>(estimate_training(model.spec, run).total_bytes().count());
        })) {
     const bytes total(static_cast<std::uint64_t>(m.value));
@@ -329,13 +329,13 @@ void apply_lengths(prepared_run& p, const options& o) {
   }
 }
 
-prepared_run prepare(const CLI::App& app, const options& o, const std::vector<std::filesystem::path>& dirs) {
+prepared_run prepare(const options& o, const std::vector<std::filesystem::path>& dirs) {
   prepared_run p;
   if (!o.run.gpu.empty()) p.gpu = load_gpu(o.run.gpu, dirs);
   p.in = cli::load_run(o.run, dirs);
   const std::optional<training_args>& args = p.in.args;
   p.run = cli::run_from(o.run, p.gpu, args ? &*args : nullptr);
-  cli::apply_launch(p.run, o.run, app, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
+  cli::apply_launch(p.run, o.run, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
   add_deepspeed_flag(p, o);
   apply_lengths(p, o);
   if (p.gpu) p.budget = p.gpu->memory();
@@ -446,14 +446,14 @@ int calculate(const CLI::App& app, const options& o) {
     return cli::exit_ok;
   }
   if (o.smoke) return smoke(dirs);
-  const prepared_run p = prepare(app, o, dirs);
+  const prepared_run p = prepare(o, dirs);
   const loaded_model& model = p.in.model;
   const training_estimate e = estimate_training(model.spec, p.run);
   if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, p.run, o, p.budget);
   report out{training_estimate_json(model, p.run, e, p.budget),
              format_training_table(model, p.run, e, o.gib, p.budget)};
   describe_inputs(out, p, o, e);
-  out.text += profile_summary(model, p.run, p.in, o.run, app, out.json);
+  out.text += profile_summary(model, p.run, p.in, o.run, out.json);
   const int code = answer(out, p, o, app, e);
   if (o.json)
     fmt::print("{}\n", out.json.dump(2));
@@ -492,7 +492,7 @@ int main(int argc, char** argv) {
   add_options(app, o);
   cli::arrange_help(app, "memory_calculator");
   return cli::run(app, argc, argv, [&]() {
-    o.run.fused_ce_given = app.count("--fused-ce") > 0;
+    cli::note_given(app, o.run);
     return calculate(app, o);
   });
 }

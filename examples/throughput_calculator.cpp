@@ -167,11 +167,11 @@ void token_budget(report& out, const options& o, const run_config& r, const rate
 }
 
 // Which framework's defaults the prediction stands on, and every profile that moves it by more than 5%.
-void profile_section(report& out, const CLI::App& app, const model_spec& spec, const run_config& r,
+void profile_section(report& out, const cli::run_options& o, const model_spec& spec, const run_config& r,
                      const gpu_info& gpu, const roofline_config& rc) {
   out.text += std::string("profile    ") + cli::assumed_profile + "\n";
   nlohmann::json moves = nlohmann::json::array();
-  for (const cli::profile_move& m : cli::profile_moves(r, app, [&](const run_config& run) {
+  for (const cli::profile_move& m : cli::profile_moves(r, o, [&](const run_config& run) {
          return predict_throughput(spec, run, gpu, rc).tokens_per_second;
        })) {
     moves.push_back({{"framework", m.framework}, {"tokens_per_second", m.value}, {"change", m.change}});
@@ -182,7 +182,7 @@ void profile_section(report& out, const CLI::App& app, const model_spec& spec, c
       {"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
 }
 
-int calculate(const CLI::App& app, const options& o) {
+int calculate(const options& o) {
   const auto dirs = o.run.search_path();
   if (o.run.gpu.empty())
     throw input_error("--gpu", "is required: the peak FLOP/s and bandwidth come from it");
@@ -191,7 +191,7 @@ int calculate(const CLI::App& app, const options& o) {
   const loaded_model& model = in.model;
   run_config r = cli::run_from(o.run, gpu, in.args ? &*in.args : nullptr);
   std::vector<std::string> launch_notes;  // --framework, --accelerate-config: their effect is in r
-  cli::apply_launch(r, o.run, app, model.spec.shape, in.args && in.args->deepspeed, launch_notes);
+  cli::apply_launch(r, o.run, model.spec.shape, in.args && in.args->deepspeed, launch_notes);
   roofline_config rc = roofline_from(o);
   report out;
   const std::optional<padding_summary> pad = padding(o, r, rc, out);
@@ -214,7 +214,7 @@ int calculate(const CLI::App& app, const options& o) {
         100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
         pad->packed_rows, o.packing ? " (used)" : "");
   token_budget(out, o, r, x);
-  if (!in.args && o.run.framework.empty() && !measured) profile_section(out, app, model.spec, r, gpu, rc);
+  if (!in.args && o.run.framework.empty() && !measured) profile_section(out, o.run, model.spec, r, gpu, rc);
   out.text +=
       "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
       "Predictions assume well-tuned kernels at the stated efficiencies.\n";
@@ -251,7 +251,7 @@ int main(int argc, char** argv) {
   add_options(app, o);
   cli::arrange_help(app, "throughput_calculator");
   return cli::run(app, argc, argv, [&]() {
-    o.run.fused_ce_given = app.count("--fused-ce") > 0;
-    return calculate(app, o);
+    cli::note_given(app, o.run);
+    return calculate(o);
   });
 }

@@ -26,7 +26,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   headroom::cli::add_run_options(app, o);
   try {
     app.parse(static_cast<int>(argv.size()), argv.data());
-    o.fused_ce_given = app.count("--fused-ce") > 0;
+    headroom::cli::note_given(app, o);
     if (!o.config.empty() || !o.args_file.empty() || !o.preset_dir.empty()) return 0;  // files: not here
     const auto dirs = headroom::preset_search_path();
     std::optional<headroom::gpu_info> gpu;

@@ -14,6 +14,7 @@
 
 #include "loaded_model.hpp"
 #include "peak.hpp"
+#include "request.hpp"
 #include "throughput.hpp"
 
 namespace headroom::compiled {

@@ -11,3 +11,4 @@
 #include "report/json.hpp"
 #include "report/svg.hpp"
 #include "report/text.hpp"
+#include "request.hpp"

@@ -5,41 +5,53 @@
 
 #include <filesystem>
 #include <optional>
+#include <set>
 #include <string>
+#include <string_view>
 
 #include "../headroom.hpp"
 #include "../io/training_args.hpp"
 #include "../recipes/accelerate.hpp"
 #include "../recipes/recipe.hpp"
+#include "../request.hpp"
 #include "parse.hpp"
 
 namespace headroom::cli {
 
+namespace detail {
+/// A default of headroom_defaults() as --help shows it.
+template <class E, std::size_t N>
+std::string default_text(const std::array<named<E>, N>& names, const std::optional<E>& value) {
+  return std::string(choice_name(names, *value));
+}
+inline std::string default_text(const std::optional<std::uint64_t>& value) { return std::to_string(*value); }
+}  // namespace detail
+
+/// The command line's strings, as CLI11 fills them; request_from_flags reads those that were given. The
+/// defaults shown by --help are headroom_defaults() (request.hpp), written there once.
 struct run_options {
   std::string preset = "llama-3.1-8b-like";
   std::string config;
   std::string preset_dir;
   std::string gpu;
-  std::string method = "full";
-  std::string rank = "16";
-  std::string targets = "all-linear";
-  std::string ia3_feedforward;         ///< IA3 feedforward_modules, when given
-  bool ia3_feedforward_given = false;  ///< --ia3-feedforward was on the command line
+  std::string method = detail::default_text(method_names, headroom_defaults().method);
+  std::string rank = detail::default_text(headroom_defaults().rank);
+  std::string targets = lora_targets_text(*headroom_defaults().targets);
+  std::string ia3_feedforward;
   std::string virtual_tokens;
   std::string encoder_hidden_size;
   bool prefix_projection = false;
   std::string init_lora_weights;
-  std::string optimizer = "adamw_torch";
-  std::string precision = "bf16-mixed";
-  std::string block = "256";
-  std::string batch = "1";
-  std::string seq_len = "2048";
-  std::string grad_accum = "1";
-  std::string formula = "detailed";
-  std::string attention = "flash";
-  std::string checkpointing = "full";
-  bool checkpointing_given = false;  ///< --checkpointing or --no-checkpointing was on the command line
-  std::string loss = "naive";
+  std::string optimizer = *headroom_defaults().optimizer;
+  std::string precision = detail::default_text(precision_names, headroom_defaults().precision);
+  std::string block = detail::default_text(headroom_defaults().optim_block_size);
+  std::string batch = detail::default_text(headroom_defaults().batch);
+  std::string seq_len = detail::default_text(headroom_defaults().seq_len);
+  std::string grad_accum = detail::default_text(headroom_defaults().grad_accum);
+  std::string formula = detail::default_text(activation_formula_names, headroom_defaults().formula);
+  std::string attention = detail::default_text(attention_names, headroom_defaults().attention);
+  std::string checkpointing = detail::default_text(checkpointing_names, headroom_defaults().ckpt);
+  std::string loss = detail::default_text(loss_names, headroom_defaults().loss);
   std::string ce_chunk;
   std::string fused_ce;
   std::string overhead_gb;
@@ -49,20 +61,17 @@ struct run_options {
   std::string accelerate;              ///< an accelerate config YAML (--accelerate-config)
   std::vector<std::string> overrides;  ///< --set key.path=value for the recipe
   std::string framework;               ///< --framework: a framework's defaults for what the flags leave unset
-  bool model_given = false;            ///< --preset or --config was on the command line
-  bool seq_len_given = false;          ///< --seq-len was on the command line
-  std::vector<std::string> adapter_flags;  ///< adapter options given (an error with --method full)
   std::string gpus = "1";
-  bool gpus_given = false;  ///< --gpus was on the command line
-  std::string device = "cuda";
-  std::string torch = "2";
-  std::string adapter_dtype = "base";
-  std::string lora_dropout = "0";
-  std::string optimizer_impl = "auto";
-  std::string output_chunks = "8";
+  std::string device = detail::default_text(device_names, headroom_defaults().device);
+  std::string torch = detail::default_text(torch_names, headroom_defaults().torch);
+  std::string adapter_dtype =
+      detail::default_text(adapter_precision_names, headroom_defaults().adapter_dtype);
+  std::string lora_dropout = "0";  // headroom_defaults().lora_dropout
+  std::string optimizer_impl = detail::default_text(optimizer_impl_names, headroom_defaults().optim_impl);
+  std::string output_chunks = detail::default_text(headroom_defaults().output_chunks);
   std::string offload_scope;
   std::string load_path;
-  std::string peft_type = "lora";
+  std::string peft_type = detail::default_text(peft_type_names, headroom_defaults().peft);
   std::string fsdp_version;
   std::string fsdp_prefetch;
   std::string reduce_bucket;
@@ -81,15 +90,17 @@ struct run_options {
   std::string pp = "1";
   bool sp = false;
   bool offload_optimizer = false;
-  bool offload_params = false;  ///< a TrainingArguments / SFTConfig JSON: replaces the run flags
-  bool fused_ce_given = false;  ///< set from app.count("--fused-ce") after parsing
+  bool offload_params = false;
   bool eager_attention = false;
   bool no_checkpointing = false;
   bool attention_dropout = false;
   bool exact_params = false;
   bool grad_accum_buffer = false;
   bool no_double_quant = false;
+  std::set<std::string, std::less<>> flags_given;  ///< the flags on the command line (note_given)
 
+  /// Whether `flag` was on the command line (a flag left out: nobody said it).
+  [[nodiscard]] bool given(std::string_view flag) const { return flags_given.count(flag) != 0; }
   [[nodiscard]] std::vector<std::filesystem::path> search_path() const {
     return program_search_path(preset_dir);
   }
@@ -100,12 +111,9 @@ struct run_options {
 
 // The model, the method, its adapters and the optimizer (the first flags of --help's groups).
 inline void add_model_and_method_options(CLI::App& app, run_options& o) {
-  auto* preset = app.add_option("--preset", o.preset, "model preset name (see --list-presets)")
-                     ->capture_default_str()
-                     ->each([&o](const std::string&) { o.model_given = true; });
-  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")
-      ->excludes(preset)
-      ->each([&o](const std::string&) { o.model_given = true; });
+  auto* preset =
+      app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
+  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")->excludes(preset);
   app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets (and its gpus/)");
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
@@ -119,10 +127,9 @@ inline void add_model_and_method_options(CLI::App& app, run_options& o) {
                  "target_modules (LoRA, IA3, VeRA): all-linear or e.g. k_proj,v_proj,down_proj")
       ->capture_default_str();
   app.add_option(
-         "--ia3-feedforward", o.ia3_feedforward,
-         "IA3 feedforward_modules (scaled on their input); default PEFT's mapping: the targeted down_proj "
-         "or dense_4h_to_h")
-      ->each([&o](const std::string&) { o.ia3_feedforward_given = true; });
+      "--ia3-feedforward", o.ia3_feedforward,
+      "IA3 feedforward_modules (scaled on their input); default PEFT's mapping: the targeted down_proj "
+      "or dense_4h_to_h");
   app.add_option("--virtual-tokens", o.virtual_tokens, "prompt, P- and prefix tuning num_virtual_tokens");
   app.add_option("--encoder-hidden-size", o.encoder_hidden_size,
                  "P-tuning / prefix tuning encoder_hidden_size (default: the encoder's token_dim)");
@@ -145,8 +152,7 @@ inline void add_workload_options(CLI::App& app, run_options& o) {
   app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
   app.add_option("--seq-len", o.seq_len,
                  "tokens per sequence (max_length; with --recipe, when the file sets none)")
-      ->capture_default_str()
-      ->each([&o](const std::string&) { o.seq_len_given = true; });
+      ->capture_default_str();
   app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
   app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
       ->capture_default_str();
@@ -155,8 +161,7 @@ inline void add_workload_options(CLI::App& app, run_options& o) {
       ->excludes("--attention");
   app.add_option("--checkpointing", o.checkpointing,
                  "none | full | selective | offload | checkpoint-offload | unsloth (prefix tuning: none)")
-      ->capture_default_str()
-      ->each([&o](const std::string&) { o.checkpointing_given = true; });
+      ->capture_default_str();
   app.add_flag("--no-checkpointing", o.no_checkpointing, "alias of --checkpointing none")
       ->excludes("--checkpointing");
   app.add_flag("--attention-dropout", o.attention_dropout, "attention_dropout > 0 (eager keeps a mask)");
@@ -214,8 +219,7 @@ inline void add_runtime_options(CLI::App& app, run_options& o) {
 // GPUs and sharding, DeepSpeed's config, tensor and pipeline parallelism.
 inline void add_parallel_options(CLI::App& app, run_options& o) {
   app.add_option("--gpus", o.gpus, "data-parallel GPUs (per-GPU numbers; x --tp x --pp in all)")
-      ->capture_default_str()
-      ->each([&o](const std::string&) { o.gpus_given = true; });
+      ->capture_default_str();
   auto* zero = app.add_option("--zero", o.zero, "DeepSpeed ZeRO stage: 1 | 2 | 3");
   app.add_option("--fsdp", o.fsdp, "FSDP sharding: full_shard | shard_grad_op | hybrid_shard")
       ->excludes(zero);
@@ -266,7 +270,7 @@ inline void add_file_options(CLI::App& app, run_options& o) {
 }
 
 // What a file or --method full leaves no room for.
-inline void add_flag_rules(CLI::App& app, run_options& o) {
+inline void add_flag_rules(CLI::App& app) {
   CLI::Option* args = app.get_option("--training-args");
   CLI::Option* recipe = app.get_option("--recipe");
   for (const char* flag : {"--method",
@@ -297,11 +301,6 @@ inline void add_flag_rules(CLI::App& app, run_options& o) {
     args->excludes(app.get_option(flag));
     if (std::string_view(flag) != "--seq-len") recipe->excludes(app.get_option(flag));
   }
-  // Options that only an adapter reads: with --method full they would be silently ignored.
-  for (const char* flag :
-       {"--rank", "--targets", "--peft-type", "--ia3-feedforward", "--adapter-dtype", "--lora-dropout",
-        "--virtual-tokens", "--encoder-hidden-size", "--prefix-projection", "--init-lora-weights"})
-    app.get_option(flag)->each([&o, flag](const std::string&) { o.adapter_flags.emplace_back(flag); });
 }
 
 /// Every run flag, in --help's order within each group.
@@ -311,7 +310,106 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   add_runtime_options(app, o);
   add_parallel_options(app, o);
   add_file_options(app, o);
-  add_flag_rules(app, o);
+  add_flag_rules(app);
+}
+
+/// --peft-type: a modelled method, or an error naming the ones not modelled yet.
+inline peft_type peft_type_flag(const std::string& text) {
+  if (text.empty()) throw input_error("--peft-type", "is empty");
+  if (is_unmodelled_peft_type(text))
+    throw input_error("--peft-type", "'" + text +
+                                         "' is not modelled yet; valid: " + choice_list(peft_type_names) +
+                                         " (not modelled: " + std::string(unmodelled_peft_types) + ")");
+  return parse_choice(peft_type_names, text, "--peft-type");
+}
+
+/// The method, adapter, precision and optimizer flags given, as a request's knobs.
+inline void method_flags(const run_options& o, run_request& q) {
+  if (o.given("--method")) q.method = parse_choice(method_names, o.method, "--method");
+  if (o.given("--precision")) q.precision = parse_choice(precision_names, o.precision, "--precision");
+  if (o.given("--optimizer")) {
+    (void)optimizer_by_name(o.optimizer);  // an unknown name: the error names the valid ones
+    q.optimizer = o.optimizer;
+  }
+  if (o.given("--optim-block-size"))
+    q.optim_block_size = parse_count("--optim-block-size", o.block, 1u << 20);
+  if (o.grad_accum_buffer) q.grad_accum_buffer = true;
+  if (o.given("--rank")) q.rank = parse_count("--rank", o.rank, max_lora_rank);
+  if (o.given("--adapter-dtype"))
+    q.adapter_dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
+  if (o.given("--lora-dropout")) q.lora_dropout = parse_fraction("--lora-dropout", o.lora_dropout);
+  if (o.given("--peft-type")) q.peft = peft_type_flag(o.peft_type);
+  if (o.given("--targets")) q.targets = parse_lora_targets(o.targets);
+  if (o.given("--ia3-feedforward")) q.ia3_feedforward = parse_lora_targets(o.ia3_feedforward);
+  if (o.given("--virtual-tokens"))
+    q.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
+  if (o.given("--init-lora-weights"))
+    q.init_lora_weights = parse_lora_init(o.init_lora_weights, "--init-lora-weights");
+  if (o.given("--encoder-hidden-size"))
+    q.encoder_hidden_size =
+        parse_count("--encoder-hidden-size", o.encoder_hidden_size, max_encoder_hidden_size);
+  if (o.prefix_projection) q.prefix_projection = true;
+  if (o.no_double_quant) q.double_quant = false;
+  if (o.given("--optimizer-impl"))
+    q.optim_impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
+  if (o.sgd_momentum) q.sgd_momentum = true;
+  if (o.optimizer_in_backward) q.optimizer_in_backward = true;
+  if (o.given("--device")) q.device = parse_choice(device_names, o.device, "--device");
+  if (o.given("--torch")) q.torch = parse_choice(torch_names, o.torch, "--torch");
+  if (o.exact_params) q.basis = params_basis::exact;
+}
+
+/// The workload and loss flags given, as a request's knobs (--eager-attention, --no-checkpointing, --ce-chunk
+/// and --fused-ce are other spellings of --attention, --checkpointing and --loss).
+inline void workload_flags(const run_options& o, run_request& q) {
+  if (o.given("--batch")) q.batch = parse_count("--batch", o.batch, max_solver_batch);
+  if (o.given("--seq-len")) q.seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+  if (o.given("--grad-accum")) q.grad_accum = parse_count("--grad-accum", o.grad_accum, 1u << 20);
+  if (o.given("--activation-formula"))
+    q.formula = parse_choice(activation_formula_names, o.formula, "--activation-formula");
+  if (o.eager_attention) q.attention = attention_impl::eager;
+  if (o.given("--attention")) q.attention = parse_choice(attention_names, o.attention, "--attention");
+  if (o.no_checkpointing) q.ckpt = checkpointing::none;
+  if (o.given("--checkpointing"))
+    q.ckpt = parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
+  if (o.attention_dropout) q.attention_dropout = true;
+  if (o.non_reentrant) q.reentrant = false;
+  if (o.compile) q.compiled = true;
+  if (o.given("--offload-scope"))
+    q.offload_wraps = parse_choice(offload_scope_names, o.offload_scope, "--offload-scope");
+  if (o.given("--loss")) q.loss = parse_choice(loss_names, o.loss, "--loss");
+  if (o.given("--output-chunks"))
+    q.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
+  if (o.given("--ce-chunk")) {
+    q.loss = loss_impl::chunked;
+    q.chunk_tokens = parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
+  }
+  if (o.given("--fused-ce")) {
+    if (o.given("--ce-chunk")) throw input_error("--fused-ce", "cannot be combined with --ce-chunk");
+    q.loss = o.fused_ce.empty() ? loss_impl::fused_liger : parse_choice(loss_names, o.fused_ce, "--fused-ce");
+    if (*q.loss != loss_impl::fused_liger && *q.loss != loss_impl::fused_cce)
+      throw input_error("--fused-ce", "unknown '" + o.fused_ce + "'; valid: liger, cce");
+  }
+}
+
+/// The run flags on the command line as a request: a flag left out leaves its knob unset.
+inline run_request request_from_flags(const run_options& o) {
+  run_request q;
+  method_flags(o, q);
+  workload_flags(o, q);
+  return q;
+}
+
+/// --framework, when given.
+inline std::optional<framework> framework_flag(const run_options& o) {
+  if (o.framework.empty()) return std::nullopt;
+  return parse_choice(framework_names, o.framework, "--framework");
+}
+
+/// Records which flags the command line gave (after CLI11 parsed it): what request_from_flags reads.
+inline void note_given(const CLI::App& app, run_options& o) {
+  for (const CLI::Option* opt : app.get_options())
+    if (opt->count() > 0) o.flags_given.insert(opt->get_name());
 }
 
 /// What a --deepspeed file's "auto" values resolve from: the run's micro-batch, accumulation and precision,
@@ -320,7 +418,7 @@ inline deepspeed_inputs deepspeed_inputs_of(const run_config& r, const run_optio
   const precision_route p = r.setup.precision;
   return {r.activations.batch,
           r.grad_accum_steps,
-          o.gpus_given ? r.parallel.data_parallel : 0,
+          o.given("--gpus") ? r.parallel.data_parallel : 0,
           p == precision_route::bf16_mixed || p == precision_route::bf16_pure ||
               p == precision_route::fp32_autocast,
           p == precision_route::fp16_autocast,
@@ -356,12 +454,12 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
   if (!o.recipe.empty()) {
     recipe_options ro;
     ro.preset_dirs = dirs;
-    if (o.model_given) ro.model = o.load_model(dirs);
+    if (o.given("--preset") || o.given("--config")) ro.model = o.load_model(dirs);
     ro.fallback_seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
     ro.overrides = o.overrides;
     recipe r = load_recipe(o.recipe, ro);
-    if (o.seq_len_given && r.length_from_file)
+    if (o.given("--seq-len") && r.length_from_file)
       throw input_error("--seq-len", o.recipe + " sets the sequence length itself");
     out.model = std::move(r.model);
     out.args = std::move(r.args);
@@ -371,26 +469,6 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
   out.model = o.load_model(dirs);
   if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model);
   return out;
-}
-
-/// The choices the command line fixed: a framework profile leaves them alone.
-inline profile_pins pins_of(const CLI::App& app) {
-  const auto given = [&app](std::initializer_list<const char*> flags) {
-    for (const char* f : flags)
-      if (app.count(f) > 0) return true;
-    return false;
-  };
-  profile_pins p;
-  // A DeepSpeed config decides the precision itself: its engine casts the model, adapters included.
-  p.precision = given({"--precision", "--deepspeed"});
-  p.adapter_dtype = given({"--adapter-dtype", "--deepspeed"});
-  p.loss = given({"--loss", "--ce-chunk", "--fused-ce", "--output-chunks"});
-  p.checkpointing = given({"--checkpointing", "--no-checkpointing"});
-  p.reentrant = given({"--non-reentrant"});
-  p.optimizer = given({"--optimizer"});
-  p.optimizer_impl = given({"--optimizer-impl"});
-  p.attention = given({"--attention", "--eager-attention"});
-  return p;
 }
 
 /// What the output says when no framework was named: the defaults it stands on.
@@ -407,12 +485,15 @@ struct profile_move {
 /// Every framework profile (applied to what the command line left unset) that moves `metric` by more than
 /// 5%; a profile that cannot run the setup is skipped.
 template <class Metric>
-std::vector<profile_move> profile_moves(const run_config& r, const CLI::App& app, Metric metric) {
+std::vector<profile_move> profile_moves(const run_config& r, const run_options& o, Metric metric) {
   std::vector<profile_move> moves;
   const double base = metric(r);
+  profile_pins pins = pins_of(request_from_flags(o));
+  // A DeepSpeed config decides the precision itself: its engine casts the model, adapters included.
+  if (o.given("--deepspeed")) pins.precision = pins.adapter_dtype = true;
   for (const framework_profile& p : framework_profiles) {
     run_config alt = r;
-    apply_profile(p, alt, pins_of(app));
+    apply_profile(p, alt, pins);
     double value = 0;
     try {
       value = metric(alt);
@@ -426,18 +507,16 @@ std::vector<profile_move> profile_moves(const run_config& r, const CLI::App& app
   return moves;
 }
 
-/// --framework and --accelerate-config applied to a run built from the flags (or a file); notes say what.
-inline void apply_launch(run_config& r, const run_options& o, const CLI::App& app, const model_shape& m,
-                         bool file_deepspeed, std::vector<std::string>& notes) {
-  if (!o.framework.empty()) {
-    const framework f = parse_choice(framework_names, o.framework, "--framework");
-    apply_profile(profile_of(f), r, pins_of(app));
-    notes.push_back("profile: " + o.framework + " (" + std::string(profile_of(f).source) +
+/// --accelerate-config applied to a run built from the flags (or a file), and the note of --framework (whose
+/// profile run_from resolved the flags under); notes say what.
+inline void apply_launch(run_config& r, const run_options& o, const model_shape& m, bool file_deepspeed,
+                         std::vector<std::string>& notes) {
+  if (const std::optional<framework> f = framework_flag(o))
+    notes.push_back("profile: " + o.framework + " (" + std::string(profile_of(*f).source) +
                     "); flags given on the command line take precedence");
-  }
   if (!o.accelerate.empty()) {
     const accelerate_config a = load_accelerate_config(o.accelerate);
-    if (o.gpus_given && parse_count("--gpus", o.gpus, max_parallel_gpus) != a.processes)
+    if (o.given("--gpus") && parse_count("--gpus", o.gpus, max_parallel_gpus) != a.processes)
       throw input_error("--gpus", "differs from " + o.accelerate + "'s num_processes (" +
                                       std::to_string(a.processes) + ")");
     // DeepSpeed from --deepspeed or the training arguments, and a launcher that says otherwise: two answers.
@@ -477,109 +556,18 @@ inline runtime_config runtime_from(const run_options& o) {
   return {parse_choice(device_names, o.device, "--device"), parse_choice(torch_names, o.torch, "--torch")};
 }
 
-inline training_setup setup_from(const run_options& o) {
-  training_setup s;
-  s.method = parse_choice(method_names, o.method, "--method");
-  if (s.method == training_method::full && !o.adapter_flags.empty())
-    throw input_error(
-        o.adapter_flags.front(),
-        "configures adapters, and --method full trains every weight (use --method lora or qlora)");
-  if (o.no_double_quant && s.method != training_method::qlora)
-    throw input_error("--no-double-quant", "applies to a 4-bit base: it needs --method qlora");
-  s.precision = parse_choice(precision_names, o.precision, "--precision");
-  s.optimizer = optimizer_by_name(o.optimizer);
-  s.optim.block_size = parse_count("--optim-block-size", o.block, 1u << 20);
-  s.grad_accum_buffer = o.grad_accum_buffer;
-  s.lora.rank = parse_count("--rank", o.rank, max_lora_rank);
-  s.lora.dtype = parse_choice(adapter_precision_names, o.adapter_dtype, "--adapter-dtype");
-  s.lora.dropout = parse_fraction("--lora-dropout", o.lora_dropout);
-  if (o.peft_type.empty()) throw input_error("--peft-type", "is empty");
-  if (is_unmodelled_peft_type(o.peft_type))
-    throw input_error("--peft-type", "'" + o.peft_type +
-                                         "' is not modelled yet; valid: " + choice_list(peft_type_names) +
-                                         " (not modelled: " + std::string(unmodelled_peft_types) + ")");
-  const peft_type type = parse_choice(peft_type_names, o.peft_type, "--peft-type");
-  set_peft_type(s.lora, type);
-  if (type != peft_type::lora && s.method == training_method::full)
-    throw input_error("--peft-type", o.peft_type + " adapts a frozen base: it needs --method lora or qlora");
-  s.lora.targets = parse_lora_targets(o.targets);
-  s.lora.feedforward = o.ia3_feedforward_given ? parse_lora_targets(o.ia3_feedforward)
-                                               : ia3_default_feedforward(s.lora.targets);
-  if (!o.virtual_tokens.empty())
-    s.lora.virtual_tokens = parse_count("--virtual-tokens", o.virtual_tokens, max_virtual_tokens);
-  if (!o.init_lora_weights.empty()) {
-    s.lora.init = parse_lora_init(o.init_lora_weights, "--init-lora-weights");
-    if (s.method == training_method::full)
-      throw input_error("--init-lora-weights", "initialises LoRA adapters: it needs --method lora or qlora");
-  }
-  if (prompt_learning(s.lora) && o.virtual_tokens.empty())
-    throw input_error("--virtual-tokens",
-                      "is required with --peft-type " + o.peft_type + " (PEFT has no default)");
-  if (!o.encoder_hidden_size.empty()) {
-    if (type != peft_type::p_tuning && type != peft_type::prefix_tuning)
-      throw input_error("--encoder-hidden-size", "needs --peft-type p-tuning or prefix-tuning");
-    s.lora.encoder_hidden_size =
-        parse_count("--encoder-hidden-size", o.encoder_hidden_size, max_encoder_hidden_size);
-  }
-  if (o.prefix_projection && type != peft_type::prefix_tuning)
-    throw input_error("--prefix-projection", "needs --peft-type prefix-tuning");
-  s.lora.prefix_projection = o.prefix_projection;
-  s.nf4.double_quant = !o.no_double_quant;
-  s.optim.impl = parse_choice(optimizer_impl_names, o.optimizer_impl, "--optimizer-impl");
-  s.optim.momentum = o.sgd_momentum;
-  s.optim.in_backward = o.optimizer_in_backward;
-  if (o.sgd_momentum && s.optimizer.name != "sgd")
-    throw input_error("--sgd-momentum",
-                      "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");
-  s.runtime = runtime_from(o);
-  return s;
-}
-
 /// The run from a training-args file, with the machine flags (--gpu, --overhead-gb) applied.
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu);
 
+/// The run: a file's, or the flags' resolved under --framework's profile (headroom's defaults without one);
+/// then the machine flags.
 inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu,
                            const training_args* args = nullptr) {
   if (args != nullptr) return apply_machine(args->run, o, gpu);
-  run_config r;
-  r.setup = setup_from(o);
-  r.basis = o.exact_params ? params_basis::exact : params_basis::nominal;
-  r.activations.batch = parse_count("--batch", o.batch, max_solver_batch);
-  r.activations.seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
-  r.grad_accum_steps = parse_count("--grad-accum", o.grad_accum, 1u << 20);
-  r.activations.formula = parse_choice(activation_formula_names, o.formula, "--activation-formula");
-  r.activations.attention =
-      o.eager_attention ? attention_impl::eager : parse_choice(attention_names, o.attention, "--attention");
-  r.activations.ckpt = o.no_checkpointing
-                           ? checkpointing::none
-                           : parse_choice(checkpointing_names, o.checkpointing, "--checkpointing");
-  // PEFT refuses prefix tuning with gradient checkpointing: without a checkpointing flag it trains without.
-  if (!o.checkpointing_given && !o.no_checkpointing && trains_prefix(r.setup))
-    r.activations.ckpt = checkpointing::none;
-  r.activations.attention_dropout = o.attention_dropout;
-  r.activations.reentrant = !o.non_reentrant;
-  r.activations.compiled = o.compile;
-  if (!o.offload_scope.empty()) {
-    if (!offloads_activations(r.activations.ckpt))
-      throw input_error("--offload-scope",
-                        "needs an offloading mode: --checkpointing offload, "
-                        "checkpoint-offload or unsloth");
-    r.activations.offload_wraps = parse_choice(offload_scope_names, o.offload_scope, "--offload-scope");
-  }
-  r.loss.impl = parse_choice(loss_names, o.loss, "--loss");
-  r.loss.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
-  if (!o.ce_chunk.empty()) {
-    r.loss.impl = loss_impl::chunked;
-    r.loss.chunk_tokens = parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
-  }
-  if (o.fused_ce_given) {
-    if (!o.ce_chunk.empty()) throw input_error("--fused-ce", "cannot be combined with --ce-chunk");
-    r.loss.impl =
-        o.fused_ce.empty() ? loss_impl::fused_liger : parse_choice(loss_names, o.fused_ce, "--fused-ce");
-    if (r.loss.impl != loss_impl::fused_liger && r.loss.impl != loss_impl::fused_cce)
-      throw input_error("--fused-ce", "unknown '" + o.fused_ce + "'; valid: liger, cce");
-  }
-  return apply_machine(r, o, gpu);
+  run_request q = request_from_flags(o);
+  // A DeepSpeed config decides the precision itself (applied after): no profile replaces it first.
+  if (o.given("--deepspeed") && !q.precision) q.precision = headroom_defaults().precision;
+  return apply_machine(resolve(q, framework_flag(o)), o, gpu);
 }
 
 namespace detail {
@@ -600,7 +588,7 @@ inline void apply_device_flags(run_config& r, const run_options& o, const std::o
 /// --gpus, --tp, --pp, --sp, --zero, --fsdp and --load-path.
 inline void apply_parallel_flags(run_config& r, const run_options& o) {
   // Without --gpus the run keeps its own count (1, or what a DeepSpeed train_batch_size implies).
-  if (o.gpus_given || r.parallel.data_parallel == 0)
+  if (o.given("--gpus") || r.parallel.data_parallel == 0)
     r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
   r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
   r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);

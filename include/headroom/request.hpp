@@ -1,0 +1,265 @@
+// SPDX-License-Identifier: MIT
+// One road in (docs/run-request.md): a run as somebody described it, every knob optional (unset = nobody said
+// it). merge() layers two descriptions knob by knob (the later wins); resolve() fills every knob nobody set
+// from a framework's profile or from headroom's defaults (headroom_defaults, the one place they are written)
+// and applies each cross-knob rule once. Errors name a knob by its command-line flag (docs/cli.md), the
+// vocabulary every front end shares. Standard library only.
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+
+#include "framework.hpp"
+#include "optimizer.hpp"
+
+namespace headroom {
+
+/// A run's choices as one source stated them: the flags, a file, a library caller. The machine (GPU, GPUs,
+/// sharding, overhead) is described apart, and the model is loaded apart.
+struct run_request {
+  // Method and adapters.
+  std::optional<training_method> method;             ///< --method
+  std::optional<peft_type> peft;                     ///< --peft-type
+  std::optional<std::uint64_t> rank;                 ///< --rank: LoRA r
+  std::optional<lora_targets> targets;               ///< --targets: target_modules
+  std::optional<lora_targets> ia3_feedforward;       ///< --ia3-feedforward: IA3 feedforward_modules
+  std::optional<std::uint64_t> virtual_tokens;       ///< --virtual-tokens: num_virtual_tokens
+  std::optional<std::uint64_t> encoder_hidden_size;  ///< --encoder-hidden-size
+  std::optional<bool> prefix_projection;             ///< --prefix-projection
+  std::optional<lora_init> init_lora_weights;        ///< --init-lora-weights
+  std::optional<adapter_precision> adapter_dtype;    ///< --adapter-dtype
+  std::optional<double> lora_dropout;                ///< --lora-dropout: a fraction in [0, 1)
+  // Precision and optimizer.
+  std::optional<precision_route> precision;       ///< --precision
+  std::optional<std::string> optimizer;           ///< --optimizer: a transformers `optim` string
+  std::optional<std::uint64_t> optim_block_size;  ///< --optim-block-size: values per 8-bit block
+  std::optional<optimizer_impl> optim_impl;       ///< --optimizer-impl
+  std::optional<bool> sgd_momentum;               ///< --sgd-momentum
+  std::optional<bool> optimizer_in_backward;      ///< --optimizer-in-backward
+  std::optional<bool> grad_accum_buffer;          ///< --grad-accum-buffer
+  std::optional<bool> double_quant;               ///< false: --no-double-quant
+  std::optional<params_basis> basis;              ///< exact: --exact-params
+  std::optional<device_kind> device;              ///< --device
+  std::optional<torch_generation> torch;          ///< --torch
+  // Workload.
+  std::optional<std::uint64_t> batch;          ///< --batch: sequences per micro-batch
+  std::optional<std::uint64_t> seq_len;        ///< --seq-len: tokens per sequence
+  std::optional<std::uint64_t> grad_accum;     ///< --grad-accum: micro-batches per optimizer step
+  std::optional<activation_formula> formula;   ///< --activation-formula
+  std::optional<attention_impl> attention;     ///< --attention
+  std::optional<checkpointing> ckpt;           ///< --checkpointing
+  std::optional<bool> attention_dropout;       ///< --attention-dropout
+  std::optional<bool> reentrant;               ///< false: --non-reentrant
+  std::optional<bool> compiled;                ///< --compile
+  std::optional<offload_scope> offload_wraps;  ///< --offload-scope
+  // Loss head.
+  std::optional<loss_impl> loss;               ///< --loss (--ce-chunk: chunked; --fused-ce: liger or cce)
+  std::optional<std::uint64_t> chunk_tokens;   ///< --ce-chunk: tokens per chunk
+  std::optional<std::uint64_t> output_chunks;  ///< --output-chunks: torchtune's num_output_chunks
+};
+
+/// headroom's defaults, the course's setup: what every knob is when nobody set it and no framework profile is
+/// named (full fine-tuning, bf16 weights with an fp32 master, adamw_torch, full checkpointing,
+/// FlashAttention-2, the naive loss). The one place a knob's default is written; `--help` shows these values.
+[[nodiscard]] inline run_request headroom_defaults() {
+  run_request d;
+  d.method = training_method::full;
+  d.peft = peft_type::lora;
+  d.rank = 16;
+  d.targets = lora_targets::all_linear();
+  d.adapter_dtype = adapter_precision::base;
+  d.lora_dropout = 0.0;
+  d.prefix_projection = false;
+  d.precision = precision_route::bf16_mixed;
+  d.optimizer = "adamw_torch";
+  d.optim_block_size = 256;  // bitsandbytes >= 0.44 (the course's W06 uses 2048)
+  d.optim_impl = optimizer_impl::automatic;
+  d.sgd_momentum = false;
+  d.optimizer_in_backward = false;
+  d.grad_accum_buffer = false;
+  d.double_quant = true;  // bnb_4bit_use_double_quant, as the course's QLoRA
+  d.basis = params_basis::nominal;
+  d.device = device_kind::cuda;
+  d.torch = torch_generation::v2;
+  d.batch = 1;
+  d.seq_len = 2048;
+  d.grad_accum = 1;
+  d.formula = activation_formula::detailed;
+  d.attention = attention_impl::flash;
+  d.ckpt = checkpointing::full;  // prefix tuning: none (PEFT refuses it with checkpointing)
+  d.attention_dropout = false;
+  d.reentrant = true;
+  d.compiled = false;
+  d.loss = loss_impl::naive;
+  d.chunk_tokens = loss_config{}.chunk_tokens;
+  d.output_chunks = loss_config{}.output_chunks;
+  return d;
+}
+
+namespace detail {
+template <class T>
+void take_later(std::optional<T>& into, const std::optional<T>& later) {
+  if (later) into = later;
+}
+}  // namespace detail
+
+/// `earlier` with every knob `later` set replaced by later's: precedence as one expression, e.g.
+/// merge(file, flags).
+[[nodiscard]] inline run_request merge(run_request earlier, const run_request& later) {
+  using detail::take_later;
+  run_request& m = earlier;
+  take_later(m.method, later.method);
+  take_later(m.peft, later.peft);
+  take_later(m.rank, later.rank);
+  take_later(m.targets, later.targets);
+  take_later(m.ia3_feedforward, later.ia3_feedforward);
+  take_later(m.virtual_tokens, later.virtual_tokens);
+  take_later(m.encoder_hidden_size, later.encoder_hidden_size);
+  take_later(m.prefix_projection, later.prefix_projection);
+  take_later(m.init_lora_weights, later.init_lora_weights);
+  take_later(m.adapter_dtype, later.adapter_dtype);
+  take_later(m.lora_dropout, later.lora_dropout);
+  take_later(m.precision, later.precision);
+  take_later(m.optimizer, later.optimizer);
+  take_later(m.optim_block_size, later.optim_block_size);
+  take_later(m.optim_impl, later.optim_impl);
+  take_later(m.sgd_momentum, later.sgd_momentum);
+  take_later(m.optimizer_in_backward, later.optimizer_in_backward);
+  take_later(m.grad_accum_buffer, later.grad_accum_buffer);
+  take_later(m.double_quant, later.double_quant);
+  take_later(m.basis, later.basis);
+  take_later(m.device, later.device);
+  take_later(m.torch, later.torch);
+  take_later(m.batch, later.batch);
+  take_later(m.seq_len, later.seq_len);
+  take_later(m.grad_accum, later.grad_accum);
+  take_later(m.formula, later.formula);
+  take_later(m.attention, later.attention);
+  take_later(m.ckpt, later.ckpt);
+  take_later(m.attention_dropout, later.attention_dropout);
+  take_later(m.reentrant, later.reentrant);
+  take_later(m.compiled, later.compiled);
+  take_later(m.offload_wraps, later.offload_wraps);
+  take_later(m.loss, later.loss);
+  take_later(m.chunk_tokens, later.chunk_tokens);
+  take_later(m.output_chunks, later.output_chunks);
+  return m;
+}
+
+/// The knobs a request fixes that a framework profile would otherwise decide: the profile leaves them alone.
+[[nodiscard]] inline profile_pins pins_of(const run_request& q) {
+  profile_pins p;
+  p.precision = q.precision.has_value();
+  p.adapter_dtype = q.adapter_dtype.has_value();
+  p.loss = q.loss || q.chunk_tokens || q.output_chunks;
+  p.checkpointing = q.ckpt.has_value();
+  p.reentrant = q.reentrant.has_value();
+  p.optimizer = q.optimizer.has_value();
+  p.optimizer_impl = q.optim_impl.has_value();
+  p.attention = q.attention.has_value();
+  return p;
+}
+
+namespace detail {
+/// The first adapter knob a request sets, by its flag (--help's order); empty when none is.
+[[nodiscard]] inline std::string_view first_adapter_knob(const run_request& q) {
+  if (q.rank) return "--rank";
+  if (q.targets) return "--targets";
+  if (q.peft) return "--peft-type";
+  if (q.ia3_feedforward) return "--ia3-feedforward";
+  if (q.adapter_dtype) return "--adapter-dtype";
+  if (q.lora_dropout) return "--lora-dropout";
+  if (q.virtual_tokens) return "--virtual-tokens";
+  if (q.encoder_hidden_size) return "--encoder-hidden-size";
+  if (q.prefix_projection) return "--prefix-projection";
+  if (q.init_lora_weights) return "--init-lora-weights";
+  return {};
+}
+
+/// The method and its adapters. `q` is the request as given (its unset knobs matter to the rules); `d` is
+/// it over headroom's defaults.
+inline void resolve_method(const run_request& q, const run_request& d, training_setup& s) {
+  s.method = *d.method;
+  if (s.method == training_method::full && !first_adapter_knob(q).empty())
+    throw input_error(
+        std::string(first_adapter_knob(q)),
+        "configures adapters, and --method full trains every weight (use --method lora or qlora)");
+  if (!*d.double_quant && s.method != training_method::qlora)
+    throw input_error("--no-double-quant", "applies to a 4-bit base: it needs --method qlora");
+  s.lora.rank = *d.rank;
+  s.lora.dtype = *d.adapter_dtype;
+  s.lora.dropout = *d.lora_dropout;
+  set_peft_type(s.lora, *d.peft);
+  s.lora.targets = *d.targets;
+  s.lora.feedforward = q.ia3_feedforward ? *q.ia3_feedforward : ia3_default_feedforward(s.lora.targets);
+  if (q.virtual_tokens) s.lora.virtual_tokens = *q.virtual_tokens;
+  if (q.init_lora_weights) s.lora.init = *q.init_lora_weights;
+  const std::string type(choice_name(peft_type_names, *d.peft));
+  if (prompt_learning(s.lora) && !q.virtual_tokens)
+    throw input_error("--virtual-tokens", "is required with --peft-type " + type + " (PEFT has no default)");
+  if (q.encoder_hidden_size) {
+    if (*d.peft != peft_type::p_tuning && *d.peft != peft_type::prefix_tuning)
+      throw input_error("--encoder-hidden-size", "needs --peft-type p-tuning or prefix-tuning");
+    s.lora.encoder_hidden_size = *q.encoder_hidden_size;
+  }
+  if (*d.prefix_projection && *d.peft != peft_type::prefix_tuning)
+    throw input_error("--prefix-projection", "needs --peft-type prefix-tuning");
+  s.lora.prefix_projection = *d.prefix_projection;
+  s.nf4.double_quant = *d.double_quant;
+}
+
+/// Precision, optimizer and runtime.
+inline void resolve_optimizer(const run_request& d, training_setup& s) {
+  s.precision = *d.precision;
+  s.optimizer = optimizer_by_name(*d.optimizer);
+  s.optim.block_size = *d.optim_block_size;
+  s.grad_accum_buffer = *d.grad_accum_buffer;
+  s.optim.impl = *d.optim_impl;
+  s.optim.momentum = *d.sgd_momentum;
+  s.optim.in_backward = *d.optimizer_in_backward;
+  if (s.optim.momentum && s.optimizer.name != "sgd")
+    throw input_error("--sgd-momentum",
+                      "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");
+  s.runtime = {*d.device, *d.torch};
+}
+
+/// The micro-batch, attention, checkpointing and the loss head.
+inline void resolve_workload(const run_request& q, const run_request& d, run_config& r) {
+  r.basis = *d.basis;
+  r.activations.batch = *d.batch;
+  r.activations.seq_len = *d.seq_len;
+  r.grad_accum_steps = *d.grad_accum;
+  r.activations.formula = *d.formula;
+  r.activations.attention = *d.attention;
+  // PEFT refuses prefix tuning with gradient checkpointing: unless somebody asked for it, it trains without.
+  r.activations.ckpt = !q.ckpt && trains_prefix(r.setup) ? checkpointing::none : *d.ckpt;
+  r.activations.attention_dropout = *d.attention_dropout;
+  r.activations.reentrant = *d.reentrant;
+  r.activations.compiled = *d.compiled;
+  if (q.offload_wraps) {
+    if (!offloads_activations(r.activations.ckpt))
+      throw input_error("--offload-scope",
+                        "needs an offloading mode: --checkpointing offload, checkpoint-offload or unsloth");
+    r.activations.offload_wraps = *q.offload_wraps;
+  }
+  r.loss = {*d.loss, *d.chunk_tokens, *d.output_chunks};
+}
+}  // namespace detail
+
+/// The run a request describes: every knob it leaves unset from `profile`'s defaults where the framework
+/// decides it (framework.hpp), else from headroom_defaults(); then every cross-knob rule. The machine (GPUs,
+/// sharding, overhead) keeps its defaults: the front end applies it.
+[[nodiscard]] inline run_config resolve(const run_request& q,
+                                        std::optional<framework> profile = std::nullopt) {
+  const run_request d = merge(headroom_defaults(), q);
+  run_config r;
+  detail::resolve_method(q, d, r.setup);
+  detail::resolve_optimizer(d, r.setup);
+  detail::resolve_workload(q, d, r);
+  if (profile) apply_profile(profile_of(*profile), r, pins_of(q));
+  return r;
+}
+
+}  // namespace headroom

@@ -1,0 +1,112 @@
+// SPDX-License-Identifier: MIT
+// One road in (request.hpp): a request's unset knobs take headroom's defaults or a framework profile's, the
+// knobs it sets are kept, merge() lets the later source win, and the cross-knob rules hold for every caller.
+#include <headroom/peak.hpp>
+#include <headroom/request.hpp>
+
+#include "catch.hpp"
+#include "shapes.hpp"
+
+using namespace headroom;
+using namespace headroom::test;
+
+TEST_CASE("An empty request resolves to headroom's defaults, the course's setup", "[request]") {
+  const run_config r = resolve(run_request{});
+  CHECK(r.setup.method == training_method::full);
+  CHECK(r.setup.precision == precision_route::bf16_mixed);
+  CHECK(r.setup.optimizer.name == "adamw_torch");
+  CHECK(r.setup.lora.rank == 16);
+  CHECK(r.setup.lora.targets == lora_targets::all_linear());
+  CHECK(r.setup.nf4.double_quant);
+  CHECK(r.activations.batch == 1);
+  CHECK(r.activations.seq_len == 2048);
+  CHECK(r.grad_accum_steps == 1);
+  CHECK(r.activations.attention == attention_impl::flash);
+  CHECK(r.activations.ckpt == checkpointing::full);
+  CHECK(r.activations.reentrant);
+  CHECK(r.loss.impl == loss_impl::naive);
+  CHECK(r.basis == params_basis::nominal);
+  // The same numbers as a run built by hand from the course's defaults (W01's 16 bytes per parameter).
+  const training_estimate e = estimate_training(model_spec{llama_3_1_8b, 8'000'000'000}, r);
+  CHECK(e.statics.buckets.static_bytes().count() == 16ull * 8'000'000'000);
+}
+
+TEST_CASE("merge: knob by knob, the later source wins and unset knobs keep the earlier value", "[request]") {
+  run_request file, flags;
+  file.method = training_method::lora;
+  file.rank = 8;
+  file.seq_len = 4096;
+  flags.rank = 64;
+  flags.batch = 4;
+  const run_request m = merge(file, flags);
+  CHECK(m.method == training_method::lora);
+  CHECK(m.rank == std::uint64_t{64});
+  CHECK(m.seq_len == std::uint64_t{4096});
+  CHECK(m.batch == std::uint64_t{4});
+  CHECK_FALSE(m.precision.has_value());
+  // docs/run-request.md's example.
+  const run_config r = resolve(m);
+  CHECK(r.setup.lora.rank == 64);
+  CHECK(r.activations.seq_len == 4096);
+  CHECK(r.activations.batch == 4);
+  CHECK(r.setup.precision == precision_route::bf16_mixed);
+  const run_config under_trl = resolve(m, framework::trl);
+  CHECK(under_trl.loss.impl == loss_impl::chunked);
+  CHECK(under_trl.setup.precision == precision_route::fp32_autocast);
+}
+
+TEST_CASE("A profile decides only what the request leaves unset", "[request]") {
+  run_request q;
+  q.method = training_method::lora;
+  const run_config trl = resolve(q, framework::trl);
+  const framework_profile& p = profile_of(framework::trl);
+  CHECK(trl.setup.precision == p.precision);
+  CHECK(trl.loss.impl == p.loss.impl);
+  CHECK(trl.activations.ckpt == p.ckpt);
+  CHECK(trl.setup.lora.dtype == p.adapter_dtype);
+  q.attention = attention_impl::eager;  // set: the profile leaves it
+  q.ckpt = checkpointing::none;
+  const run_config pinned = resolve(q, framework::trl);
+  CHECK(pinned.activations.attention == attention_impl::eager);
+  CHECK(pinned.activations.ckpt == checkpointing::none);
+  CHECK(pinned.loss.impl == p.loss.impl);
+  // Resolving under a profile is the profile applied over headroom's defaults, the request's knobs pinned.
+  for (const framework_profile& each : framework_profiles) {
+    run_config patched = resolve(q);
+    apply_profile(each, patched, pins_of(q));
+    const run_config direct = resolve(q, each.id);
+    CHECK(direct.setup.precision == patched.setup.precision);
+    CHECK(direct.setup.optimizer.name == patched.setup.optimizer.name);
+    CHECK(direct.loss.impl == patched.loss.impl);
+    CHECK(direct.activations.ckpt == patched.activations.ckpt);
+    CHECK(direct.activations.attention == patched.activations.attention);
+  }
+}
+
+TEST_CASE("Cross-knob rules, once for every caller", "[request]") {
+  run_request q;
+  q.rank = 8;  // an adapter knob with full fine-tuning
+  test::require_input_error([&] { (void)resolve(q); }, "--rank", "--method full trains every weight");
+  q.method = training_method::lora;
+  q.peft = peft_type::prefix_tuning;
+  test::require_input_error([&] { (void)resolve(q); }, "--virtual-tokens", "is required");
+  q.virtual_tokens = 20;
+  // PEFT refuses prefix tuning with checkpointing: unless asked for, it trains without.
+  CHECK(resolve(q).activations.ckpt == checkpointing::none);
+  CHECK(resolve(q, framework::trl).activations.ckpt == checkpointing::none);
+  q.ckpt = checkpointing::full;
+  CHECK(resolve(q).activations.ckpt == checkpointing::full);
+  run_request sgd;
+  sgd.sgd_momentum = true;
+  test::require_input_error([&] { (void)resolve(sgd); }, "--sgd-momentum", "sgd only");
+  sgd.optimizer = "sgd";
+  CHECK(resolve(sgd).setup.optim.momentum);
+  run_request offload;
+  offload.offload_wraps = offload_scope::step;
+  test::require_input_error([&] { (void)resolve(offload); }, "--offload-scope", "needs an offloading mode");
+  offload.ckpt = checkpointing::checkpoint_offload;
+  CHECK(resolve(offload).activations.offload_wraps == offload_scope::step);
+  run_request nf4;
+  nf4.double_quant = false;
+  test::require_input_error([&] { (void)resolve(nf4); }, "--no-double-quant", "--method qlora");
+}
