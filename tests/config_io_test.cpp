@@ -317,7 +317,8 @@ TEST_CASE(
   const loaded_model oss = load_model_config(data_dir / "configs" / "gpt-oss-20b.json");
   const model_shape& m = oss.spec.shape;
   CHECK(parameter_count(m).count() == 20'914'757'184);
-  CHECK((m.attention_sinks && m.router_bias && m.experts_3d && m.attention_bias && m.o_proj_bias));
+  CHECK((m.attention_sinks && m.router_bias && m.attention_bias && m.o_proj_bias));
+  CHECK(m.experts == moe_layout::gpt_oss);
   // LoRA all-linear: q, k, v, o only (the router and experts are nn.Parameter tensors; PEFT reaches experts
   // through target_parameters, which headroom does not price).
   const training_setup s = test::qlora16;
@@ -434,7 +435,8 @@ TEST_CASE("Llama-4 Scout and Maverick config.json files load with their publishe
   CHECK(active_parameter_count(m).count() == 17'172'894'720);
   CHECK(scout.model_type == "llama4");
   CHECK(scout.spec.vision.tokens_per_image == 144);  // (336 / 14)² patches · 0.5² (pixel shuffle)
-  CHECK((m.llama4_moe && m.l2_qk_norm && m.complex_rope && m.attn_temperature_tuning));
+  CHECK((m.l2_qk_norm && m.complex_rope && m.attn_temperature_tuning));
+  CHECK(m.experts == moe_layout::llama4);
   CHECK((m.moe_layer_step == 1 && m.nope_layer_interval == 4 && m.intermediate_size == 16384));
   CHECK((m.moe_intermediate_size == 8192 && m.shared_expert_intermediate_size == 8192));
   CHECK(test::mentions(scout.notes, "every expert on every token"));

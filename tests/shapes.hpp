@@ -87,7 +87,7 @@ constexpr model_shape gpt_oss_20b_shape() {
   m.o_proj_bias = true;
   m.attention_sinks = true;
   m.router_bias = true;
-  m.experts_3d = true;
+  m.experts = moe_layout::gpt_oss;
   return m;
 }
 constexpr model_shape gpt_oss_20b = gpt_oss_20b_shape();
@@ -156,7 +156,8 @@ constexpr model_shape deepseek_v3_like(std::uint64_t heads, std::uint64_t expert
   m.num_experts_per_tok = 8;
   m.moe_intermediate_size = 2048;
   m.shared_expert_intermediate_size = 2048;
-  m.norm_topk_prob = m.deepseek_moe = m.router_sigmoid = true;
+  m.norm_topk_prob = m.router_sigmoid = true;
+  m.experts = moe_layout::deepseek;
   return m;
 }
 constexpr model_shape deepseek_v3 = deepseek_v3_like(128, 256, 3, 129280);
@@ -171,7 +172,8 @@ constexpr model_shape llama4_like(std::uint64_t experts, std::uint64_t step) {
   m.num_experts = experts;
   m.num_experts_per_tok = 1;
   m.moe_intermediate_size = m.shared_expert_intermediate_size = 8192;
-  m.llama4_moe = m.complex_rope = m.attn_temperature_tuning = true;
+  m.complex_rope = m.attn_temperature_tuning = true;
+  m.experts = moe_layout::llama4;
   m.l2_qk_norm = step == 1;
   m.moe_layer_step = step;
   m.nope_layer_interval = 4;

@@ -64,7 +64,7 @@ struct gemm_list {
     g.out = t.rows;
     const bool expert = t.routed_expert;
     // Llama4TextMoe runs every expert on every token (a zero weight where not routed); others k of E
-    g.rows_num = expert ? (m.llama4_moe ? m.num_experts : m.num_experts_per_tok) : 1;
+    g.rows_num = expert ? experts_run_per_token(m) : 1;
     g.weight_copies = expert ? m.num_experts : 1;
     g.trainable = full;
     g.quantised = s.method == training_method::qlora && t.nn_linear;  // bitsandbytes replaces nn.Linear only

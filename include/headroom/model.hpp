@@ -12,6 +12,17 @@
 
 namespace headroom {
 
+/// How an MoE model builds its experts and router (the MoE families). A `switch` over it has no `default:`,
+/// so the compiler lists every place a new family must be priced (docs/adding-a-family.md).
+enum class moe_layout : std::uint8_t {
+  linear_experts,  ///< Qwen2/3-MoE, Mixtral: an nn.Linear router and E SwiGLU experts of nn.Linear
+                   ///< (Qwen2-MoE: a shared expert behind a sigmoid gate)
+  deepseek,  ///< DeepseekV3MoE: an nn.Parameter router run in fp32, shared experts added ungated
+  llama4,    ///< Llama4TextMoe: 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
+             ///< sigmoid(top-k logits); a router returning (scores, logits); an ungated shared expert
+  gpt_oss,   ///< GptOssExperts: experts and router are nn.Parameter tensors (E × d × 2f, with biases)
+};
+
 /// Shapes of a Llama/Qwen/Mistral/Gemma-style decoder. Field names follow config.json.
 struct model_shape {
   std::uint64_t hidden_size = 0;          ///< d, e.g. 4096 (Llama-3.1-8B)
@@ -45,11 +56,10 @@ struct model_shape {
   std::uint64_t shared_expert_intermediate_size = 0;  ///< always-on shared expert (Qwen2-MoE), 0 = none
   bool norm_topk_prob =
       false;  ///< top-k routing weights renormalised to sum 1 (Mixtral always; Qwen3-MoE key)
+  moe_layout experts = moe_layout::linear_experts;  ///< how the experts and router are built (the MoE family)
   // gpt-oss (GptOssAttention, GptOssTopKRouter, GptOssExperts).
   bool attention_sinks = false;  ///< one learned logit per head and layer joins each softmax (`sinks`)
   bool router_bias = false;      ///< the router has a bias
-  bool experts_3d =
-      false;  ///< experts and router are nn.Parameter tensors (E × d × 2f, with biases), not nn.Linear
   // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP), also GPT-NeoX's.
   bool layer_norm = false;  ///< every norm is an nn.LayerNorm with weight and bias, not an RMSNorm
   bool plain_mlp = false;   ///< c_fc → GELU → c_proj (GPT-NeoX: dense_h_to_4h, dense_4h_to_h), no gate
@@ -71,8 +81,6 @@ struct model_shape {
   std::uint64_t qk_rope_head_dim = 0;  ///< the rotated part of each q/k head, one key for all heads (64)
   std::uint64_t v_head_dim = 0;        ///< per-head value width (V3: 128)
   std::uint64_t dense_layers = 0;      ///< first_k_dense_replace: leading layers with a dense MLP (V3: 3)
-  bool deepseek_moe =
-      false;  ///< nn.Parameter router run in fp32, shared experts added ungated (DeepseekV3MoE)
   bool router_sigmoid = false;  ///< sigmoid scores with group-limited top-k (V3 noaux_tc), not softmax (V2)
   // Llama-4 text (Llama4TextDecoderLayer, Llama4TextMoe, Llama4TextAttention): MoE every n-th layer, the
   // others a dense SwiGLU of intermediate_size (config.json intermediate_size_mlp); every n-th layer NoPE.
@@ -80,8 +88,6 @@ struct model_shape {
       0;  ///< interleave_moe_layer_step: layer i is MoE when (i + 1) % n == 0; 0 = all
   std::uint64_t nope_layer_interval =
       0;                      ///< no_rope_layer_interval: layer i skips RoPE when (i + 1) % n == 0
-  bool llama4_moe = false;    ///< 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
-                              ///< sigmoid(top-k logits); an nn.Linear router; an ungated shared expert
   bool l2_qk_norm = false;    ///< use_qk_norm: a weightless L2 norm of q and k after RoPE (RoPE layers only)
   bool complex_rope = false;  ///< RoPE as a complex product with fp32 freqs_cis (Llama4TextRotaryEmbedding)
   bool attn_temperature_tuning = false;  ///< NoPE layers scale q by an fp32 per-position factor
@@ -130,8 +136,37 @@ struct block_module_names {
 /// The width RoPE rotates in each head, and so the width of its cos/sin tables.
 [[nodiscard]] constexpr std::uint64_t rope_width(const model_shape& m) {
   if (m.kv_lora_rank != 0) return m.qk_rope_head_dim;  // MLA rotates qk_rope_head_dim of each head
-  if (m.experts_3d) return m.head_dim / 2;  // GptOssRotaryEmbedding: one angle per pair of the two halves
+  if (m.experts == moe_layout::gpt_oss)
+    return m.head_dim / 2;  // GptOssRotaryEmbedding: one angle per pair of the two halves
   return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
+}
+
+/// Whether the router is an nn.Linear, which target_modules can adapt and bitsandbytes quantises: Qwen's and
+/// Mixtral's gate. gpt-oss's and DeepSeek's are nn.Parameter tensors; Llama-4's returns (scores, logits),
+/// which a LoRA wrapper cannot add to, so it is priced as neither adapted nor quantised.
+[[nodiscard]] constexpr bool router_is_linear(const model_shape& m) {
+  switch (m.experts) {
+    case moe_layout::linear_experts:
+      return true;
+    case moe_layout::deepseek:
+    case moe_layout::llama4:
+    case moe_layout::gpt_oss:
+      return false;
+  }
+  return false;
+}
+/// Experts each token's hidden state goes through: k of E, except Llama-4's, which runs every expert on every
+/// token (a zero weight where it was not routed).
+[[nodiscard]] constexpr std::uint64_t experts_run_per_token(const model_shape& m) {
+  switch (m.experts) {
+    case moe_layout::llama4:
+      return m.num_experts;
+    case moe_layout::linear_experts:
+    case moe_layout::deepseek:
+    case moe_layout::gpt_oss:
+      return m.num_experts_per_tok;
+  }
+  return m.num_experts_per_tok;
 }
 
 /// What kind of tensor a parameter is; decides quantisation and optimizer treatment.
@@ -278,9 +313,12 @@ constexpr void validate_mlp(const model_shape& m) {
   }
   if (m.shared_expert_intermediate_size > max_dimension)
     fail("shared_expert_intermediate_size", "is absurdly large");
-  if (m.experts_3d && (!is_moe(m) || m.shared_expert_intermediate_size != 0 || m.qk_norm || m.fused_qkv))
-    fail("experts_3d", "is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
-  if (m.router_bias && !m.experts_3d) fail("router_bias", "is modelled for gpt-oss's router only");
+  if (m.experts == moe_layout::gpt_oss &&
+      (!is_moe(m) || m.shared_expert_intermediate_size != 0 || m.qk_norm || m.fused_qkv))
+    fail("experts",
+         "gpt_oss is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
+  if (m.router_bias && m.experts != moe_layout::gpt_oss)
+    fail("router_bias", "is modelled for gpt-oss's router only");
   if (m.plain_mlp && (is_moe(m) || m.fused_gate_up))
     fail("plain_mlp", "is StarCoder2's and GPT-NeoX's dense GELU MLP: no experts or fused gate_up_proj");
 }
@@ -325,25 +363,28 @@ constexpr void validate_mla(const model_shape& m) {
 /// DeepSeek's dense first layers and its MoE; Llama-4's interleaved MoE layers, NoPE layers and L2 q/k norm.
 constexpr void validate_layer_kinds(const model_shape& m) {
   if (m.dense_layers != 0) {
-    if (!m.deepseek_moe)
+    if (m.experts != moe_layout::deepseek)
       fail("first_k_dense_replace", "dense first layers are modelled for DeepSeek's MoE only");
     if (m.dense_layers >= m.num_hidden_layers)
       fail("first_k_dense_replace", "must be smaller than num_hidden_layers");
     require_size(m.intermediate_size, "intermediate_size", max_dimension);
   }
-  if ((m.deepseek_moe || m.router_sigmoid) && (!is_moe(m) || m.experts_3d || m.fused_gate_up || m.mlp_bias))
-    fail("deepseek_moe", "is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
-  if (m.router_sigmoid && !m.deepseek_moe) fail("router_sigmoid", "set without deepseek_moe");
+  if ((m.experts == moe_layout::deepseek || m.router_sigmoid) &&
+      (!is_moe(m) || m.experts == moe_layout::gpt_oss || m.fused_gate_up || m.mlp_bias))
+    fail("experts", "deepseek is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
+  if (m.router_sigmoid && m.experts != moe_layout::deepseek)
+    fail("router_sigmoid", "set without DeepSeek's experts (experts = deepseek)");
   if (m.moe_layer_step > 1) {
-    if (!m.llama4_moe) fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
+    if (m.experts != moe_layout::llama4)
+      fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
     if (m.moe_layer_step > m.num_hidden_layers)
       fail("interleave_moe_layer_step", "exceeds num_hidden_layers: no layer would have experts");
     require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
   }
   if (m.nope_layer_interval > max_layers) fail("no_rope_layer_interval", "is absurdly large");
-  if (m.llama4_moe && (!is_moe(m) || m.experts_3d || m.deepseek_moe || m.fused_gate_up || m.mlp_bias ||
-                       m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
-    fail("llama4_moe", "is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
+  if (m.experts == moe_layout::llama4 && (!is_moe(m) || m.fused_gate_up || m.mlp_bias ||
+                                          m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
+    fail("experts", "llama4 is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
   if (m.l2_qk_norm && m.qk_norm) fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
   if ((m.l2_qk_norm || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
       (!m.complex_rope || m.fused_qkv || is_mla(m) || m.layer_norm || m.parallel_residual || m.post_norms ||
@@ -385,7 +426,8 @@ constexpr model_shape layer_kind(const model_shape& m, bool moe, bool nope, std:
   if (!moe) {  // DeepseekV3DecoderLayer: layer_idx < first_k_dense_replace → DeepseekV3MLP; Llama4TextMLP
     k.num_experts = k.num_experts_per_tok = k.moe_intermediate_size = 0;
     k.shared_expert_intermediate_size = 0;
-    k.norm_topk_prob = k.deepseek_moe = k.router_sigmoid = k.llama4_moe = false;
+    k.norm_topk_prob = k.router_sigmoid = false;
+    k.experts = moe_layout::linear_experts;
   }
   return k;
 }
@@ -521,27 +563,34 @@ HEADROOM_INLINE constexpr void emit_3d_experts(const model_shape& m, layer_run r
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_moe_mlp(const model_shape& m, layer_run run, Emit& emit) {
   const std::uint64_t d = m.hidden_size, f = m.moe_intermediate_size, E = m.num_experts, L = run.moe;
-  if (m.experts_3d) {
-    emit_linear(emit, module_name::router, E, d, L, m.router_bias, false);
-    emit_3d_experts(m, run, emit, 2 * f, d, true);
-    emit_3d_experts(m, run, emit, d, f, true);
-  } else if (m.llama4_moe) {
-    emit_3d_experts(m, run, emit, 2 * f, d, false);
-    emit_3d_experts(m, run, emit, d, f, false);
-    emit_linear(emit, module_name::router, E, d, L, false, false);
-    emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
-  } else if (m.deepseek_moe) {
-    emit_routed_swiglus(m, run, emit);
-    emit_linear(emit, module_name::router, E, d, L, false, false);  // its e_score_correction_bias is a buffer
-    if (m.shared_expert_intermediate_size != 0)
+  const bool linear_router = router_is_linear(m);
+  switch (m.experts) {
+    case moe_layout::gpt_oss:
+      emit_linear(emit, module_name::router, E, d, L, m.router_bias, linear_router);
+      emit_3d_experts(m, run, emit, 2 * f, d, true);
+      emit_3d_experts(m, run, emit, d, f, true);
+      return;
+    case moe_layout::llama4:
+      emit_3d_experts(m, run, emit, 2 * f, d, false);
+      emit_3d_experts(m, run, emit, d, f, false);
+      emit_linear(emit, module_name::router, E, d, L, false, linear_router);
       emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
-  } else {
-    emit_linear(emit, module_name::router, E, d, L, false);
-    emit_routed_swiglus(m, run, emit);
-    if (m.shared_expert_intermediate_size != 0) {
-      emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
-      emit_linear(emit, module_name::shared_expert_gate, 1, d, L, false);  // Qwen2-MoE's gate
-    }
+      return;
+    case moe_layout::deepseek:
+      emit_routed_swiglus(m, run, emit);
+      emit_linear(emit, module_name::router, E, d, L, false,
+                  linear_router);  // e_score_correction_bias: a buffer
+      if (m.shared_expert_intermediate_size != 0)
+        emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+      return;
+    case moe_layout::linear_experts:
+      emit_linear(emit, module_name::router, E, d, L, false, linear_router);
+      emit_routed_swiglus(m, run, emit);
+      if (m.shared_expert_intermediate_size != 0) {
+        emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+        emit_linear(emit, module_name::shared_expert_gate, 1, d, L, false);  // Qwen2-MoE's gate
+      }
+      return;
   }
 }
 

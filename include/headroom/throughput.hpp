@@ -106,8 +106,9 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   // launches per adapter matmul listed. Experts are counted below.
   for (const gemm_shape& g : layer_gemms(m, s))
     if (g.weight_copies == 1) k += g.adapter ? 2 + (s.lora.dropout > 0 ? 0.5 : 0) : 1;
-  if (m.llama4_moe) {  // topk, full_like, scatter_, sigmoid (and its casts), repeat, ·, two bmm, act, ·, sum,
-                       // add_
+  if (m.experts == moe_layout::llama4) {  // topk, full_like, scatter_, sigmoid (and its casts), repeat, ·,
+                                          // two bmm, act, ·, sum,
+                                          // add_
     k += 13;
   } else if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
     k += 6 + expert_ops * static_cast<double>(m.num_experts);
@@ -229,9 +230,8 @@ inline void add_elementwise_time(layer_times& out, const model_shape& m, const m
                                  const roofline& roof, double t, double L) {
   const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
   const double kv = static_cast<double>(kv_width(m));
-  const double ff = static_cast<double>(
-      is_moe(lm) ? lm.moe_intermediate_size * (lm.llama4_moe ? lm.num_experts : lm.num_experts_per_tok)
-                 : lm.intermediate_size);
+  const double ff = static_cast<double>(is_moe(lm) ? lm.moe_intermediate_size * experts_run_per_token(lm)
+                                                   : lm.intermediate_size);
   // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
   const double norms = static_cast<double>(lm.norms_per_layer);
   const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;

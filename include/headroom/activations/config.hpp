@@ -275,9 +275,7 @@ struct block_context {
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
   [[nodiscard]] constexpr bool adapted(module_name mod) const {
-    // gpt-oss's and DeepSeek's routers are nn.Parameter tensors, which target_modules cannot adapt (Llama-4's
-    // returns a pair, which a LoRA wrapper cannot add to)
-    if ((m.experts_3d || m.deepseek_moe || m.llama4_moe) && mod == module_name::router) return false;
+    if (mod == module_name::router && !router_is_linear(m)) return false;  // nn.Parameter, or Llama-4's pair
     return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
   }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).

@@ -355,7 +355,8 @@ constexpr void add_routed_experts(Out& out, const block_context& rest, std::uint
                                                  {mn::gate_proj, sf},
                                                  {mn::up_proj, sf},
                                                  {mn::shared_expert_gate, 1}}});
-  if (m.experts_3d)  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
+  if ((m.experts ==
+       moe_layout::gpt_oss))  // GptOssTopKRouter: topk over the logits, then softmax over the k values only
     out.add("router softmax", act(routed, 1, ab), "softmax of the top-k logits, in their dtype");
   else
     out.add("router softmax", act(t, m.num_experts, fp32_bytes), "routing probabilities in fp32");
@@ -367,9 +368,9 @@ constexpr void add_routed_experts(Out& out, const block_context& rest, std::uint
   out.add("expert token indices", act(routed, 2, 8),
           "torch.where's (k-slot, token) int64 pairs, saved by indexing");
   // gpt-oss: the router's scores are in the logits' dtype, the biased expert outputs in the bias's
-  const std::uint64_t expert_out = m.experts_3d && rest.dt.autocast ? fp32_bytes : ab;
-  const std::uint64_t weight_bytes = m.experts_3d ? ab : sb;
-  if (m.experts_3d)
+  const std::uint64_t expert_out = (m.experts == moe_layout::gpt_oss) && rest.dt.autocast ? fp32_bytes : ab;
+  const std::uint64_t weight_bytes = (m.experts == moe_layout::gpt_oss) ? ab : sb;
+  if ((m.experts == moe_layout::gpt_oss))
     add_gpt_oss_experts(out, rest, routed, sb, expert_out);
   else
     add_gated_mlp(out, rest, routed, m.moe_intermediate_size, sb, m.num_experts);
@@ -378,6 +379,30 @@ constexpr void add_routed_experts(Out& out, const block_context& rest, std::uint
           "each token's weight for its expert, saved by that product");
   out.add("weighted expert outputs", act(routed, d, expert_out > sb ? expert_out : sb),
           "the source of index_add_, saved by it");
+}
+
+/// An MoE layer's experts by family; Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed
+/// with the router's), times sigmoid(shared_expert_gate(x)): the product keeps both operands.
+template <class Out>
+HEADROOM_INLINE constexpr void add_moe_terms(Out& out, const block_context& rest, std::uint64_t t) {
+  const model_shape& m = rest.m;
+  switch (m.experts) {
+    case moe_layout::deepseek:
+      return add_deepseek_moe(out, rest, t);
+    case moe_layout::llama4:
+      return add_llama4_moe(out, rest, t);
+    case moe_layout::gpt_oss:
+      return add_routed_experts(out, rest, t);
+    case moe_layout::linear_experts:
+      add_routed_experts(out, rest, t);
+      if (m.shared_expert_intermediate_size == 0) return;
+      add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, rest.dt.stream, 1, false, true);
+      out.add("shared expert gate", act(t, 1, rest.dt.compute),
+              "sigmoid's output, saved by it and by the product");
+      out.add("shared expert output", act(t, m.hidden_size, rest.dt.compute),
+              "saved by the product with the gate");
+      return;
+  }
 }
 
 /// The MLP half of a block: a plain or gated MLP, or the routed experts of one of the MoE blocks, a shared
@@ -393,19 +418,8 @@ constexpr void add_mlp_terms(Out& out, const block_context& k, const block_conte
     add_plain_mlp(out, mlp, t, sb);
   else if (!is_moe(m))  // Cohere's gate/up input was listed with q/k/v
     add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
-  else if (m.deepseek_moe)
-    add_deepseek_moe(out, rest, t);
-  else if (m.llama4_moe)
-    add_llama4_moe(out, rest, t);
   else
-    add_routed_experts(out, rest, t);
-  if (m.shared_expert_intermediate_size != 0 && !m.deepseek_moe && !m.llama4_moe) {
-    // Qwen2-MoE's shared expert, a SwiGLU on every token (its input listed with the router's), times
-    // sigmoid(shared_expert_gate(x)): the product keeps both operands.
-    add_gated_mlp(out, rest, t, m.shared_expert_intermediate_size, sb, 1, false, true);
-    out.add("shared expert gate", act(t, 1, ab), "sigmoid's output, saved by it and by the product");
-    out.add("shared expert output", act(t, d, ab), "saved by the product with the gate");
-  }
+    add_moe_terms(out, rest, t);
   if (m.norms_per_layer >= 4 || m.post_norms)
     add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
 }

@@ -374,7 +374,7 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   if (arch.model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
     m.attention_sinks = true;
     m.router_bias = true;
-    m.experts_3d = true;
+    m.experts = moe_layout::gpt_oss;
     notes.emplace_back(
         "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
         "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "

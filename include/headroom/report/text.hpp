@@ -255,7 +255,7 @@ inline void explain_shapes(text_lines& line, const loaded_model& model) {
                           m.dense_layers, m.intermediate_size, moe_layers(m), m.num_experts,
                           m.num_experts_per_tok, m.shared_expert_intermediate_size)
             : ""));
-  if (m.llama4_moe)
+  if (m.experts == moe_layout::llama4)
     line(fmt::format(
         "  Llama-4  {} MoE layers (one in {}) of {} experts (k {}, width {}) beside a shared expert, "
         "{} dense (d_ff {}); every expert runs on every token; {} NoPE layers{}",

@@ -44,7 +44,7 @@ inline void read_deepseek(const json& j, const std::string& origin, const std::s
                       "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
   const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
   m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
-  m.deepseek_moe = true;
+  m.experts = moe_layout::deepseek;
   const std::string scoring =
       read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
   if (scoring != "sigmoid" && scoring != "softmax")
@@ -101,7 +101,8 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
   const std::string act = read_string_or(j, "hidden_act", origin, "silu");
   if (act != "silu")
     throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
-  m.llama4_moe = m.complex_rope = true;
+  m.experts = moe_layout::llama4;
+  m.complex_rope = true;
   m.shared_expert_intermediate_size =
       m.moe_intermediate_size;  // Llama4TextMoe.shared_expert: intermediate_size
   m.intermediate_size = read_count_or(j, "intermediate_size_mlp", origin, 16384);  // the config class default
