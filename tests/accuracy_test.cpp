@@ -66,7 +66,7 @@ TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[acc
     const layer_group_list runs = layer_groups(m);
     const model_shape& one = runs.items[runs.size - 1].shape;
     REQUIRE(one.num_hidden_layers == 1);
-    const std::uint64_t final_norm = m.hidden_size * (m.layer_norm ? 2 : 1);  // a LayerNorm has a bias
+    const std::uint64_t final_norm = m.hidden_size * norm_tensors(m);  // a LayerNorm has a bias
     const std::uint64_t layer = layer_parameter_count(one).count();
     std::uint64_t adapters = s.method == training_method::lora ? adapter_count(one, s.lora).count() : 0;
     // The row measures the layer alone: not VeRA's shared projections, nor LN tuning's final-norm copy.

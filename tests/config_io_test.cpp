@@ -128,8 +128,7 @@ TEST_CASE("OLMo-2 and Granite config.json files load with their published counts
   CHECK(parameter_count(olmo.spec.shape).count() == 7'298'617'344);
   CHECK(olmo.spec.shape.post_norms);
   CHECK(olmo.spec.shape.qk_norm_full_width);
-  CHECK(olmo.spec.shape.norm_scale_fp32);
-  CHECK_FALSE(olmo.spec.shape.norm_unit_offset);
+  CHECK(olmo.spec.shape.norm == norm_kind::rms_fp32_scale);
   const loaded_model granite = load_model_config(data_dir / "configs" / "granite-3.3-8b-instruct.json");
   CHECK(parameter_count(granite.spec.shape).count() == 8'170'864'640);
   CHECK(granite.spec.shape.scalar_multipliers);
@@ -147,7 +146,8 @@ TEST_CASE("StarCoder2's config.json loads with its published count, dropouts and
   const loaded_model sc = load_model_config(file);
   CHECK(parameter_count(sc.spec.shape).count() == 3'030'371'328);
   const model_shape& m = sc.spec.shape;
-  CHECK((m.layer_norm && m.plain_mlp && m.tie_word_embeddings && m.mlp_bias && m.o_proj_bias));
+  CHECK((m.norm == norm_kind::layer_norm && m.plain_mlp && m.tie_word_embeddings && m.mlp_bias &&
+         m.o_proj_bias));
   CHECK((m.residual_dropout && m.embedding_dropout && m.attention_dropout));  // 0.1 each in the file
   nlohmann::json j = detail::parse_json_file(file);
   j["use_bias"] = false;  // no biases: 30·(3,072 + 2·256 + 3,072 + 12,288 + 3,072) fewer
@@ -180,7 +180,8 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
   const loaded_model big = load_model_config(data_dir / "configs" / "pythia-6.9b.json");
   CHECK(parameter_count(big.spec.shape).count() == 6'857'302'016);
   const model_shape& m = small.spec.shape;
-  CHECK((m.neox_names && m.parallel_residual && m.fused_qkv && m.layer_norm && m.plain_mlp));
+  CHECK(
+      (m.neox_names && m.parallel_residual && m.fused_qkv && m.norm == norm_kind::layer_norm && m.plain_mlp));
   CHECK(m.rotary_dim == 16);  // int(64 · 0.25)
   CHECK_FALSE((m.residual_dropout || m.attention_dropout || m.tie_word_embeddings));
   nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "pythia-160m.json");
@@ -219,7 +220,8 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
 TEST_CASE("Cohere config.json files load with their counts, q/k norms and the logit scale", "[config_io]") {
   const loaded_model r = load_model_config(data_dir / "configs" / "c4ai-command-r-v01.json");
   CHECK(parameter_count(r.spec.shape).count() == 34'980'831'232);
-  CHECK((r.spec.shape.cohere_norm && r.spec.shape.parallel_residual && r.spec.shape.logit_scale));
+  CHECK(
+      (r.spec.shape.norm == norm_kind::cohere && r.spec.shape.parallel_residual && r.spec.shape.logit_scale));
   CHECK((r.spec.shape.tie_word_embeddings && !r.spec.shape.qk_norm && r.spec.shape.norms_per_layer == 1));
   const loaded_model plus = load_model_config(data_dir / "configs" / "c4ai-command-r-plus.json");
   CHECK(parameter_count(plus.spec.shape).count() == 103'810'674'688);
@@ -415,7 +417,8 @@ TEST_CASE("Cohere2 (Command-R7B, Command-A) loads as Cohere's block, its sliding
   // Hand-derived from the shapes (docs/presets.md): the cards' 8.03B and 111B.
   const loaded_model r7b = load_model_config(data_dir / "configs" / "c4ai-command-r7b-12-2024.json");
   CHECK(parameter_count(r7b.spec.shape).count() == 8'028'033'024);
-  CHECK((r7b.spec.shape.cohere_norm && r7b.spec.shape.parallel_residual && r7b.spec.shape.logit_scale));
+  CHECK((r7b.spec.shape.norm == norm_kind::cohere && r7b.spec.shape.parallel_residual &&
+         r7b.spec.shape.logit_scale));
   CHECK(test::mentions(r7b.notes, "sliding_window 4096"));
   CHECK(parameter_count(load_model_config(data_dir / "configs" / "c4ai-command-a-03-2025.json").spec.shape)
             .count() == 111'057'580'032);

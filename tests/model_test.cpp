@@ -214,7 +214,7 @@ TEST_CASE("StarCoder2: LayerNorms with bias, biased linears and a two-matrix GEL
   CHECK(parse_lora_targets("c_fc,c_proj") == lora_targets{}.add(module_name::c_fc).add(module_name::c_proj));
   model_shape bad = starcoder2_3b;
   bad.qk_norm = true;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "layer_norm", "q/k norms");
+  test::require_input_error([&] { (void)parameter_count(bad); }, "norm", "q/k norms");
   bad = starcoder2_3b;
   bad.num_experts = 8;
   bad.num_experts_per_tok = 2;
@@ -256,7 +256,7 @@ TEST_CASE("GPT-NeoX: query_key_value, dense, dense_h_to_4h and dense_4h_to_h, no
   bad.rotary_dim = 15;
   test::require_input_error([&] { (void)parameter_count(bad); }, "rotary_dim", "even");
   bad = pythia_160m;
-  bad.layer_norm = false;
+  bad.norm = norm_kind::rms;
   test::require_input_error([&] { (void)parameter_count(bad); }, "parallel_residual");
 }
 
@@ -276,7 +276,7 @@ TEST_CASE("Cohere: one norm per block without a bias, per-head q/k norm weights"
   CHECK(tensors == 1 + 64 * 10 + 1);
   model_shape bad = command_r;
   bad.parallel_residual = false;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "cohere_norm", "parallel");
+  test::require_input_error([&] { (void)parameter_count(bad); }, "norm", "parallel");
 }
 
 // DeepSeek-V3 (arXiv 2412.19437: 671B parameters, 37B activated per token; its multi-token-prediction module

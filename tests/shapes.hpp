@@ -68,7 +68,7 @@ constexpr model_shape olmo2_7b_shape() {
   model_shape m = with_qk_norm(dense(4096, 11008, 32, 32, 32, 128, 100352, false));
   m.qk_norm_full_width = true;
   m.post_norms = true;
-  m.norm_scale_fp32 = true;
+  m.norm = norm_kind::rms_fp32_scale;
   return m;
 }
 constexpr model_shape olmo2_7b = olmo2_7b_shape();
@@ -97,7 +97,7 @@ constexpr model_shape gpt_oss_20b = gpt_oss_20b_shape();
 constexpr model_shape starcoder2_3b_shape() {
   model_shape m = dense(3072, 12288, 30, 24, 2, 128, 49152, true);
   m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
-  m.layer_norm = true;
+  m.norm = norm_kind::layer_norm;
   m.plain_mlp = true;
   m.residual_dropout = m.embedding_dropout = m.attention_dropout = true;
   return m;
@@ -110,7 +110,8 @@ constexpr model_shape pythia(std::uint64_t d, std::uint64_t layers, std::uint64_
                              std::uint64_t vocab) {
   model_shape m = dense(d, 4 * d, layers, heads, heads, d / heads, vocab, false);
   m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
-  m.layer_norm = m.plain_mlp = m.fused_qkv = m.neox_names = m.parallel_residual = true;
+  m.plain_mlp = m.fused_qkv = m.neox_names = m.parallel_residual = true;
+  m.norm = norm_kind::layer_norm;
   m.rotary_dim = d / heads / 4;
   return m;
 }
@@ -123,7 +124,8 @@ constexpr model_shape cohere(std::uint64_t d, std::uint64_t ff, std::uint64_t la
                              std::uint64_t kv, bool qk_norm) {
   model_shape m = dense(d, ff, layers, heads, kv, 128, 256000, true);
   m.norms_per_layer = 1;
-  m.cohere_norm = m.parallel_residual = m.logit_scale = true;
+  m.parallel_residual = m.logit_scale = true;
+  m.norm = norm_kind::cohere;
   m.qk_norm = m.qk_norm_full_width = qk_norm;
   return m;
 }

@@ -25,7 +25,8 @@ TEST_CASE("The towers' encoders: SigLIP's and Llama-4's as LayerNorm blocks, the
   // SigLIP so400m/14 at 896: 64² patches of 3·14² values, 27 layers of width 1,152 (16 heads), MLP 4,304
   CHECK((g.patches_per_image == 4096 && g.patch_values == 588 && g.tokens_per_image == 256));
   CHECK((g.encoder.hidden_size == 1152 && g.encoder.num_hidden_layers == 27 && g.encoder.head_dim == 72));
-  CHECK((g.encoder.intermediate_size == 4304 && g.encoder.layer_norm && g.encoder.plain_mlp));
+  CHECK((g.encoder.intermediate_size == 4304 && g.encoder.norm == norm_kind::layer_norm &&
+         g.encoder.plain_mlp));
   CHECK(g.tensors == 2 + 1 + 16 * 27 + 2 + 2);  // patch conv, positions, layers, post-layernorm, projector
   // The encoder's layers (no embedding of its own: vocabulary 1, tied) are the tower's 27 layers
   CHECK(layer_parameter_count(g.encoder).count() ==

@@ -12,15 +12,25 @@
 
 namespace headroom {
 
+/// Which norm a family uses (every norm of the model: the blocks', q/k norms, the final one). A `switch` over
+/// it has no `default:`, so the compiler lists every place a new kind must be priced.
+enum class norm_kind : std::uint8_t {
+  rms,             ///< LlamaRMSNorm: x · rsqrt(mean(x²) + eps) in fp32, cast back, then · weight in bf16
+  rms_fp32_scale,  ///< Olmo2RMSNorm: the weight product in fp32 too, then cast back
+  gemma_rms,       ///< GemmaRMSNorm: x · (1 + weight), all in fp32
+  layer_norm,      ///< nn.LayerNorm with weight and bias (StarCoder2, GPT-NeoX, SigLIP)
+  cohere,          ///< CohereLayerNorm: x − mean, · rsqrt, · weight, all in fp32 in Python; no bias
+};
+
 /// How an MoE model builds its experts and router (the MoE families). A `switch` over it has no `default:`,
 /// so the compiler lists every place a new family must be priced (docs/adding-a-family.md).
 enum class moe_layout : std::uint8_t {
   linear_experts,  ///< Qwen2/3-MoE, Mixtral: an nn.Linear router and E SwiGLU experts of nn.Linear
                    ///< (Qwen2-MoE: a shared expert behind a sigmoid gate)
-  deepseek,  ///< DeepseekV3MoE: an nn.Parameter router run in fp32, shared experts added ungated
-  llama4,    ///< Llama4TextMoe: 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
-             ///< sigmoid(top-k logits); a router returning (scores, logits); an ungated shared expert
-  gpt_oss,   ///< GptOssExperts: experts and router are nn.Parameter tensors (E × d × 2f, with biases)
+  deepseek,        ///< DeepseekV3MoE: an nn.Parameter router run in fp32, shared experts added ungated
+  llama4,          ///< Llama4TextMoe: 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
+                   ///< sigmoid(top-k logits); a router returning (scores, logits); an ungated shared expert
+  gpt_oss,         ///< GptOssExperts: experts and router are nn.Parameter tensors (E × d × 2f, with biases)
 };
 
 /// Shapes of a Llama/Qwen/Mistral/Gemma-style decoder. Field names follow config.json.
@@ -40,9 +50,7 @@ struct model_shape {
   bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
   bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
   bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
-  bool norm_scale_fp32 =
-      false;  ///< RMSNorm multiplies by its weight in fp32 (Gemma, OLMo-2), not in bf16 (Llama)
-  bool norm_unit_offset = false;  ///< RMSNorm scales by (1 + weight) (Gemma), not by weight
+  norm_kind norm = norm_kind::rms;  ///< every norm's kind (Llama's RMSNorm unless the family says otherwise)
   bool post_norms = false;  ///< OLMo-2: the two norms sit on the attention and MLP outputs, none on the input
   bool qk_norm_full_width = false;      ///< q/k norms over a·head_dim and g·head_dim (OLMo-2), not per head
   bool scalar_multipliers = false;      ///< Granite: embeddings, residual branches and logits times scalars
@@ -61,8 +69,7 @@ struct model_shape {
   bool attention_sinks = false;  ///< one learned logit per head and layer joins each softmax (`sinks`)
   bool router_bias = false;      ///< the router has a bias
   // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP), also GPT-NeoX's.
-  bool layer_norm = false;  ///< every norm is an nn.LayerNorm with weight and bias, not an RMSNorm
-  bool plain_mlp = false;   ///< c_fc → GELU → c_proj (GPT-NeoX: dense_h_to_4h, dense_4h_to_h), no gate
+  bool plain_mlp = false;  ///< c_fc → GELU → c_proj (GPT-NeoX: dense_h_to_4h, dense_4h_to_h), no gate
   bool residual_dropout = false;  ///< dropout on the attention and MLP outputs in training (residual_dropout)
   bool embedding_dropout = false;  ///< dropout on the embedding output in training (embedding_dropout)
   bool attention_dropout = false;  ///< config.json attention_dropout > 0: dropout on the attention weights
@@ -71,7 +78,6 @@ struct model_shape {
   bool parallel_residual = false;  ///< x + attn(ln1(x)) + mlp(ln2(x)): both norms read the block input
   std::uint64_t rotary_dim = 0;  ///< RoPE on the first rotary_dim of each head (GPT-NeoX rotary_pct); 0 = all
   // Cohere (CohereDecoderLayer): one norm per parallel block, logits scaled.
-  bool cohere_norm = false;  ///< CohereLayerNorm: x − mean, · rsqrt, · weight, all in fp32 in Python; no bias
   bool logit_scale =
       false;  ///< logits · logit_scale (Cohere): a new logits-sized tensor, as Granite's division
   // DeepSeek-V2/V3, Kimi-K2 (DeepseekV3Attention, DeepseekV3MoE): multi-head latent attention (MLA), where
@@ -139,6 +145,20 @@ struct block_module_names {
   if (m.experts == moe_layout::gpt_oss)
     return m.head_dim / 2;  // GptOssRotaryEmbedding: one angle per pair of the two halves
   return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
+}
+
+/// Tensors per norm: an nn.LayerNorm holds a bias beside its weight; the RMSNorms and Cohere's norm a weight.
+[[nodiscard]] constexpr std::uint64_t norm_tensors(const model_shape& m) {
+  switch (m.norm) {
+    case norm_kind::layer_norm:
+      return 2;
+    case norm_kind::rms:
+    case norm_kind::rms_fp32_scale:
+    case norm_kind::gemma_rms:
+    case norm_kind::cohere:
+      return 1;
+  }
+  return 1;
 }
 
 /// Whether the router is an nn.Linear, which target_modules can adapt and bitsandbytes quantises: Qwen's and
@@ -329,15 +349,14 @@ constexpr void validate_block_layout(const model_shape& m) {
     fail("rotary_dim", "must be an even width no larger than head_dim");
   if (m.neox_names && !(m.fused_qkv && m.plain_mlp))
     fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
-  if (m.parallel_residual && !(m.layer_norm && m.norms_per_layer == 2) &&
-      !(m.cohere_norm && m.norms_per_layer == 1))
+  if (m.parallel_residual && !(m.norm == norm_kind::layer_norm && m.norms_per_layer == 2) &&
+      !(m.norm == norm_kind::cohere && m.norms_per_layer == 1))
     fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
-  if (m.cohere_norm && (m.layer_norm || m.norm_scale_fp32 || m.post_norms || !m.parallel_residual ||
-                        (m.qk_norm && !m.qk_norm_full_width)))
-    fail("cohere_norm", "is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
-  if (m.layer_norm &&
-      (m.norm_scale_fp32 || m.norm_unit_offset || m.post_norms || m.qk_norm || m.norms_per_layer != 2))
-    fail("layer_norm", "is StarCoder2's and GPT-NeoX's two LayerNorms: no RMSNorm options or q/k norms");
+  if (m.norm == norm_kind::cohere &&
+      (m.post_norms || !m.parallel_residual || (m.qk_norm && !m.qk_norm_full_width)))
+    fail("norm", "cohere is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
+  if (m.norm == norm_kind::layer_norm && (m.post_norms || m.qk_norm || m.norms_per_layer != 2))
+    fail("norm", "layer_norm is StarCoder2's and GPT-NeoX's two LayerNorms: no q/k norms");
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): its ranks, and DeepSeek's block around it.
@@ -355,8 +374,8 @@ constexpr void validate_mla(const model_shape& m) {
     fail("qk_rope_head_dim", "must be even and smaller than qk_nope_head_dim + qk_rope_head_dim");
   if (m.num_key_value_heads != m.num_attention_heads)
     fail("num_key_value_heads", "must equal num_attention_heads under MLA (every head has its keys)");
-  if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.layer_norm || m.parallel_residual ||
-      m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks)
+  if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.norm == norm_kind::layer_norm ||
+      m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks)
     fail("kv_lora_rank", "MLA is modelled with DeepSeek's block: two RMSNorms, unbiased projections");
 }
 
@@ -387,8 +406,9 @@ constexpr void validate_layer_kinds(const model_shape& m) {
     fail("experts", "llama4 is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
   if (m.l2_qk_norm && m.qk_norm) fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
   if ((m.l2_qk_norm || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
-      (!m.complex_rope || m.fused_qkv || is_mla(m) || m.layer_norm || m.parallel_residual || m.post_norms ||
-       m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks))
+      (!m.complex_rope || m.fused_qkv || is_mla(m) || m.norm == norm_kind::layer_norm ||
+       m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 ||
+       m.attention_sinks))
     fail("no_rope_layer_interval", "NoPE layers and the L2 q/k norm are modelled with Llama-4's block");
 }
 }  // namespace detail
@@ -608,7 +628,7 @@ HEADROOM_INLINE constexpr void visit_dense_mlp(const model_shape& m, std::uint64
 /// beside its weight, so its parameters are twice an RMSNorm's.
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_layer_norms(const model_shape& m, layer_run run, Emit& emit) {
-  const std::uint64_t tensors = m.norms_per_layer * (m.layer_norm ? 2 : 1);
+  const std::uint64_t tensors = m.norms_per_layer * norm_tensors(m);
   const param_tensor one{module_name::norm, tensor_role::norm_weight, m.hidden_size, 0, 1};
   if (!run.one_by_one) {
     emit(param_tensor{module_name::norm, tensor_role::norm_weight, m.hidden_size, 0,
@@ -649,7 +669,7 @@ HEADROOM_INLINE constexpr void visit_model(const model_shape& m, bool one_by_one
     visit_layer(m, layer_run{m.num_hidden_layers, dense_mlp_layers(m), moe_layers(m), false}, emit);
   }
   emit(param_tensor{module_name::norm, tensor_role::norm_weight, d, 0, 1});  // final norm: not a layer's
-  if (m.layer_norm) emit(param_tensor{module_name::norm, tensor_role::norm_weight, d, 0, 1});  // and its bias
+  if (norm_tensors(m) == 2) emit(param_tensor{module_name::norm, tensor_role::norm_weight, d, 0, 1});  // bias
   if (!m.tie_word_embeddings)
     emit(param_tensor{module_name::lm_head, tensor_role::linear_weight, m.vocab_size, d, 1});
 }
@@ -692,7 +712,7 @@ constexpr void visit_parameters_in_order(const model_shape& m, Visit&& visit) {
 /// lm_head.
 [[nodiscard]] constexpr std::uint64_t model_level_parameters(const model_shape& m) {
   const std::uint64_t table = detail::checked_mul(m.vocab_size, m.hidden_size, "embedding");
-  return table * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size * (m.layer_norm ? 2 : 1);
+  return table * (m.tie_word_embeddings ? 1 : 2) + m.hidden_size * norm_tensors(m);
 }
 /// Parameters of one decoder layer of `m`, whose layers are uniform (one of layer_groups).
 [[nodiscard]] constexpr params layer_parameter_count(const model_shape& m) {

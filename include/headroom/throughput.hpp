@@ -88,7 +88,8 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   // (MLA adds q_a_layernorm and kv_a_layernorm)
   const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0) +
                                            (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
-  double k = (m.layer_norm ? layer_norm : rms_norm) * norms + rope + 2;  // + the two residual adds
+  double k = (m.norm == norm_kind::layer_norm ? layer_norm : rms_norm) * norms + rope +
+             2;                        // + the two residual adds
   if (m.residual_dropout) k += 2 * 2;  // StarCoder2: bernoulli and the product, after o_proj and c_proj
   switch (a.attention) {
     case attention_impl::flash:
@@ -234,7 +235,7 @@ inline void add_elementwise_time(layer_times& out, const model_shape& m, const m
                                                    : lm.intermediate_size);
   // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
   const double norms = static_cast<double>(lm.norms_per_layer);
-  const double norm_bytes = lm.layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
+  const double norm_bytes = lm.norm == norm_kind::layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
   const double mlp_bytes = lm.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
   const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
   out.elementwise += L * roof.time(0, elem_bytes) * 3;

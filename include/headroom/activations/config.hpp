@@ -117,7 +117,7 @@ struct activation_config {
 [[nodiscard]] constexpr const char* compile_not_modelled(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   if (!c.compiled) return nullptr;
-  if (m.layer_norm || m.plain_mlp || m.cohere_norm)
+  if (m.norm == norm_kind::layer_norm || m.plain_mlp || m.norm == norm_kind::cohere)
     return "StarCoder2's, GPT-NeoX's and Cohere's blocks under Inductor are not modelled (measured eager "
            "only)";
   if (is_mla(m)) return "DeepSeek's MLA blocks under Inductor are not modelled (measured eager only)";
@@ -349,9 +349,9 @@ HEADROOM_INLINE constexpr void add_rms_norm(Out& out, std::string_view name, std
       out.add(name, fp32_copy, "x², saved by mean() (torch 1.13; 2.x keeps only its size)");
     out.add(name, act(rows, 1, fp32_bytes), "rsqrt(variance + eps), one fp32 value per row");
   }
-  if (k.m.norm_scale_fp32) {
+  if (k.m.norm == norm_kind::rms_fp32_scale || k.m.norm == norm_kind::gemma_rms) {
     // Gemma's x·(1 + w.float()) saves a new fp32 vector; OLMo-2's w·x saves the weight itself.
-    if (input_grad && k.m.norm_unit_offset)
+    if (input_grad && k.m.norm == norm_kind::gemma_rms)
       out.add(name, act(width, 1, fp32_bytes), "1 + weight.float(), saved by the scale product");
     if (weight_grad) out.add(name, fp32_copy, "the fp32 normalised input, for the weight's gradient");
   } else if (weight_grad) {
@@ -404,12 +404,16 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_norm(Out& out, std::string_view name, std::uint64_t rows,
                                         std::uint64_t width, std::uint64_t in_bytes, const block_context& k,
                                         bool input_grad = true) {
-  if (k.m.layer_norm)
-    add_layer_norm(out, name, rows, width, in_bytes, k, input_grad);
-  else if (k.m.cohere_norm)
-    add_cohere_norm(out, name, rows, width, width, k, input_grad);
-  else
-    add_rms_norm(out, name, rows, width, in_bytes, k, input_grad);
+  switch (k.m.norm) {
+    case norm_kind::layer_norm:
+      return add_layer_norm(out, name, rows, width, in_bytes, k, input_grad);
+    case norm_kind::cohere:
+      return add_cohere_norm(out, name, rows, width, width, k, input_grad);
+    case norm_kind::rms:
+    case norm_kind::rms_fp32_scale:
+    case norm_kind::gemma_rms:
+      return add_rms_norm(out, name, rows, width, in_bytes, k, input_grad);
+  }
 }
 /// F.dropout in training on `values` values of `in_bytes` each: a CPU multiplies by a scaled noise tensor in
 /// the input's dtype and saves it; CUDA's native_dropout saves a bool mask (mask_bytes).

@@ -266,7 +266,8 @@ constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64
   else if (m.fused_qkv)
     add_linear_group(out, k, m.neox_names ? "query_key_value input" : "qkv_proj input", t, d, sb,
                      std::array<linear_site, 1>{{{names.qkv, q + 2 * kv}}});
-  else if (m.cohere_norm)  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
+  else if ((m.norm ==
+            norm_kind::cohere))  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
     add_linear_group(out, k, "q/k/v and gate/up_proj input", t, d, sb,
                      std::array<linear_site, 5>{{{mn::q_proj, q},
                                                  {mn::k_proj, kv},
@@ -276,7 +277,7 @@ constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64
   else
     add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
                      std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
-  if (m.cohere_norm &&
+  if ((m.norm == norm_kind::cohere) &&
       m.qk_norm) {  // CohereAttention use_qk_norm: per head over head_dim, (heads, head_dim) weights
     add_cohere_norm(out, "q_norm", checked_mul(t, a), m.head_dim, q, k, k.output_grad(mn::q_proj));
     add_cohere_norm(out, "k_norm", checked_mul(t, g), m.head_dim, kv, k, k.output_grad(mn::k_proj));
@@ -325,7 +326,8 @@ constexpr void add_post_attention_norms(Out& out, const block_context& k0, const
   } else if (m.parallel_residual) {
     // GPTNeoXLayer: post_attention_layernorm reads the block input too; Cohere's MLP reads the input norm's
     // output
-    if (!m.cohere_norm) add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
+    if (!(m.norm == norm_kind::cohere))
+      add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
   } else {
     add_norm(out, "post_attention_layernorm", t, d, sb, rest);
   }
@@ -417,7 +419,7 @@ constexpr void add_mlp_terms(Out& out, const block_context& k, const block_conte
   if (m.plain_mlp)
     add_plain_mlp(out, mlp, t, sb);
   else if (!is_moe(m))  // Cohere's gate/up input was listed with q/k/v
-    add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.cohere_norm);
+    add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, (m.norm == norm_kind::cohere));
   else
     add_moe_terms(out, rest, t);
   if (m.norms_per_layer >= 4 || m.post_norms)

@@ -356,8 +356,7 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.fused_qkv = arch.fused;
   m.fused_gate_up = arch.fused;
   const bool gemma = arch.model_type.substr(0, 5) == "gemma";
-  m.norm_scale_fp32 = gemma;  // GemmaRMSNorm: x·(1 + w) in fp32
-  m.norm_unit_offset = gemma;
+  if (gemma) m.norm = norm_kind::gemma_rms;  // GemmaRMSNorm: x·(1 + w) in fp32
 }
 
 /// The parts particular to one family (OLMo-2's post-norms, Phi-3's partial RoPE, gpt-oss, StarCoder2,
@@ -367,7 +366,7 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   if (arch.model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
     m.post_norms = true;
     m.qk_norm_full_width = true;
-    m.norm_scale_fp32 = true;
+    m.norm = norm_kind::rms_fp32_scale;
   }
   if (arch.fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
     m.rotary_dim = read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
@@ -382,14 +381,15 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   }
   if (arch.model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
     m.attention_bias = m.o_proj_bias = m.mlp_bias = read_bool_or(j, "use_bias", origin, true);
-    m.layer_norm = true;
+    m.norm = norm_kind::layer_norm;
     m.plain_mlp = true;
     m.residual_dropout = read_dropout(j, "residual_dropout", origin);
     m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
     require_gelu(j, "gelu_pytorch_tanh", origin);
   }
   if (arch.model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
-    m.layer_norm = m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
+    m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
+    m.norm = norm_kind::layer_norm;
     m.parallel_residual = read_bool_or(j, "use_parallel_residual", origin, true);
     // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
     m.residual_dropout = m.embedding_dropout = read_dropout(j, "hidden_dropout", origin);
@@ -404,7 +404,8 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
   // its global layers skip RoPE, which saves nothing but the shared tables either way)
   if (arch.model_type == "cohere" || arch.model_type == "cohere2") {
-    m.cohere_norm = m.parallel_residual = m.logit_scale = true;
+    m.parallel_residual = m.logit_scale = true;
+    m.norm = norm_kind::cohere;
     if (!read_optional_number(j, "logit_scale", origin, true))
       throw input_error(key_path(origin, "logit_scale"), "must be a positive number, got null");
     // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights

@@ -177,7 +177,8 @@ constexpr model_shape vit_encoder(const vit_dims& v) {
   m.intermediate_size = v.mlp;
   m.num_hidden_layers = v.layers;
   m.vocab_size = 1;
-  m.tie_word_embeddings = m.layer_norm = m.plain_mlp = m.mlp_bias = m.attention_bias = m.o_proj_bias = true;
+  m.tie_word_embeddings = m.plain_mlp = m.mlp_bias = m.attention_bias = m.o_proj_bias = true;
+  m.norm = norm_kind::layer_norm;
   return m;
 }
 /// One ViT encoder layer (SiglipEncoderLayer, Llama4VisionEncoderLayer): two LayerNorms with bias, q/k/v/o
