@@ -248,18 +248,25 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
 }
 }  // namespace detail
 
-/// The run a request describes: every knob it leaves unset from `profile`'s defaults where the framework
-/// decides it (framework.hpp), else from headroom_defaults(); then every cross-knob rule. The machine (GPUs,
-/// sharding, overhead) keeps its defaults: the front end applies it.
-[[nodiscard]] inline run_config resolve(const run_request& q,
-                                        std::optional<framework> profile = std::nullopt) {
+/// resolve, with `pins` the knobs `profile` must leave alone: pins_of(q), and those a source applied after
+/// decides itself (a DeepSpeed config's precision and adapter dtype).
+[[nodiscard]] inline run_config resolve(const run_request& q, std::optional<framework> profile,
+                                        const profile_pins& pins) {
   const run_request d = merge(headroom_defaults(), q);
   run_config r;
   detail::resolve_method(q, d, r.setup);
   detail::resolve_optimizer(d, r.setup);
   detail::resolve_workload(q, d, r);
-  if (profile) apply_profile(profile_of(*profile), r, pins_of(q));
+  if (profile) apply_profile(profile_of(*profile), r, pins);
   return r;
+}
+
+/// The run a request describes: every knob it leaves unset from `profile`'s defaults where the framework
+/// decides it (framework.hpp), else from headroom_defaults(); then every cross-knob rule. The machine (GPUs,
+/// sharding, overhead) keeps its defaults: the front end applies it.
+[[nodiscard]] inline run_config resolve(const run_request& q,
+                                        std::optional<framework> profile = std::nullopt) {
+  return resolve(q, profile, pins_of(q));
 }
 
 }  // namespace headroom

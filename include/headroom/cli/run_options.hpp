@@ -25,6 +25,13 @@ std::string default_text(const std::array<named<E>, N>& names, const std::option
   return std::string(choice_name(names, *value));
 }
 inline std::string default_text(const std::optional<std::uint64_t>& value) { return std::to_string(*value); }
+/// A fraction without trailing zeros ("0", "0.05").
+inline std::string default_text(const std::optional<double>& value) {
+  std::string text = std::to_string(*value);
+  text.erase(text.find_last_not_of('0') + 1);
+  if (text.back() == '.') text.pop_back();
+  return text;
+}
 }  // namespace detail
 
 /// The command line's strings, as CLI11 fills them; request_from_flags reads those that were given. The
@@ -66,7 +73,7 @@ struct run_options {
   std::string torch = detail::default_text(torch_names, headroom_defaults().torch);
   std::string adapter_dtype =
       detail::default_text(adapter_precision_names, headroom_defaults().adapter_dtype);
-  std::string lora_dropout = "0";  // headroom_defaults().lora_dropout
+  std::string lora_dropout = detail::default_text(headroom_defaults().lora_dropout);
   std::string optimizer_impl = detail::default_text(optimizer_impl_names, headroom_defaults().optim_impl);
   std::string output_chunks = detail::default_text(headroom_defaults().output_chunks);
   std::string offload_scope;
@@ -400,6 +407,15 @@ inline run_request request_from_flags(const run_options& o) {
   return q;
 }
 
+/// The knobs a framework profile leaves alone: those the flags set, and with --deepspeed the precision and
+/// the adapters' dtype (a DeepSpeed config decides them itself: its engine casts the model, adapters
+/// included).
+inline profile_pins flag_pins(const run_options& o, const run_request& q) {
+  profile_pins pins = pins_of(q);
+  if (o.given("--deepspeed")) pins.precision = pins.adapter_dtype = true;
+  return pins;
+}
+
 /// --framework, when given.
 inline std::optional<framework> framework_flag(const run_options& o) {
   if (o.framework.empty()) return std::nullopt;
@@ -488,9 +504,7 @@ template <class Metric>
 std::vector<profile_move> profile_moves(const run_config& r, const run_options& o, Metric metric) {
   std::vector<profile_move> moves;
   const double base = metric(r);
-  profile_pins pins = pins_of(request_from_flags(o));
-  // A DeepSpeed config decides the precision itself: its engine casts the model, adapters included.
-  if (o.given("--deepspeed")) pins.precision = pins.adapter_dtype = true;
+  const profile_pins pins = flag_pins(o, request_from_flags(o));
   for (const framework_profile& p : framework_profiles) {
     run_config alt = r;
     apply_profile(p, alt, pins);
@@ -564,10 +578,8 @@ inline run_config apply_machine(run_config r, const run_options& o, const std::o
 inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu,
                            const training_args* args = nullptr) {
   if (args != nullptr) return apply_machine(args->run, o, gpu);
-  run_request q = request_from_flags(o);
-  // A DeepSpeed config decides the precision itself (applied after): no profile replaces it first.
-  if (o.given("--deepspeed") && !q.precision) q.precision = headroom_defaults().precision;
-  return apply_machine(resolve(q, framework_flag(o)), o, gpu);
+  const run_request q = request_from_flags(o);
+  return apply_machine(resolve(q, framework_flag(o), flag_pins(o, q)), o, gpu);
 }
 
 namespace detail {
