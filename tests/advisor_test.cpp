@@ -8,11 +8,6 @@
 using namespace headroom;
 using namespace headroom::test;
 
-namespace {
-constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
-constexpr model_spec qwen4{qwen3_4b, 4'000'000'000};
-}  // namespace
-
 TEST_CASE("8B full fine-tuning on 24 GB: optimizer state is the biggest bucket, LoRA is the first fix",
           "[advisor]") {
   const advice a = advise(llama8, run_config{}, bytes(24'000'000'000));

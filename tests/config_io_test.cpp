@@ -9,13 +9,13 @@
 #include <headroom/peak.hpp>
 
 #include "catch.hpp"
+#include "files.hpp"
 #include "shapes.hpp"
 
 using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-const std::filesystem::path data_dir = HEADROOM_TEST_DATA_DIR;
 const std::vector<std::filesystem::path> source_presets{HEADROOM_PRESET_SOURCE_DIR};
 
 bool same_shape(const model_shape& a, const model_shape& b) {
@@ -24,6 +24,7 @@ bool same_shape(const model_shape& a, const model_shape& b) {
          a.intermediate_size == b.intermediate_size && a.num_hidden_layers == b.num_hidden_layers &&
          a.vocab_size == b.vocab_size && a.tie_word_embeddings == b.tie_word_embeddings &&
          a.norms_per_layer == b.norms_per_layer && a.qk_norm == b.qk_norm && a.num_experts == b.num_experts &&
+         a.attention == b.attention && a.mlp == b.mlp && a.norm == b.norm && a.residual == b.residual &&
          a.num_experts_per_tok == b.num_experts_per_tok &&
          a.moe_intermediate_size == b.moe_intermediate_size && a.attention_bias == b.attention_bias;
 }
@@ -126,8 +127,8 @@ TEST_CASE("The preset search path: explicit dir, then HEADROOM_PRESET_DIR, then 
 TEST_CASE("OLMo-2 and Granite config.json files load with their published counts", "[config_io]") {
   const loaded_model olmo = load_model_config(data_dir / "configs" / "olmo-2-1124-7b-instruct.json");
   CHECK(parameter_count(olmo.spec.shape).count() == 7'298'617'344);
-  CHECK(olmo.spec.shape.post_norms);
-  CHECK(olmo.spec.shape.qk_norm_full_width);
+  CHECK(olmo.spec.shape.residual == residual_layout::post_norms);
+  CHECK(olmo.spec.shape.qk_norm == qk_norm_kind::full_width);
   CHECK(olmo.spec.shape.norm == norm_kind::rms_fp32_scale);
   const loaded_model granite = load_model_config(data_dir / "configs" / "granite-3.3-8b-instruct.json");
   CHECK(parameter_count(granite.spec.shape).count() == 8'170'864'640);
@@ -146,8 +147,8 @@ TEST_CASE("StarCoder2's config.json loads with its published count, dropouts and
   const loaded_model sc = load_model_config(file);
   CHECK(parameter_count(sc.spec.shape).count() == 3'030'371'328);
   const model_shape& m = sc.spec.shape;
-  CHECK((m.norm == norm_kind::layer_norm && m.plain_mlp && m.tie_word_embeddings && m.mlp_bias &&
-         m.o_proj_bias));
+  CHECK((m.norm == norm_kind::layer_norm && m.mlp == mlp_layout::c_fc && m.tie_word_embeddings &&
+         m.mlp_bias && m.o_proj_bias));
   CHECK((m.residual_dropout && m.embedding_dropout && m.attention_dropout));  // 0.1 each in the file
   nlohmann::json j = detail::parse_json_file(file);
   j["use_bias"] = false;  // no biases: 30·(3,072 + 2·256 + 3,072 + 12,288 + 3,072) fewer
@@ -180,8 +181,8 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
   const loaded_model big = load_model_config(data_dir / "configs" / "pythia-6.9b.json");
   CHECK(parameter_count(big.spec.shape).count() == 6'857'302'016);
   const model_shape& m = small.spec.shape;
-  CHECK(
-      (m.neox_names && m.parallel_residual && m.fused_qkv && m.norm == norm_kind::layer_norm && m.plain_mlp));
+  CHECK((m.attention == attention_layout::query_key_value && m.residual == residual_layout::parallel &&
+         m.norm == norm_kind::layer_norm && m.mlp == mlp_layout::dense_h_to_4h));
   CHECK(m.rotary_dim == 16);  // int(64 · 0.25)
   CHECK_FALSE((m.residual_dropout || m.attention_dropout || m.tie_word_embeddings));
   nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "pythia-160m.json");
@@ -192,7 +193,7 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
   j["partial_rotary_factor"] = 1.0;
   j["hidden_dropout"] = 0.1;
   const model_shape sequential = model_from_config(j, "p.json").spec.shape;
-  CHECK_FALSE(sequential.parallel_residual);
+  CHECK(sequential.residual == residual_layout::sequential);
   CHECK(sequential.rotary_dim == 0);  // all of the head
   CHECK((sequential.residual_dropout && sequential.embedding_dropout));
   j["partial_rotary_factor"] = 0.01;  // int(64 · 0.01) = 0 dimensions
@@ -220,12 +221,13 @@ TEST_CASE("GPT-NeoX (Pythia) config.json files load with the paper's counts", "[
 TEST_CASE("Cohere config.json files load with their counts, q/k norms and the logit scale", "[config_io]") {
   const loaded_model r = load_model_config(data_dir / "configs" / "c4ai-command-r-v01.json");
   CHECK(parameter_count(r.spec.shape).count() == 34'980'831'232);
-  CHECK(
-      (r.spec.shape.norm == norm_kind::cohere && r.spec.shape.parallel_residual && r.spec.shape.logit_scale));
-  CHECK((r.spec.shape.tie_word_embeddings && !r.spec.shape.qk_norm && r.spec.shape.norms_per_layer == 1));
+  CHECK((r.spec.shape.norm == norm_kind::cohere && r.spec.shape.residual == residual_layout::parallel &&
+         r.spec.shape.logit_scale));
+  CHECK((r.spec.shape.tie_word_embeddings && r.spec.shape.qk_norm == qk_norm_kind::none &&
+         r.spec.shape.norms_per_layer == 1));
   const loaded_model plus = load_model_config(data_dir / "configs" / "c4ai-command-r-plus.json");
   CHECK(parameter_count(plus.spec.shape).count() == 103'810'674'688);
-  CHECK(plus.spec.shape.qk_norm);
+  CHECK(plus.spec.shape.qk_norm == qk_norm_kind::full_width);
   nlohmann::json j = detail::parse_json_file(data_dir / "configs" / "c4ai-command-r-v01.json");
   j["logit_scale"] = nullptr;
   test::require_input_error([&] { (void)model_from_config(j, "c.json"); }, "c.json: /logit_scale", "null");
@@ -259,7 +261,7 @@ TEST_CASE("Gemma-3 multimodal: the language model from text_config, the SigLIP t
   CHECK(g.spec.vision.params == 3 * 14 * 14 * h + h + 4096 * h + 27 * layer + 2 * h + h * 2560 + h);
   CHECK(g.spec.vision.tokens_per_image == 256);
   CHECK(g.model_type == "gemma3");
-  CHECK(g.spec.shape.qk_norm);
+  CHECK(g.spec.shape.qk_norm == qk_norm_kind::per_head);
   CHECK(g.spec.shape.tie_word_embeddings);
   // LoRA: all 4.3B resident in bf16; full fine-tuning trains the language model only.
   const static_estimate lora = estimate_static(g.spec, test::lora16, params_basis::exact);
@@ -417,7 +419,7 @@ TEST_CASE("Cohere2 (Command-R7B, Command-A) loads as Cohere's block, its sliding
   // Hand-derived from the shapes (docs/presets.md): the cards' 8.03B and 111B.
   const loaded_model r7b = load_model_config(data_dir / "configs" / "c4ai-command-r7b-12-2024.json");
   CHECK(parameter_count(r7b.spec.shape).count() == 8'028'033'024);
-  CHECK((r7b.spec.shape.norm == norm_kind::cohere && r7b.spec.shape.parallel_residual &&
+  CHECK((r7b.spec.shape.norm == norm_kind::cohere && r7b.spec.shape.residual == residual_layout::parallel &&
          r7b.spec.shape.logit_scale));
   CHECK(test::mentions(r7b.notes, "sliding_window 4096"));
   CHECK(parameter_count(load_model_config(data_dir / "configs" / "c4ai-command-a-03-2025.json").spec.shape)
@@ -438,7 +440,7 @@ TEST_CASE("Llama-4 Scout and Maverick config.json files load with their publishe
   CHECK(active_parameter_count(m).count() == 17'172'894'720);
   CHECK(scout.model_type == "llama4");
   CHECK(scout.spec.vision.tokens_per_image == 144);  // (336 / 14)² patches · 0.5² (pixel shuffle)
-  CHECK((m.l2_qk_norm && m.complex_rope && m.attn_temperature_tuning));
+  CHECK((m.qk_norm == qk_norm_kind::l2 && m.complex_rope && m.attn_temperature_tuning));
   CHECK(m.experts == moe_layout::llama4);
   CHECK((m.moe_layer_step == 1 && m.nope_layer_interval == 4 && m.intermediate_size == 16384));
   CHECK((m.moe_intermediate_size == 8192 && m.shared_expert_intermediate_size == 8192));
@@ -450,7 +452,7 @@ TEST_CASE("Llama-4 Scout and Maverick config.json files load with their publishe
   CHECK(parameter_count(maverick.spec.shape).count() == 400'711'848'960);
   CHECK(parameter_count(maverick.spec.shape).count() + maverick.spec.vision.params == 401'583'781'376);
   CHECK(active_parameter_count(maverick.spec.shape).count() == 17'184'691'200);
-  CHECK((moe_layers(maverick.spec.shape) == 24 && !maverick.spec.shape.l2_qk_norm));
+  CHECK((moe_layers(maverick.spec.shape) == 24 && maverick.spec.shape.qk_norm == qk_norm_kind::none));
   // The text model alone (model_type llama4_text) has the language model's count.
   const nlohmann::json full =
       detail::parse_json_file(data_dir / "configs" / "llama-4-scout-17b-16e-instruct.json");

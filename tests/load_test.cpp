@@ -14,33 +14,33 @@ using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
 constexpr load_estimate load_of(const model_spec& spec, training_method m, load_path p) {
   const training_setup s = with_method(m);
   return estimate_load(spec.shape, s, estimate_static(spec, s), p);
 }
 // Llama-3.1-8B's largest quantised Linear: an MLP projection, 14,336 x 4,096 values.
-constexpr std::uint64_t mlp = 14'336ull * 4'096;
+constexpr std::uint64_t largest_linear = 14'336ull * 4'096;
 }  // namespace
 
 // bitsandbytes: the bf16 copy of the largest weight, plus the fp32 absmax and absmax - offset of double
 // quantisation (one per 64 values).
 static_assert(load_of(llama8, training_method::qlora, load_path::bnb_4bit).transient ==
-              bytes(2 * mlp + 2 * 4 * (mlp / 64)));
+              bytes(2 * largest_linear + 2 * 4 * (largest_linear / 64)));
 
 TEST_CASE("Load phase: each path's transient from its source", "[load]") {
   const load_estimate bnb = load_of(llama8, training_method::qlora, load_path::bnb_4bit);
-  CHECK(bnb.largest == params(mlp));
+  CHECK(bnb.largest == params(largest_linear));
   CHECK(bnb.transient == bytes(124'780'544));
   CHECK(bnb.weights == estimate_static(llama8, with_method(training_method::qlora)).buckets.weights);
   // torchao NF4Tensor.from_tensor: weight + scaled blocks (2n each), a uint8 index per value (n), the
   // absmax scalers (2n/64), and a 2^20-value chunk's (value - nf4) and abs() (2 x 16 x 2^20 x 2 B).
   const load_estimate nf4 = load_of(llama8, training_method::qlora, load_path::torchao_nf4);
-  CHECK(nf4.transient == bytes(5 * mlp + 2 * mlp / 64 + 2 * 16 * (1ull << 20) * 2));
+  CHECK(nf4.transient == bytes(5 * largest_linear + 2 * largest_linear / 64 + 2 * 16 * (1ull << 20) * 2));
   CHECK(nf4.transient == bytes(362'545'152));
   // A tensor under one chunk: the nibble packing (n/2 + n/2) is the larger moment.
   CHECK(headroom::detail::torchao_nf4_transient(1024, 2, 64) == 5 * 1024 + 2 * 1024 / 64 + 2 * 16 * 1024 * 2);
-  CHECK(headroom::detail::torchao_nf4_transient(mlp * 64, 2, 64) == 5 * mlp * 64 + 2 * mlp + mlp * 64);
+  CHECK(headroom::detail::torchao_nf4_transient(largest_linear * 64, 2, 64) ==
+        5 * largest_linear * 64 + 2 * largest_linear + largest_linear * 64);
   // fp32 then cast: all weights in fp32, the embedding (cast first) copied to bf16 on top.
   const load_estimate cast = load_of(llama8, training_method::lora, load_path::fp32_then_cast);
   CHECK(cast.weights == bytes(32'000'000'000));

@@ -45,7 +45,7 @@ logits_estimate replay(const loss_timeline& events) {
   out.after = bytes(live);
   return out;
 }
-constexpr double mib = 1024.0 * 1024.0;
+constexpr double bytes_per_mib = 1024.0 * 1024.0;
 double rel_error(double model, double measured) { return (model - measured) / measured; }
 }  // namespace
 
@@ -167,7 +167,7 @@ TEST_CASE("Validation: Cut Cross-Entropy's README benchmark (Gemma-2 2B head, M 
   const activation_config c = tokens(1, 8192);
   const logits_estimate naive = estimate_logits(gemma, full_ft, c, loss_config{});
   const logits_estimate cce = estimate_logits(gemma, full_ft, c, loss_config{loss_impl::fused_cce, 256});
-  const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / mib; };
+  const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / bytes_per_mib; };
   // Backward: two fp32 gradients of the logits on top of the saved log-softmax (transformers' loss also
   // releases its labels and two scalars first: 64 KiB of 16,000 MiB).
   CHECK(std::fabs(rel_error(mib_of(naive.backward_peak() - naive.kept), 16000.0)) < 1e-5);
@@ -188,7 +188,7 @@ TEST_CASE("Validation: Cut Cross-Entropy's torch_compile rows are the compiled l
   activation_config c = tokens(1, 8192);
   c.compiled = true;
   const logits_estimate compiled = estimate_logits(gemma_2_2b, full_ft, c, loss_config{});
-  const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / mib; };
+  const auto mib_of = [](bytes b) { return static_cast<double>(b.count()) / bytes_per_mib; };
   CHECK(std::fabs(mib_of(compiled.forward_peak()) - 4000.1) < 0.1);
   CHECK(std::fabs(mib_of(compiled.backward_peak() - compiled.kept) - 12000.0) < 0.1);
   CHECK(std::fabs(mib_of(compiled.peak()) - 16000.1) < 0.1);
@@ -213,7 +213,7 @@ TEST_CASE("Validation: Liger's fused linear cross-entropy benchmark (H 4096, V 1
     const logits_estimate e =
         estimate_logits(llama, full_ft, tokens(1, r.bt), loss_config{loss_impl::fused_liger, 256});
     const bytes heads = bytes(2 * 2 * 128'256ull * 4096), input = bytes(2 * r.bt * 4096);
-    const double model = static_cast<double>((heads + input + e.peak()).count()) / mib;
+    const double model = static_cast<double>((heads + input + e.peak()).count()) / bytes_per_mib;
     INFO("BT " << r.bt << ": model " << model << " MiB, measured " << r.measured);
     CHECK(std::fabs(rel_error(model, r.measured)) < 0.50);
   }

@@ -78,7 +78,6 @@ TEST_CASE("Bad LoRA settings name the field", "[lora][errors]") {
 
 TEST_CASE("LoRA-FA: lora_A is stored but frozen, so only lora_B gets gradients and optimizer state",
           "[lora]") {
-  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
   training_setup s = with_method(training_method::lora);
   const static_estimate lora = estimate_static(llama8, s);
   s.lora.freeze_a = true;
@@ -122,12 +121,12 @@ static_assert(adapter_count(llama_3_1_8b, [] {
               }()) == params(50'425'856));
 
 TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values from shapes", "[lora]") {
-  constexpr model_spec llama8{llama_3_1_8b, 0};
+  constexpr model_spec exact8{llama_3_1_8b, 0};
   const std::uint64_t L = 32, d = 4096, kv = 1024, ff = 14336;
   training_setup s = with_method(training_method::lora);
   SECTION("IA3: one vector per targeted linear, its input width on a feedforward module") {
     s.lora = ia3_default;
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(e.adapter_params.count() == 524'288);
     CHECK(e.trainable_params.count() == 524'288);
     CHECK(e.trainable_tensors == 3 * L);
@@ -140,7 +139,7 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
     s.lora.rank = 256;  // VeraConfig's default r
     const std::uint64_t vectors = L * (7 * 256 + (d + kv + kv + d + ff + ff + d));
     const std::uint64_t projections = 256 * (ff + ff);  // vera_A: r x widest in; vera_B: widest out x r
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(e.trainable_params.count() == vectors);
     CHECK(e.adapter_params.count() == vectors + projections);
     CHECK(e.buckets.adapter_weights == bytes(2 * (vectors + projections)));
@@ -149,7 +148,7 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
   }
   SECTION("LN tuning: a trainable copy of every norm, the final one included") {
     s.lora = with_peft(peft_type::ln_tuning);
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(e.trainable_params.count() == (2 * L + 1) * d);
     CHECK(e.trainable_tensors == 2 * L + 1);
   }
@@ -158,7 +157,7 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
     s.lora.virtual_tokens = 20;
     s.precision = precision_route::bf16_pure;
     const std::uint64_t values = 20 * d + 3 * (d * d + d);  // E = token_dim = hidden_size by default
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(values == 50'425'856);
     CHECK(e.trainable_params.count() == values);
     CHECK(e.buckets.adapter_weights == bytes(4 * values));
@@ -171,7 +170,7 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
   SECTION("Prefix tuning: P x 2L·kv keys and values, or an embedding through kv -> E -> 2L·kv") {
     s.lora = with_peft(peft_type::prefix_tuning);
     s.lora.virtual_tokens = 20;
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(e.trainable_params.count() == 20 * 2 * L * kv);  // token_dim = head_dim x kv_heads (GQA)
     CHECK(e.trainable_params.count() == 1'310'720);
     CHECK(e.trainable_tensors == 1);
@@ -184,7 +183,7 @@ TEST_CASE("IA3, VeRA, LN tuning and prompt tuning: stored and trainable values f
     s.lora = with_peft(peft_type::prompt_tuning);
     s.lora.virtual_tokens = 20;
     s.precision = precision_route::bf16_pure;
-    const static_estimate e = estimate_static(llama8, s, params_basis::exact);
+    const static_estimate e = estimate_static(exact8, s, params_basis::exact);
     CHECK(e.trainable_params.count() == 20 * d);
     CHECK(e.buckets.adapter_weights == bytes(4 * 20 * d));
     CHECK(e.buckets.grads == bytes(4 * 20 * d));

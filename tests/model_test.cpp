@@ -152,7 +152,8 @@ TEST_CASE("OLMo-2: q_norm and k_norm over the projections' full width, two outpu
   // per layer: post_attention and post_feedforward (d each), q_norm (32·128), k_norm (32·128); the final norm
   CHECK(norm_values == 32ull * (2 * 4096 + 32 * 128 + 32 * 128) + 4096);
   model_shape per_head = olmo2_7b;
-  per_head.qk_norm_full_width = false;  // Qwen3-style per-head norms would count 2·(4,096 − 128)·32 fewer
+  per_head.qk_norm =
+      qk_norm_kind::per_head;  // Qwen3-style per-head norms would count 2·(4,096 − 128)·32 fewer
   CHECK(parameter_count(olmo2_7b).count() - parameter_count(per_head).count() == 2ull * (4096 - 128) * 32);
   model_shape bad = olmo2_7b;
   bad.norms_per_layer = 4;
@@ -213,13 +214,13 @@ TEST_CASE("StarCoder2: LayerNorms with bias, biased linears and a two-matrix GEL
   CHECK(lora_targets::all_linear().contains(module_name::c_fc));
   CHECK(parse_lora_targets("c_fc,c_proj") == lora_targets{}.add(module_name::c_fc).add(module_name::c_proj));
   model_shape bad = starcoder2_3b;
-  bad.qk_norm = true;
+  bad.qk_norm = qk_norm_kind::per_head;
   test::require_input_error([&] { (void)parameter_count(bad); }, "norm", "q/k norms");
   bad = starcoder2_3b;
   bad.num_experts = 8;
   bad.num_experts_per_tok = 2;
   bad.moe_intermediate_size = 64;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "plain_mlp", "no experts");
+  test::require_input_error([&] { (void)parameter_count(bad); }, "mlp", "no experts");
 }
 
 // Pythia (Biderman et al. 2023, arXiv 2304.01373, Table 1): 12·d² + 13·d per layer (query_key_value 3d² + 3d,
@@ -257,7 +258,7 @@ TEST_CASE("GPT-NeoX: query_key_value, dense, dense_h_to_4h and dense_4h_to_h, no
   test::require_input_error([&] { (void)parameter_count(bad); }, "rotary_dim", "even");
   bad = pythia_160m;
   bad.norm = norm_kind::rms;
-  test::require_input_error([&] { (void)parameter_count(bad); }, "parallel_residual");
+  test::require_input_error([&] { (void)parameter_count(bad); }, "residual", "parallel");
 }
 
 // Cohere, hand-derived from the shapes (tests/data/configs/README.md): Command-R v01 40·(4·8,192² +
@@ -275,7 +276,7 @@ TEST_CASE("Cohere: one norm per block without a bias, per-head q/k norm weights"
   visit_parameters_in_order(command_r_plus, [&](const param_tensor&) { ++tensors; });
   CHECK(tensors == 1 + 64 * 10 + 1);
   model_shape bad = command_r;
-  bad.parallel_residual = false;
+  bad.residual = residual_layout::sequential;
   test::require_input_error([&] { (void)parameter_count(bad); }, "norm", "parallel");
 }
 
@@ -352,10 +353,10 @@ TEST_CASE("DeepSeek shapes that cannot exist are rejected with the field named",
   bad.dense_layers = 61;
   test::require_input_error([&] { (void)parameter_count(bad); }, "first_k_dense_replace", "smaller");
   bad = deepseek_v3;
-  bad.kv_lora_rank = 0;  // q_lora_rank without MLA
+  bad.attention = attention_layout::q_k_v;  // q_lora_rank without MLA
   test::require_input_error([&] { (void)parameter_count(bad); }, "q_lora_rank", "kv_lora_rank");
   bad = deepseek_v3;
-  bad.qk_norm = true;
+  bad.qk_norm = qk_norm_kind::per_head;
   test::require_input_error([&] { (void)parameter_count(bad); }, "kv_lora_rank", "DeepSeek's block");
   model_shape llama = llama_3_1_8b;
   llama.dense_layers = 2;
@@ -435,7 +436,7 @@ TEST_CASE("Llama-4 shapes that cannot exist are rejected with the field named", 
       llama4_maverick, [](model_shape& m) { m.shared_expert_intermediate_size = 0; }, "experts",
       "shared expert");
   refused(
-      llama4_scout, [](model_shape& m) { m.qk_norm = true; }, "use_qk_norm", "excludes");
+      llama4_scout, [](model_shape& m) { m.qk_norm = qk_norm_kind::per_head; }, "use_qk_norm", "excludes");
   refused(
       llama_3_1_8b, [](model_shape& m) { m.nope_layer_interval = 4; }, "no_rope_layer_interval", "Llama-4");
   refused(

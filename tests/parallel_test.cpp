@@ -182,7 +182,6 @@ TEST_CASE("The step estimate with a known static part checks the layout too", "[
 }
 
 TEST_CASE("Communication buffers: each layout's named terms from its source", "[parallel]") {
-  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
   const static_estimate st = estimate_static(llama8, full_ft);
   // The unit: the 128,256 x 4,096 embedding, larger than a decoder layer (218M values).
   const std::uint64_t unit = 128'256ull * 4'096;
@@ -236,7 +235,6 @@ TEST_CASE("Communication buffers: each layout's named terms from its source", "[
 }
 
 TEST_CASE("Communication buffers in the phases: reduction in backward, NCCL in the overhead", "[parallel]") {
-  constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
   run_config r;
   r.parallel.data_parallel = 2;
   const training_estimate ddp = estimate_training(llama8, r);

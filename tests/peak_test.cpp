@@ -9,8 +9,6 @@ using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-constexpr model_spec qwen4{qwen3_4b, 4'000'000'000};
-constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
 
 run_config qlora_run() {
   run_config r;

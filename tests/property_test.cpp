@@ -38,10 +38,12 @@ struct generator {
     m.vocab_size = pick(1000, 300'000);
     m.tie_word_embeddings = coin();
     m.attention_bias = coin();
-    m.qk_norm = coin();
+    m.qk_norm = coin() ? qk_norm_kind::per_head : qk_norm_kind::none;
     m.norms_per_layer = coin() ? 2 : 4;
-    m.fused_qkv = pick(0, 5) == 0;  // Phi-3
-    m.fused_gate_up = m.fused_qkv;
+    if (pick(0, 5) == 0) {  // Phi-3
+      m.attention = attention_layout::qkv_proj;
+      m.mlp = mlp_layout::gate_up_proj;
+    }
     if (pick(0, 4) == 0) {
       m.num_experts = pick(2, 64);
       m.num_experts_per_tok = pick(1, m.num_experts);

@@ -5,12 +5,11 @@
 #include <headroom/report/text.hpp>
 
 #include "catch.hpp"
+#include "files.hpp"
 
 using namespace headroom;
 
-namespace {
-loaded_model preset(const char* name) { return load_preset(name, {HEADROOM_PRESET_SOURCE_DIR}); }
-}  // namespace
+using headroom::test::preset;
 
 TEST_CASE("JSON: W04 8B full fine-tuning has static_bytes 128.0e9 and every documented key",
           "[report][worked]") {

@@ -26,7 +26,7 @@ constexpr model_shape dense(std::uint64_t d, std::uint64_t ff, std::uint64_t lay
   return m;
 }
 constexpr model_shape with_qk_norm(model_shape m) {
-  m.qk_norm = true;
+  m.qk_norm = qk_norm_kind::per_head;
   return m;
 }
 /// Routed experts: E of width f, k per token.
@@ -46,6 +46,9 @@ constexpr model_shape llama_2_7b = dense(4096, 11008, 32, 32, 32, 128, 32000, fa
 constexpr model_shape mistral_7b_v03 = dense(4096, 14336, 32, 32, 8, 128, 32768, false);
 constexpr model_shape qwen3_1_7b = with_qk_norm(dense(2048, 6144, 28, 16, 8, 128, 151936, true));
 constexpr model_shape qwen3_4b = with_qk_norm(dense(2560, 9728, 36, 32, 8, 128, 151936, true));
+/// The course's two models with their nominal parameter counts (the 8B and 4B of their names).
+constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
+constexpr model_spec qwen4{qwen3_4b, 4'000'000'000};
 constexpr model_shape qwen3_8b = with_qk_norm(dense(4096, 12288, 36, 32, 8, 128, 151936, false));
 constexpr model_shape qwen3_14b = with_qk_norm(dense(5120, 17408, 40, 40, 8, 128, 151936, false));
 constexpr model_shape qwen3_32b = with_qk_norm(dense(5120, 25600, 64, 64, 8, 128, 151936, false));
@@ -53,6 +56,9 @@ constexpr model_shape qwen3_32b = with_qk_norm(dense(5120, 25600, 64, 64, 8, 128
 constexpr model_shape gemma_2_2b_shape() {
   model_shape m = dense(2304, 9216, 26, 8, 4, 256, 256000, true);
   m.norms_per_layer = 4;
+  m.norm = norm_kind::gemma_rms;
+  m.scaled_embeddings = true;                                   // GemmaModel: embeddings · sqrt(hidden_size)
+  m.attn_logit_softcapping = m.final_logit_softcapping = true;  // Gemma2Config: 50.0 and 30.0
   return m;
 }
 constexpr model_shape gemma_2_2b = gemma_2_2b_shape();
@@ -66,8 +72,8 @@ constexpr model_shape qwen3_30b_a3b = qwen3_30b_a3b_shape();
 // README).
 constexpr model_shape olmo2_7b_shape() {
   model_shape m = with_qk_norm(dense(4096, 11008, 32, 32, 32, 128, 100352, false));
-  m.qk_norm_full_width = true;
-  m.post_norms = true;
+  m.qk_norm = qk_norm_kind::full_width;
+  m.residual = residual_layout::post_norms;
   m.norm = norm_kind::rms_fp32_scale;
   return m;
 }
@@ -98,7 +104,7 @@ constexpr model_shape starcoder2_3b_shape() {
   model_shape m = dense(3072, 12288, 30, 24, 2, 128, 49152, true);
   m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
   m.norm = norm_kind::layer_norm;
-  m.plain_mlp = true;
+  m.mlp = mlp_layout::c_fc;
   m.residual_dropout = m.embedding_dropout = m.attention_dropout = true;
   return m;
 }
@@ -110,7 +116,9 @@ constexpr model_shape pythia(std::uint64_t d, std::uint64_t layers, std::uint64_
                              std::uint64_t vocab) {
   model_shape m = dense(d, 4 * d, layers, heads, heads, d / heads, vocab, false);
   m.attention_bias = m.o_proj_bias = m.mlp_bias = true;
-  m.plain_mlp = m.fused_qkv = m.neox_names = m.parallel_residual = true;
+  m.attention = attention_layout::query_key_value;
+  m.mlp = mlp_layout::dense_h_to_4h;
+  m.residual = residual_layout::parallel;
   m.norm = norm_kind::layer_norm;
   m.rotary_dim = d / heads / 4;
   return m;
@@ -124,9 +132,10 @@ constexpr model_shape cohere(std::uint64_t d, std::uint64_t ff, std::uint64_t la
                              std::uint64_t kv, bool qk_norm) {
   model_shape m = dense(d, ff, layers, heads, kv, 128, 256000, true);
   m.norms_per_layer = 1;
-  m.parallel_residual = m.logit_scale = true;
+  m.logit_scale = true;
+  m.residual = residual_layout::parallel;
   m.norm = norm_kind::cohere;
-  m.qk_norm = m.qk_norm_full_width = qk_norm;
+  m.qk_norm = qk_norm ? qk_norm_kind::full_width : qk_norm_kind::none;
   return m;
 }
 constexpr model_shape command_r = cohere(8192, 22528, 40, 64, 64, false);
@@ -150,6 +159,7 @@ constexpr model_shape deepseek_v3_like(std::uint64_t heads, std::uint64_t expert
                                        std::uint64_t vocab) {
   model_shape m = dense(7168, 18432, 61, heads, heads, 128 + 64, vocab, false);
   m.q_lora_rank = 1536;
+  m.attention = attention_layout::mla;
   m.kv_lora_rank = 512;
   m.qk_rope_head_dim = 64;
   m.v_head_dim = 128;
@@ -176,7 +186,7 @@ constexpr model_shape llama4_like(std::uint64_t experts, std::uint64_t step) {
   m.moe_intermediate_size = m.shared_expert_intermediate_size = 8192;
   m.complex_rope = m.attn_temperature_tuning = true;
   m.experts = moe_layout::llama4;
-  m.l2_qk_norm = step == 1;
+  m.qk_norm = step == 1 ? qk_norm_kind::l2 : qk_norm_kind::none;
   m.moe_layer_step = step;
   m.nope_layer_interval = 4;
   return m;

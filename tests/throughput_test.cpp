@@ -15,7 +15,6 @@ using namespace headroom::test;
 
 namespace {
 gpu_info gpu(std::string_view name) { return load_gpu(name, {HEADROOM_PRESET_SOURCE_DIR}); }
-constexpr model_spec llama8{llama_3_1_8b, 8'000'000'000};
 constexpr model_spec qwen17{qwen3_1_7b, 1'700'000'000};
 }  // namespace
 

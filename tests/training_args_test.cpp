@@ -7,12 +7,13 @@
 #include <headroom/io/training_args.hpp>
 
 #include "catch.hpp"
+#include "files.hpp"
 
 using namespace headroom;
 
+using namespace headroom::test;
+
 namespace {
-const std::filesystem::path data_dir = HEADROOM_TEST_DATA_DIR;
-loaded_model preset(const char* name) { return load_preset(name, {HEADROOM_PRESET_SOURCE_DIR}); }
 training_args args(const char* file, const loaded_model& m) {
   return load_training_args(data_dir / "args" / file, m);
 }
@@ -65,7 +66,7 @@ TEST_CASE("Every supported architecture's config.json gives an exact parameter c
     CHECK(estimate_training(m.spec, run_config{}).total_bytes().count() > 0);
   }
   const loaded_model phi = load_model_config(data_dir / "configs" / "phi-3-mini-4k.json");
-  CHECK(phi.spec.shape.fused_qkv);
+  CHECK(phi.spec.shape.attention == attention_layout::qkv_proj);
   // LoRA on the fused qkv_proj: r·(d + 3d) per layer, not three separate adapters.
   CHECK(adapter_count(phi.spec.shape, lora_config{16, parse_lora_targets("qkv_proj")}).count() ==
         32ull * 16 * (3072 + 3 * 3072));

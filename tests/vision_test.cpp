@@ -9,13 +9,13 @@
 #include <headroom/vision.hpp>
 
 #include "catch.hpp"
+#include "files.hpp"
 #include "shapes.hpp"
 
 using namespace headroom;
 using namespace headroom::test;
 
 namespace {
-const std::filesystem::path data_dir = HEADROOM_TEST_DATA_DIR;
 loaded_model gemma3_4b() { return load_model_config(data_dir / "configs" / "gemma-3-4b-it.json"); }
 }  // namespace
 
@@ -26,7 +26,7 @@ TEST_CASE("The towers' encoders: SigLIP's and Llama-4's as LayerNorm blocks, the
   CHECK((g.patches_per_image == 4096 && g.patch_values == 588 && g.tokens_per_image == 256));
   CHECK((g.encoder.hidden_size == 1152 && g.encoder.num_hidden_layers == 27 && g.encoder.head_dim == 72));
   CHECK((g.encoder.intermediate_size == 4304 && g.encoder.norm == norm_kind::layer_norm &&
-         g.encoder.plain_mlp));
+         g.encoder.mlp == mlp_layout::c_fc));
   CHECK(g.tensors == 2 + 1 + 16 * 27 + 2 + 2);  // patch conv, positions, layers, post-layernorm, projector
   // The encoder's layers (no embedding of its own: vocabulary 1, tied) are the tower's 27 layers
   CHECK(layer_parameter_count(g.encoder).count() ==

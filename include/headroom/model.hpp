@@ -33,6 +33,41 @@ enum class moe_layout : std::uint8_t {
   gpt_oss,         ///< GptOssExperts: experts and router are nn.Parameter tensors (E × d × 2f, with biases)
 };
 
+/// How a block projects q, k and v, and what its projections are called (the attention families). A `switch`
+/// over it has no `default:`, so the compiler lists every place a new layout must be priced.
+enum class attention_layout : std::uint8_t {
+  q_k_v,            ///< q_proj, k_proj, v_proj, then o_proj (Llama and most families)
+  qkv_proj,         ///< Phi-3: one fused qkv_proj d → (a + 2g)·head_dim, then o_proj
+  query_key_value,  ///< GPT-NeoX: one fused query_key_value (interleaved per head), then `dense`
+  mla,  ///< DeepSeek-V2/V3 multi-head latent attention: q_a_proj/q_b_proj (or q_proj), kv_a_proj_with_mqa,
+        ///< kv_b_proj, then o_proj (the ranks are q_lora_rank, kv_lora_rank, qk_rope_head_dim, v_head_dim)
+};
+
+/// A dense MLP's layout (and each nn.Linear expert's). A `switch` over it has no `default:`.
+enum class mlp_layout : std::uint8_t {
+  gated,          ///< gate_proj, up_proj, down_proj: act(gate) · up (SwiGLU, GeGLU)
+  gate_up_proj,   ///< Phi-3: gate and up fused in one gate_up_proj d → 2·d_ff, then down_proj
+  c_fc,           ///< StarCoder2: c_fc → GELU → c_proj, no gate
+  dense_h_to_4h,  ///< GPT-NeoX: dense_h_to_4h → GELU → dense_4h_to_h, no gate
+};
+
+/// The norms on q and k. A `switch` over it has no `default:`.
+enum class qk_norm_kind : std::uint8_t {
+  none,
+  per_head,    ///< Qwen3, Gemma-3: one norm over head_dim with a head_dim weight, for q and for k
+  full_width,  ///< OLMo-2: over a·head_dim and g·head_dim; Cohere (use_qk_norm): per head, (heads, head_dim)
+               ///< weights — the same parameter count
+  l2,  ///< Llama-4 (use_qk_norm): a weightless L2 norm of q and k after RoPE, on RoPE layers only
+};
+
+/// Where a block's norms and residual adds sit. A `switch` over it has no `default:`.
+enum class residual_layout : std::uint8_t {
+  sequential,  ///< x + attn(norm(x)), then + mlp(norm(·)) (Llama; Gemma-2/3 add post-norms: norms_per_layer
+               ///< 4)
+  parallel,    ///< x + attn(ln1(x)) + mlp(ln2(x)) (GPT-NeoX), or one norm read by both (Cohere)
+  post_norms,  ///< OLMo-2: the two norms on the attention and MLP outputs, none on the input
+};
+
 /// Shapes of a Llama/Qwen/Mistral/Gemma-style decoder. Field names follow config.json.
 struct model_shape {
   std::uint64_t hidden_size = 0;          ///< d, e.g. 4096 (Llama-3.1-8B)
@@ -47,15 +82,15 @@ struct model_shape {
   bool o_proj_bias = false;             ///< bias on o_proj (Llama attention_bias=true sets both)
   bool mlp_bias = false;                ///< biases on gate/up/down (Llama mlp_bias)
   std::uint64_t norms_per_layer = 2;    ///< RMSNorms per block: 2 (Llama), 4 (Gemma-2/3)
-  bool qk_norm = false;                 ///< per-head RMSNorm on q and k (Qwen3, Gemma-3)
-  bool fused_qkv = false;               ///< one qkv_proj (Phi-3) instead of q_proj, k_proj, v_proj
-  bool fused_gate_up = false;           ///< one gate_up_proj (Phi-3) instead of gate_proj and up_proj
+  // The block's parts (the family's row in io/config.hpp's architectures sets them).
+  attention_layout attention = attention_layout::q_k_v;    ///< the q/k/v projections and their names
+  mlp_layout mlp = mlp_layout::gated;                      ///< the dense MLP (and nn.Linear experts)
+  qk_norm_kind qk_norm = qk_norm_kind::none;               ///< norms on q and k
+  residual_layout residual = residual_layout::sequential;  ///< where the norms and residual adds sit
   norm_kind norm = norm_kind::rms;  ///< every norm's kind (Llama's RMSNorm unless the family says otherwise)
-  bool post_norms = false;  ///< OLMo-2: the two norms sit on the attention and MLP outputs, none on the input
-  bool qk_norm_full_width = false;      ///< q/k norms over a·head_dim and g·head_dim (OLMo-2), not per head
-  bool scalar_multipliers = false;      ///< Granite: embeddings, residual branches and logits times scalars
-  bool scaled_embeddings = false;       ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
-  bool attn_logit_softcapping = false;  ///< tanh soft-capping of the attention scores (Gemma-2)
+  bool scalar_multipliers = false;  ///< Granite: embeddings, residual branches and logits times scalars
+  bool scaled_embeddings = false;   ///< embeddings times sqrt(hidden_size) (Gemma's normalizer)
+  bool attn_logit_softcapping = false;   ///< tanh soft-capping of the attention scores (Gemma-2)
   bool final_logit_softcapping = false;  ///< tanh soft-capping of the logits (Gemma-2)
   // Mixture of experts (0 experts = dense MLP).
   std::uint64_t num_experts = 0;                      ///< routed experts per layer, e.g. 128 (Qwen3-30B-A3B)
@@ -69,13 +104,10 @@ struct model_shape {
   bool attention_sinks = false;  ///< one learned logit per head and layer joins each softmax (`sinks`)
   bool router_bias = false;      ///< the router has a bias
   // StarCoder2 (Starcoder2DecoderLayer, Starcoder2MLP), also GPT-NeoX's.
-  bool plain_mlp = false;  ///< c_fc → GELU → c_proj (GPT-NeoX: dense_h_to_4h, dense_4h_to_h), no gate
   bool residual_dropout = false;  ///< dropout on the attention and MLP outputs in training (residual_dropout)
   bool embedding_dropout = false;  ///< dropout on the embedding output in training (embedding_dropout)
   bool attention_dropout = false;  ///< config.json attention_dropout > 0: dropout on the attention weights
-  // GPT-NeoX (GPTNeoXLayer, GPTNeoXAttention); the LayerNorms, GELU MLP and dropouts are StarCoder2's fields.
-  bool neox_names = false;  ///< modules named query_key_value, dense, dense_h_to_4h, dense_4h_to_h (GPT-NeoX)
-  bool parallel_residual = false;  ///< x + attn(ln1(x)) + mlp(ln2(x)): both norms read the block input
+  // GPT-NeoX (GPTNeoXLayer, GPTNeoXAttention): partial rotary.
   std::uint64_t rotary_dim = 0;  ///< RoPE on the first rotary_dim of each head (GPT-NeoX rotary_pct); 0 = all
   // Cohere (CohereDecoderLayer): one norm per parallel block, logits scaled.
   bool logit_scale =
@@ -83,7 +115,7 @@ struct model_shape {
   // DeepSeek-V2/V3, Kimi-K2 (DeepseekV3Attention, DeepseekV3MoE): multi-head latent attention (MLA), where
   // head_dim is the q/k head width qk_nope_head_dim + qk_rope_head_dim, and dense first layers.
   std::uint64_t q_lora_rank = 0;       ///< q_a_proj's width (V3: 1536); 0 = one q_proj (V2-Lite)
-  std::uint64_t kv_lora_rank = 0;      ///< the compressed K/V width (V3: 512); nonzero = MLA
+  std::uint64_t kv_lora_rank = 0;      ///< the compressed K/V width (V3: 512; attention mla)
   std::uint64_t qk_rope_head_dim = 0;  ///< the rotated part of each q/k head, one key for all heads (64)
   std::uint64_t v_head_dim = 0;        ///< per-head value width (V3: 128)
   std::uint64_t dense_layers = 0;      ///< first_k_dense_replace: leading layers with a dense MLP (V3: 3)
@@ -94,7 +126,6 @@ struct model_shape {
       0;  ///< interleave_moe_layer_step: layer i is MoE when (i + 1) % n == 0; 0 = all
   std::uint64_t nope_layer_interval =
       0;                      ///< no_rope_layer_interval: layer i skips RoPE when (i + 1) % n == 0
-  bool l2_qk_norm = false;    ///< use_qk_norm: a weightless L2 norm of q and k after RoPE (RoPE layers only)
   bool complex_rope = false;  ///< RoPE as a complex product with fp32 freqs_cis (Llama4TextRotaryEmbedding)
   bool attn_temperature_tuning = false;  ///< NoPE layers scale q by an fp32 per-position factor
 };
@@ -134,14 +165,36 @@ struct block_module_names {
   module_name qkv, out, mlp_in, mlp_out;
 };
 [[nodiscard]] constexpr block_module_names block_modules(const model_shape& m) {
-  if (m.neox_names)
-    return {module_name::query_key_value, module_name::dense, module_name::dense_h_to_4h,
-            module_name::dense_4h_to_h};
-  return {module_name::qkv_proj, module_name::o_proj, module_name::c_fc, module_name::c_proj};
+  block_module_names names{module_name::qkv_proj, module_name::o_proj, module_name::c_fc,
+                           module_name::c_proj};
+  if (m.attention == attention_layout::query_key_value) {  // GPTNeoXAttention
+    names.qkv = module_name::query_key_value;
+    names.out = module_name::dense;
+  }
+  if (m.mlp == mlp_layout::dense_h_to_4h) {  // GPTNeoXMLP
+    names.mlp_in = module_name::dense_h_to_4h;
+    names.mlp_out = module_name::dense_4h_to_h;
+  }
+  return names;
 }
+/// One projection makes q, k and v (Phi-3's qkv_proj, GPT-NeoX's query_key_value).
+[[nodiscard]] constexpr bool fused_qkv(const model_shape& m) {
+  return m.attention == attention_layout::qkv_proj || m.attention == attention_layout::query_key_value;
+}
+/// The dense MLP is a GELU MLP without a gate (StarCoder2's c_fc, GPT-NeoX's dense_h_to_4h).
+[[nodiscard]] constexpr bool plain_mlp(const model_shape& m) {
+  return m.mlp == mlp_layout::c_fc || m.mlp == mlp_layout::dense_h_to_4h;
+}
+/// A module of GPT-NeoX's naming (its block registers its LayerNorms first and names its dropouts after
+/// `dense`).
+[[nodiscard]] constexpr bool neox_layout(const model_shape& m) {
+  return m.attention == attention_layout::query_key_value;
+}
+/// Multi-head latent attention (DeepSeek-V2/V3): compressed K/V through kv_a_proj_with_mqa and kv_b_proj.
+[[nodiscard]] constexpr bool is_mla(const model_shape& m) { return m.attention == attention_layout::mla; }
 /// The width RoPE rotates in each head, and so the width of its cos/sin tables.
 [[nodiscard]] constexpr std::uint64_t rope_width(const model_shape& m) {
-  if (m.kv_lora_rank != 0) return m.qk_rope_head_dim;  // MLA rotates qk_rope_head_dim of each head
+  if (is_mla(m)) return m.qk_rope_head_dim;  // MLA rotates qk_rope_head_dim of each head
   if (m.experts == moe_layout::gpt_oss)
     return m.head_dim / 2;  // GptOssRotaryEmbedding: one angle per pair of the two halves
   return m.rotary_dim != 0 ? m.rotary_dim : m.head_dim;
@@ -263,8 +316,6 @@ constexpr void require_size(std::uint64_t v, const char* field, std::uint64_t li
   return m.num_key_value_heads * m.head_dim;
 }
 [[nodiscard]] constexpr bool is_moe(const model_shape& m) { return m.num_experts != 0; }
-/// Multi-head latent attention (DeepSeek-V2/V3): compressed K/V through kv_a_proj_with_mqa and kv_b_proj.
-[[nodiscard]] constexpr bool is_mla(const model_shape& m) { return m.kv_lora_rank != 0; }
 /// The attention output width o_proj reads: a·v_head_dim under MLA, else a·head_dim.
 [[nodiscard]] constexpr std::uint64_t attention_output_width(const model_shape& m) {
   return is_mla(m) ? m.num_attention_heads * m.v_head_dim : query_width(m);
@@ -314,9 +365,8 @@ constexpr void validate_sizes(const model_shape& m) {
     fail("num_key_value_heads", "must divide num_attention_heads");
   if (query_width(m) > max_dimension) fail("head_dim", "num_attention_heads·head_dim is absurdly large");
   if (m.norms_per_layer > 8) fail("norms_per_layer", "is absurdly large");
-  if (m.post_norms && m.norms_per_layer != 2)
-    fail("norms_per_layer", "must be 2 with post_norms (OLMo-2's two output norms)");
-  if (m.qk_norm_full_width && !m.qk_norm) fail("qk_norm_full_width", "set without qk_norm");
+  if (m.residual == residual_layout::post_norms && m.norms_per_layer != 2)
+    fail("norms_per_layer", "must be 2 with residual post_norms (OLMo-2's two output norms)");
 }
 
 /// The MLP: experts or a dense intermediate size, and the expert layouts (gpt-oss's 3-D experts) and plain
@@ -333,37 +383,39 @@ constexpr void validate_mlp(const model_shape& m) {
   }
   if (m.shared_expert_intermediate_size > max_dimension)
     fail("shared_expert_intermediate_size", "is absurdly large");
-  if (m.experts == moe_layout::gpt_oss &&
-      (!is_moe(m) || m.shared_expert_intermediate_size != 0 || m.qk_norm || m.fused_qkv))
+  if (m.experts == moe_layout::gpt_oss && (!is_moe(m) || m.shared_expert_intermediate_size != 0 ||
+                                           m.qk_norm != qk_norm_kind::none || fused_qkv(m)))
     fail("experts",
          "gpt_oss is gpt-oss's layout: routed experts only, no shared expert, q/k norms or fused qkv");
   if (m.router_bias && m.experts != moe_layout::gpt_oss)
     fail("router_bias", "is modelled for gpt-oss's router only");
-  if (m.plain_mlp && (is_moe(m) || m.fused_gate_up))
-    fail("plain_mlp", "is StarCoder2's and GPT-NeoX's dense GELU MLP: no experts or fused gate_up_proj");
+  if (plain_mlp(m) && is_moe(m))
+    fail("mlp", "c_fc and dense_h_to_4h are StarCoder2's and GPT-NeoX's dense GELU MLPs: no experts");
 }
 
 /// Partial rotary, GPT-NeoX's and Cohere's parallel blocks, and the LayerNorm families.
 constexpr void validate_block_layout(const model_shape& m) {
   if (m.rotary_dim > m.head_dim || m.rotary_dim % 2 != 0)
     fail("rotary_dim", "must be an even width no larger than head_dim");
-  if (m.neox_names && !(m.fused_qkv && m.plain_mlp))
-    fail("neox_names", "is GPT-NeoX's layout: a fused query_key_value and a dense_h_to_4h MLP");
-  if (m.parallel_residual && !(m.norm == norm_kind::layer_norm && m.norms_per_layer == 2) &&
+  if ((m.attention == attention_layout::query_key_value) != (m.mlp == mlp_layout::dense_h_to_4h))
+    fail("attention", "query_key_value is GPT-NeoX's layout, always with its dense_h_to_4h MLP");
+  if (m.residual == residual_layout::parallel &&
+      !(m.norm == norm_kind::layer_norm && m.norms_per_layer == 2) &&
       !(m.norm == norm_kind::cohere && m.norms_per_layer == 1))
-    fail("parallel_residual", "is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
-  if (m.norm == norm_kind::cohere &&
-      (m.post_norms || !m.parallel_residual || (m.qk_norm && !m.qk_norm_full_width)))
+    fail("residual", "parallel is modelled for GPT-NeoX's two LayerNorms and Cohere's one norm only");
+  if (m.norm == norm_kind::cohere && (m.residual != residual_layout::parallel ||
+                                      m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::l2))
     fail("norm", "cohere is Cohere's layout: one norm per parallel block, q/k norms with per-head weights");
-  if (m.norm == norm_kind::layer_norm && (m.post_norms || m.qk_norm || m.norms_per_layer != 2))
+  if (m.norm == norm_kind::layer_norm && (m.residual == residual_layout::post_norms ||
+                                          m.qk_norm != qk_norm_kind::none || m.norms_per_layer != 2))
     fail("norm", "layer_norm is StarCoder2's and GPT-NeoX's two LayerNorms: no q/k norms");
 }
 
 /// Multi-head latent attention (DeepSeek-V2/V3): its ranks, and DeepSeek's block around it.
 constexpr void validate_mla(const model_shape& m) {
   if (!is_mla(m)) {
-    if (m.q_lora_rank != 0 || m.qk_rope_head_dim != 0 || m.v_head_dim != 0)
-      fail("q_lora_rank", "q_lora_rank, qk_rope_head_dim and v_head_dim need kv_lora_rank (MLA)");
+    if (m.kv_lora_rank != 0 || m.q_lora_rank != 0 || m.qk_rope_head_dim != 0 || m.v_head_dim != 0)
+      fail("q_lora_rank", "kv_lora_rank, q_lora_rank, qk_rope_head_dim and v_head_dim need attention mla");
     return;
   }
   require_size(m.kv_lora_rank, "kv_lora_rank", max_dimension);
@@ -374,8 +426,9 @@ constexpr void validate_mla(const model_shape& m) {
     fail("qk_rope_head_dim", "must be even and smaller than qk_nope_head_dim + qk_rope_head_dim");
   if (m.num_key_value_heads != m.num_attention_heads)
     fail("num_key_value_heads", "must equal num_attention_heads under MLA (every head has its keys)");
-  if (m.fused_qkv || m.qk_norm || m.attention_bias || m.o_proj_bias || m.norm == norm_kind::layer_norm ||
-      m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks)
+  if (m.qk_norm != qk_norm_kind::none || m.attention_bias || m.o_proj_bias ||
+      m.norm == norm_kind::layer_norm || m.residual != residual_layout::sequential ||
+      m.norms_per_layer != 2 || m.rotary_dim != 0 || m.attention_sinks)
     fail("kv_lora_rank", "MLA is modelled with DeepSeek's block: two RMSNorms, unbiased projections");
 }
 
@@ -389,7 +442,7 @@ constexpr void validate_layer_kinds(const model_shape& m) {
     require_size(m.intermediate_size, "intermediate_size", max_dimension);
   }
   if ((m.experts == moe_layout::deepseek || m.router_sigmoid) &&
-      (!is_moe(m) || m.experts == moe_layout::gpt_oss || m.fused_gate_up || m.mlp_bias))
+      (!is_moe(m) || m.experts == moe_layout::gpt_oss || m.mlp != mlp_layout::gated || m.mlp_bias))
     fail("experts", "deepseek is DeepSeek's MoE: routed SwiGLU experts of nn.Linear without biases");
   if (m.router_sigmoid && m.experts != moe_layout::deepseek)
     fail("router_sigmoid", "set without DeepSeek's experts (experts = deepseek)");
@@ -401,13 +454,14 @@ constexpr void validate_layer_kinds(const model_shape& m) {
     require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
   }
   if (m.nope_layer_interval > max_layers) fail("no_rope_layer_interval", "is absurdly large");
-  if (m.experts == moe_layout::llama4 && (!is_moe(m) || m.fused_gate_up || m.mlp_bias ||
+  if (m.experts == moe_layout::llama4 && (!is_moe(m) || m.mlp != mlp_layout::gated || m.mlp_bias ||
                                           m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
     fail("experts", "llama4 is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
-  if (m.l2_qk_norm && m.qk_norm) fail("use_qk_norm", "Llama-4's L2 q/k norm excludes RMSNorm q/k norms");
-  if ((m.l2_qk_norm || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
-      (!m.complex_rope || m.fused_qkv || is_mla(m) || m.norm == norm_kind::layer_norm ||
-       m.parallel_residual || m.post_norms || m.norms_per_layer != 2 || m.rotary_dim != 0 ||
+  if (m.complex_rope && (m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::full_width))
+    fail("use_qk_norm", "Llama-4's q/k norm is the weightless L2 one, which excludes RMSNorm q/k norms");
+  if ((m.qk_norm == qk_norm_kind::l2 || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
+      (!m.complex_rope || m.attention != attention_layout::q_k_v || m.norm == norm_kind::layer_norm ||
+       m.residual != residual_layout::sequential || m.norms_per_layer != 2 || m.rotary_dim != 0 ||
        m.attention_sinks))
     fail("no_rope_layer_interval", "NoPE layers and the L2 q/k norm are modelled with Llama-4's block");
 }
@@ -499,24 +553,30 @@ HEADROOM_INLINE constexpr void visit_attention(const model_shape& m, std::uint64
   const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m), L = layers;
   const bool bias = m.attention_bias;
   const block_module_names names = block_modules(m);
-  if (is_mla(m)) {
-    const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank;
-    if (ql != 0) {
-      emit_linear(emit, mn::q_a_proj, ql, d, L, false);
-      emit(param_tensor{mn::norm, tensor_role::norm_weight, ql, 0, L});  // q_a_layernorm
-      emit_linear(emit, mn::q_b_proj, q, ql, L, false);
-    } else {
-      emit_linear(emit, mn::q_proj, q, d, L, false);
+  switch (m.attention) {
+    case attention_layout::mla: {
+      const std::uint64_t ql = m.q_lora_rank, kvl = m.kv_lora_rank;
+      if (ql != 0) {
+        emit_linear(emit, mn::q_a_proj, ql, d, L, false);
+        emit(param_tensor{mn::norm, tensor_role::norm_weight, ql, 0, L});  // q_a_layernorm
+        emit_linear(emit, mn::q_b_proj, q, ql, L, false);
+      } else {
+        emit_linear(emit, mn::q_proj, q, d, L, false);
+      }
+      emit_linear(emit, mn::kv_a_proj_with_mqa, kvl + m.qk_rope_head_dim, d, L, false);
+      emit(param_tensor{mn::norm, tensor_role::norm_weight, kvl, 0, L});  // kv_a_layernorm
+      emit_linear(emit, mn::kv_b_proj, kv_b_width(m), kvl, L, false);
+      break;
     }
-    emit_linear(emit, mn::kv_a_proj_with_mqa, kvl + m.qk_rope_head_dim, d, L, false);
-    emit(param_tensor{mn::norm, tensor_role::norm_weight, kvl, 0, L});  // kv_a_layernorm
-    emit_linear(emit, mn::kv_b_proj, kv_b_width(m), kvl, L, false);
-  } else if (m.fused_qkv) {
-    emit_linear(emit, names.qkv, q + 2 * kv, d, L, bias);  // qkv_proj: d → (a + 2g)·head_dim
-  } else {
-    emit_linear(emit, mn::q_proj, q, d, L, bias);   // q_proj: d → a·head_dim
-    emit_linear(emit, mn::k_proj, kv, d, L, bias);  // k_proj: d → g·head_dim
-    emit_linear(emit, mn::v_proj, kv, d, L, bias);  // v_proj: d → g·head_dim
+    case attention_layout::qkv_proj:
+    case attention_layout::query_key_value:
+      emit_linear(emit, names.qkv, q + 2 * kv, d, L, bias);  // qkv_proj: d → (a + 2g)·head_dim
+      break;
+    case attention_layout::q_k_v:
+      emit_linear(emit, mn::q_proj, q, d, L, bias);   // q_proj: d → a·head_dim
+      emit_linear(emit, mn::k_proj, kv, d, L, bias);  // k_proj: d → g·head_dim
+      emit_linear(emit, mn::v_proj, kv, d, L, bias);  // v_proj: d → g·head_dim
+      break;
   }
   emit_linear(emit, names.out, d, attention_output_width(m), L, m.o_proj_bias);  // o_proj: a·head_dim → d
   if (m.attention_sinks) emit(param_tensor{mn::sinks, tensor_role::bias, m.num_attention_heads, 0, L});
@@ -526,15 +586,22 @@ HEADROOM_INLINE constexpr void visit_attention(const model_shape& m, std::uint64
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_qk_norms(const model_shape& m, layer_run run, Emit& emit) {
   constexpr tensor_role nw = tensor_role::norm_weight;
-  if (m.qk_norm_full_width) {  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd); Cohere: (a, hd), (g, hd)
-                               // weights
-    emit(param_tensor{module_name::norm, nw, query_width(m), 0, run.layers});
-    emit(param_tensor{module_name::norm, nw, kv_width(m), 0, run.layers});
-  } else if (m.qk_norm && run.one_by_one) {
-    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
-    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
-  } else if (m.qk_norm) {
-    emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 2 * run.layers});
+  switch (m.qk_norm) {
+    case qk_norm_kind::none:
+    case qk_norm_kind::l2:  // weightless
+      return;
+    case qk_norm_kind::full_width:  // Olmo2Attention: RMSNorm(a·hd), RMSNorm(g·hd); Cohere: (a, hd), (g, hd)
+      emit(param_tensor{module_name::norm, nw, query_width(m), 0, run.layers});
+      emit(param_tensor{module_name::norm, nw, kv_width(m), 0, run.layers});
+      return;
+    case qk_norm_kind::per_head:
+      if (run.one_by_one) {
+        emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
+        emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 1});
+      } else {
+        emit(param_tensor{module_name::norm, nw, m.head_dim, 0, 2 * run.layers});
+      }
+      return;
   }
 }
 
@@ -543,7 +610,7 @@ template <class Emit>
 HEADROOM_INLINE constexpr void emit_swiglu(const model_shape& m, Emit& emit, std::uint64_t ff,
                                            std::uint64_t copies, bool routed) {
   const std::uint64_t d = m.hidden_size;
-  if (m.fused_gate_up) {
+  if (m.mlp == mlp_layout::gate_up_proj) {
     emit_linear(emit, module_name::gate_up_proj, 2 * ff, d, copies, m.mlp_bias, true, routed);  // d → 2·d_ff
   } else {
     emit_linear(emit, module_name::gate_proj, ff, d, copies, m.mlp_bias, true, routed);  // d → d_ff
@@ -618,10 +685,18 @@ HEADROOM_INLINE constexpr void visit_moe_mlp(const model_shape& m, layer_run run
 /// intermediate_size (DeepSeek's first layers, Llama-4's dense layers: intermediate_size_mlp).
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_dense_mlp(const model_shape& m, std::uint64_t layers, Emit& emit) {
-  if (!m.plain_mlp) return emit_swiglu(m, emit, m.intermediate_size, layers, false);
-  const block_module_names names = block_modules(m);
-  emit_linear(emit, names.mlp_in, m.intermediate_size, m.hidden_size, layers, m.mlp_bias);
-  emit_linear(emit, names.mlp_out, m.hidden_size, m.intermediate_size, layers, m.mlp_bias);
+  switch (m.mlp) {
+    case mlp_layout::gated:
+    case mlp_layout::gate_up_proj:
+      return emit_swiglu(m, emit, m.intermediate_size, layers, false);
+    case mlp_layout::c_fc:
+    case mlp_layout::dense_h_to_4h: {
+      const block_module_names names = block_modules(m);
+      emit_linear(emit, names.mlp_in, m.intermediate_size, m.hidden_size, layers, m.mlp_bias);
+      emit_linear(emit, names.mlp_out, m.hidden_size, m.intermediate_size, layers, m.mlp_bias);
+      return;
+    }
+  }
 }
 
 /// A layer's norms: input and post-attention norms (Gemma-2 and OLMo-2: more); nn.LayerNorm holds a bias
@@ -642,12 +717,12 @@ HEADROOM_INLINE constexpr void visit_layer_norms(const model_shape& m, layer_run
 /// every layer grouped (the dense MLPs over the dense layers, the experts over the MoE layers).
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_layer(const model_shape& m, layer_run run, Emit& emit) {
-  if (m.neox_names) visit_layer_norms(m, run, emit);
+  if (neox_layout(m)) visit_layer_norms(m, run, emit);
   visit_attention(m, run.layers, emit);
   visit_qk_norms(m, run, emit);
   if (run.dense != 0) visit_dense_mlp(m, run.dense, emit);
   if (run.moe != 0) visit_moe_mlp(m, run, emit);
-  if (!m.neox_names) visit_layer_norms(m, run, emit);
+  if (!neox_layout(m)) visit_layer_norms(m, run, emit);
 }
 
 /// The whole model: embed_tokens, the layers (grouped, or one by one), the final norm (and a LayerNorm's

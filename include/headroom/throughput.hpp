@@ -86,8 +86,10 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   constexpr double expert_ops = 8;  // per expert: where, index, gate, up, act, ·, down, · weight, index_add_
   constexpr double layer_norm = 1;  // native_layer_norm is one kernel
   // (MLA adds q_a_layernorm and kv_a_layernorm)
-  const double norms = static_cast<double>(m.norms_per_layer + (m.qk_norm ? 2 : 0) +
-                                           (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
+  const double norms = static_cast<double>(
+      m.norms_per_layer +
+      (m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::full_width ? 2 : 0) +
+      (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
   double k = (m.norm == norm_kind::layer_norm ? layer_norm : rms_norm) * norms + rope +
              2;                        // + the two residual adds
   if (m.residual_dropout) k += 2 * 2;  // StarCoder2: bernoulli and the product, after o_proj and c_proj
@@ -114,7 +116,7 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   } else if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
     k += 6 + expert_ops * static_cast<double>(m.num_experts);
   } else {
-    k += m.plain_mlp ? 1 : 2;  // GELU (StarCoder2), or act(gate) · up
+    k += plain_mlp(m) ? 1 : 2;  // GELU (StarCoder2), or act(gate) · up
   }
   return k;
 }
@@ -236,7 +238,7 @@ inline void add_elementwise_time(layer_times& out, const model_shape& m, const m
   // A LayerNorm reads and writes once; StarCoder2's GELU reads c_fc's output and writes its own.
   const double norms = static_cast<double>(lm.norms_per_layer);
   const double norm_bytes = lm.norm == norm_kind::layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
-  const double mlp_bytes = lm.plain_mlp ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
+  const double mlp_bytes = plain_mlp(lm) ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
   const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
   out.elementwise += L * roof.time(0, elem_bytes) * 3;
   out.forward_only += L * (roof.time(0, elem_bytes));

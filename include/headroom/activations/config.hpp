@@ -117,7 +117,7 @@ struct activation_config {
 [[nodiscard]] constexpr const char* compile_not_modelled(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   if (!c.compiled) return nullptr;
-  if (m.norm == norm_kind::layer_norm || m.plain_mlp || m.norm == norm_kind::cohere)
+  if (m.norm == norm_kind::layer_norm || plain_mlp(m) || m.norm == norm_kind::cohere)
     return "StarCoder2's, GPT-NeoX's and Cohere's blocks under Inductor are not modelled (measured eager "
            "only)";
   if (is_mla(m)) return "DeepSeek's MLA blocks under Inductor are not modelled (measured eager only)";
@@ -285,7 +285,7 @@ struct block_context {
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {
     const bool qkv_part =
         mod == module_name::q_proj || mod == module_name::k_proj || mod == module_name::v_proj;
-    return input_grad || full || adapted(mod) || (qkv_part && m.fused_qkv && adapted(block_modules(m).qkv));
+    return input_grad || full || adapted(mod) || (qkv_part && fused_qkv(m) && adapted(block_modules(m).qkv));
   }
 };
 constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,

@@ -28,7 +28,7 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   } else if (expert_params) {  // gpt-oss: x @ gate_up_proj[e] on 3-D parameters (never adapted)
     add_linear_group(out, k, "experts gate_up input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::experts, 2 * ff, copies}}});
-  } else if (m.fused_gate_up) {
+  } else if (m.mlp == mlp_layout::gate_up_proj) {
     add_linear_group(out, k, "gate_up_proj input", rows, d, in_bytes,
                      std::array<linear_site, 1>{{{mn::gate_up_proj, 2 * ff, copies}}});
   } else {
@@ -40,11 +40,12 @@ HEADROOM_INLINE constexpr void add_gated_mlp(Out& out, const block_context& k, s
   auto out_bytes = [&](module_name mod) {
     return k.dt.autocast && k.s.lora.method == peft_method::vera && k.adapted(mod) ? in_bytes : ab;
   };
-  const std::uint64_t gate = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
-  const std::uint64_t up = out_bytes(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  const bool fused = m.mlp == mlp_layout::gate_up_proj;
+  const std::uint64_t gate = out_bytes(fused ? mn::gate_up_proj : mn::gate_proj);
+  const std::uint64_t up = out_bytes(fused ? mn::gate_up_proj : mn::up_proj);
   // Which outputs require grad: all of them, except in Cohere's parallel MLP over frozen embeddings.
-  const bool gate_grad = k.output_grad(m.fused_gate_up ? mn::gate_up_proj : mn::gate_proj);
-  const bool up_grad = k.output_grad(m.fused_gate_up ? mn::gate_up_proj : mn::up_proj);
+  const bool gate_grad = k.output_grad(fused ? mn::gate_up_proj : mn::gate_proj);
+  const bool up_grad = k.output_grad(fused ? mn::gate_up_proj : mn::up_proj);
   if (k.c.compiled) {  // act(gate)·up is recomputed in backward from the two matmul outputs
     out.add("gate_proj output", act(rows, ff, gate), "compiled: a matmul output kept for the fused SwiGLU");
     out.add("up_proj output", act(rows, ff, up), "compiled: a matmul output kept for the fused SwiGLU");
@@ -67,7 +68,7 @@ HEADROOM_INLINE constexpr void add_plain_mlp(Out& out, const block_context& k, s
                                              std::uint64_t in_bytes) {
   const std::uint64_t d = k.m.hidden_size, ff = k.m.intermediate_size;
   const block_module_names names = block_modules(k.m);
-  const bool neox = k.m.neox_names;
+  const bool neox = k.m.mlp == mlp_layout::dense_h_to_4h;
   add_linear_group(out, k, neox ? "dense_h_to_4h input" : "c_fc input", rows, d, in_bytes,
                    std::array<linear_site, 1>{{{names.mlp_in, ff}}});
   // VeRA under autocast returns in its input's dtype (vera/layer.py Linear.forward:
@@ -250,6 +251,69 @@ constexpr void check_block_priced(const model_shape& m, const training_setup& s,
          "Llama-4's cache (complex RoPE, NoPE and chunked layers) has no prefix cache priced");
 }
 
+/// The q/k norms after the projections: per head (Qwen3, Gemma-3), over the whole projection (OLMo-2),
+/// Cohere's per-head LayerNorms with (heads, head_dim) weights, or Llama-4's weightless L2 norm after RoPE.
+template <class Out>
+constexpr void add_qk_norms(Out& out, const block_context& k, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const std::uint64_t ab = k.dt.compute, a = m.num_attention_heads, g = m.num_key_value_heads;
+  switch (m.qk_norm) {
+    case qk_norm_kind::none:
+      return;
+    case qk_norm_kind::full_width:
+      if (m.norm == norm_kind::cohere) {  // CohereAttention use_qk_norm: per head, (heads, head_dim) weights
+        add_cohere_norm(out, "q_norm", checked_mul(t, a), m.head_dim, query_width(m), k,
+                        k.output_grad(mn::q_proj));
+        add_cohere_norm(out, "k_norm", checked_mul(t, g), m.head_dim, kv_width(m), k,
+                        k.output_grad(mn::k_proj));
+      } else {  // Olmo2Attention: one RMSNorm over each projection's whole output
+        add_rms_norm(out, "q_norm", t, query_width(m), ab, k, k.output_grad(mn::q_proj));
+        add_rms_norm(out, "k_norm", t, kv_width(m), ab, k, k.output_grad(mn::k_proj));
+      }
+      return;
+    case qk_norm_kind::per_head:
+      add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, ab, k, k.output_grad(mn::q_proj));
+      add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
+      return;
+    case qk_norm_kind::l2:
+      if (skips_rope(m)) return;  // Llama4TextAttention: qk_norm after RoPE, on RoPE layers only
+      add_l2_norm(out, "q L2 norm", checked_mul(t, a), m.head_dim, k, k.output_grad(mn::q_proj));
+      add_l2_norm(out, "k L2 norm", checked_mul(t, g), m.head_dim, k, k.output_grad(mn::k_proj));
+      return;
+  }
+}
+
+/// The q/k/v projections' saved inputs, by the family's attention layout.
+template <class Out>
+constexpr void add_qkv_projections(Out& out, const block_context& k, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const std::uint64_t sb = k.dt.stream, d = m.hidden_size, q = query_width(m), kv = kv_width(m);
+  switch (m.attention) {
+    case attention_layout::mla:
+      return add_mla_projections(out, k, t, sb);
+    case attention_layout::qkv_proj:
+      return add_linear_group(out, k, "qkv_proj input", t, d, sb,
+                              std::array<linear_site, 1>{{{mn::qkv_proj, q + 2 * kv}}});
+    case attention_layout::query_key_value:
+      return add_linear_group(out, k, "query_key_value input", t, d, sb,
+                              std::array<linear_site, 1>{{{mn::query_key_value, q + 2 * kv}}});
+    case attention_layout::q_k_v:
+      if (m.norm ==
+          norm_kind::cohere)  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
+        return add_linear_group(out, k, "q/k/v and gate/up_proj input", t, d, sb,
+                                std::array<linear_site, 5>{{{mn::q_proj, q},
+                                                            {mn::k_proj, kv},
+                                                            {mn::v_proj, kv},
+                                                            {mn::gate_proj, m.intermediate_size},
+                                                            {mn::up_proj, m.intermediate_size}}});
+      return add_linear_group(
+          out, k, "q/k/v_proj input", t, d, sb,
+          std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
+  }
+}
+
 /// The attention half of a block after its input norm: the q/k/v projections, the q/k norms, RoPE's
 /// temperature, the attention kernel, o_proj and its dropout. `k` is the context of the projections' input.
 template <class Out>
@@ -257,41 +321,10 @@ constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64
   using mn = module_name;
   const model_shape& m = k.m;
   const activation_config& c = k.c;
-  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream;
-  const std::uint64_t d = m.hidden_size, q = query_width(m), kv = kv_width(m);
-  const std::uint64_t a = m.num_attention_heads, g = m.num_key_value_heads;
+  const std::uint64_t ab = k.dt.compute, d = m.hidden_size;
   const block_module_names names = block_modules(m);
-  if (is_mla(m))
-    add_mla_projections(out, k, t, sb);
-  else if (m.fused_qkv)
-    add_linear_group(out, k, m.neox_names ? "query_key_value input" : "qkv_proj input", t, d, sb,
-                     std::array<linear_site, 1>{{{names.qkv, q + 2 * kv}}});
-  else if ((m.norm ==
-            norm_kind::cohere))  // CohereDecoderLayer: q/k/v and gate/up all read the one norm's output
-    add_linear_group(out, k, "q/k/v and gate/up_proj input", t, d, sb,
-                     std::array<linear_site, 5>{{{mn::q_proj, q},
-                                                 {mn::k_proj, kv},
-                                                 {mn::v_proj, kv},
-                                                 {mn::gate_proj, m.intermediate_size},
-                                                 {mn::up_proj, m.intermediate_size}}});
-  else
-    add_linear_group(out, k, "q/k/v_proj input", t, d, sb,
-                     std::array<linear_site, 3>{{{mn::q_proj, q}, {mn::k_proj, kv}, {mn::v_proj, kv}}});
-  if ((m.norm == norm_kind::cohere) &&
-      m.qk_norm) {  // CohereAttention use_qk_norm: per head over head_dim, (heads, head_dim) weights
-    add_cohere_norm(out, "q_norm", checked_mul(t, a), m.head_dim, q, k, k.output_grad(mn::q_proj));
-    add_cohere_norm(out, "k_norm", checked_mul(t, g), m.head_dim, kv, k, k.output_grad(mn::k_proj));
-  } else if (m.qk_norm_full_width) {  // Olmo2Attention: one RMSNorm over each projection's whole output
-    add_rms_norm(out, "q_norm", t, q, ab, k, k.output_grad(mn::q_proj));
-    add_rms_norm(out, "k_norm", t, kv, ab, k, k.output_grad(mn::k_proj));
-  } else if (m.qk_norm) {
-    add_rms_norm(out, "q_norm", checked_mul(t, a), m.head_dim, ab, k, k.output_grad(mn::q_proj));
-    add_rms_norm(out, "k_norm", checked_mul(t, g), m.head_dim, ab, k, k.output_grad(mn::k_proj));
-  }
-  if (m.l2_qk_norm && !skips_rope(m)) {  // Llama4TextAttention: qk_norm after RoPE, on RoPE layers only
-    add_l2_norm(out, "q L2 norm", checked_mul(t, a), m.head_dim, k, k.output_grad(mn::q_proj));
-    add_l2_norm(out, "k L2 norm", checked_mul(t, g), m.head_dim, k, k.output_grad(mn::k_proj));
-  }
+  add_qkv_projections(out, k, t);
+  add_qk_norms(out, k, t);
   if (skips_rope(m) && m.attn_temperature_tuning && k.output_grad(mn::q_proj))
     out.add("attn_scales", act(c.seq_len, 1, fp32_bytes),
             "the per-position fp32 temperature (expanded over the batch), saved by q · attn_scales");
@@ -302,12 +335,12 @@ constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64
   const qkv_grads grads = attention_input_grads(k);
   attn.input_grad = grads.q || grads.k || grads.v;
   // (MLA under flash: the kernel's output is padded to the q/k head width and sliced, so o_proj reads a copy)
-  add_linear_group(out, attn, m.neox_names ? "dense input" : "o_proj input", t, attention_output_width(m), ab,
-                   std::array<linear_site, 1>{{{names.out, d}}},
+  add_linear_group(out, attn, neox_layout(m) ? "dense input" : "o_proj input", t, attention_output_width(m),
+                   ab, std::array<linear_site, 1>{{{names.out, d}}},
                    c.attention == attention_impl::flash && !is_mla(m));
   // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
   if (m.residual_dropout && attn.output_grad(names.out))
-    add_dropout(out, m.neox_names ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
+    add_dropout(out, neox_layout(m) ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
 }
 
 /// The norms between attention and the MLP: OLMo-2's and Gemma's post-norms, a parallel block's second
@@ -318,22 +351,25 @@ constexpr void add_post_attention_norms(Out& out, const block_context& k0, const
   const model_shape& m = rest.m;
   const std::uint64_t ab = rest.dt.compute, sb = rest.dt.stream, d = m.hidden_size;
   const bool gemma_post_norms = m.norms_per_layer >= 4;
-  if (m.post_norms) {
-    add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // OLMo-2: on the attention output
-  } else if (gemma_post_norms) {
-    add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
-    add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
-  } else if (m.parallel_residual) {
-    // GPTNeoXLayer: post_attention_layernorm reads the block input too; Cohere's MLP reads the input norm's
-    // output
-    if (!(m.norm == norm_kind::cohere))
-      add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
-  } else {
-    add_norm(out, "post_attention_layernorm", t, d, sb, rest);
+  switch (m.residual) {
+    case residual_layout::post_norms:
+      add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // OLMo-2: on the attention output
+      break;
+    case residual_layout::parallel:
+      // GPTNeoXLayer: post_attention_layernorm reads the block input too; Cohere's MLP reads the input norm's
+      // output
+      if (m.norm != norm_kind::cohere)
+        add_layer_norm(out, "post_attention_layernorm", t, d, sb, k0, input_grad, true);
+      break;
+    case residual_layout::sequential:
+      if (gemma_post_norms) {
+        add_rms_norm(out, "post_attention_layernorm", t, d, ab, rest);  // Gemma: on the attention output
+        add_rms_norm(out, "pre_feedforward_layernorm", t, d, sb, rest);
+      } else {
+        add_norm(out, "post_attention_layernorm", t, d, sb, rest);
+      }
+      break;
   }
-  for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
-    add_rms_norm(out, "extra norm", t, d, sb, rest);
-
   for (std::uint64_t extra = gemma_post_norms ? 4 : 2; extra < m.norms_per_layer; ++extra)
     add_rms_norm(out, "extra norm", t, d, sb, rest);
 }
@@ -415,14 +451,22 @@ constexpr void add_mlp_terms(Out& out, const block_context& k, const block_conte
   const std::uint64_t ab = rest.dt.compute, sb = rest.dt.stream, d = m.hidden_size;
   // A parallel block's MLP reads (a norm of) the block input, which needs a gradient only as the block's
   // does.
-  const block_context& mlp = m.parallel_residual ? k : rest;
-  if (m.plain_mlp)
-    add_plain_mlp(out, mlp, t, sb);
-  else if (!is_moe(m))  // Cohere's gate/up input was listed with q/k/v
-    add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, (m.norm == norm_kind::cohere));
-  else
+  const block_context& mlp = m.residual == residual_layout::parallel ? k : rest;
+  if (is_moe(m)) {
     add_moe_terms(out, rest, t);
-  if (m.norms_per_layer >= 4 || m.post_norms)
+  } else {
+    switch (m.mlp) {
+      case mlp_layout::c_fc:
+      case mlp_layout::dense_h_to_4h:
+        add_plain_mlp(out, mlp, t, sb);
+        break;
+      case mlp_layout::gated:
+      case mlp_layout::gate_up_proj:  // Cohere's gate/up input was listed with q/k/v
+        add_gated_mlp(out, mlp, t, m.intermediate_size, sb, 1, false, m.norm == norm_kind::cohere);
+        break;
+    }
+  }
+  if (m.norms_per_layer >= 4 || m.residual == residual_layout::post_norms)
     add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
 }
 
@@ -437,9 +481,10 @@ constexpr void layer_terms(const model_shape& m, const training_setup& s, const 
   const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
   const std::uint64_t d = m.hidden_size;
   // OLMo-2 has no norm before the projections: they read the block input itself.
-  if (!m.post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
+  const bool post_norms = m.residual == residual_layout::post_norms;
+  if (!post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
   // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
-  const block_context k = k0.norm_weights_train() && !m.post_norms ? context_of(m, s, c) : k0;
+  const block_context k = k0.norm_weights_train() && !post_norms ? context_of(m, s, c) : k0;
   add_attention_terms(out, k, t);
   // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
   // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
@@ -679,18 +724,19 @@ constexpr bytes first_layer_cached_casts(const model_shape& m, const training_se
       if (s.lora.targets.contains(mod)) ++sites;
   } else {
     for (module_name mod : {module_name::q_proj, module_name::k_proj, module_name::v_proj, qkv})
-      if (s.lora.targets.contains(mod) && (mod == qkv) == m.fused_qkv) ++sites;
+      if (s.lora.targets.contains(mod) && (mod == qkv) == fused_qkv(m)) ++sites;
   }
   bytes cached = act(sites * s.lora.rank, m.hidden_size, bf16_bytes);
   // A parallel MLP (GPT-NeoX, Cohere) reads the frozen input too: its first adapted linears' casts are
   // not saved either — the input projections' (r × d each), or else the output projection's (r × d_ff).
   const block_module_names names = block_modules(m);
+  const bool parallel = m.residual == residual_layout::parallel;
   std::uint64_t inputs = 0;
   for (module_name mod : {names.mlp_in, module_name::gate_proj, module_name::up_proj})
-    if (m.parallel_residual && s.lora.targets.contains(mod) && (mod == names.mlp_in) == m.plain_mlp) ++inputs;
-  const module_name out_proj = m.plain_mlp ? names.mlp_out : module_name::down_proj;
+    if (parallel && s.lora.targets.contains(mod) && (mod == names.mlp_in) == plain_mlp(m)) ++inputs;
+  const module_name out_proj = plain_mlp(m) ? names.mlp_out : module_name::down_proj;
   cached += act(inputs * s.lora.rank, m.hidden_size, bf16_bytes);
-  if (m.parallel_residual && inputs == 0 && s.lora.targets.contains(out_proj))
+  if (parallel && inputs == 0 && s.lora.targets.contains(out_proj))
     cached += act(s.lora.rank, m.intermediate_size, bf16_bytes);
   return cached;
 }

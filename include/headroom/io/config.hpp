@@ -26,56 +26,75 @@
 
 namespace headroom {
 
-/// Architecture rules per config.json model_type: defaults of the transformers config classes
-/// (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file may omit.
+/// One row per config.json model_type: the block's parts (model_shape's enums; docs/adding-a-family.md) and
+/// the defaults of its transformers config class (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file
+/// may omit. What a family reads beyond these is in read_family_parts and io/detail/family_fields.hpp.
 struct architecture {
   std::string_view model_type;
-  std::uint64_t norms_per_layer;   ///< 2, or 4 for Gemma-2/3 (pre/post attention and FFN)
-  bool qk_norm;                    ///< Qwen3, Gemma-3
-  bool qkv_bias;                   ///< Qwen2 hard-codes bias=True on q/k/v
-  bool tie_default;                ///< tie_word_embeddings default of the config class
+  attention_layout attention;     ///< q/k/v projections (and their names)
+  qk_norm_kind qk_norm;           ///< the q/k norms (Cohere's and Llama-4's use_qk_norm can turn them off)
+  mlp_layout mlp;                 ///< the dense MLP
+  norm_kind norm;                 ///< every norm's kind
+  residual_layout residual;       ///< where the norms and residual adds sit (GPT-NeoX: use_parallel_residual)
+  moe_layout experts;             ///< the MoE family, where experts_key is set
+  std::uint64_t norms_per_layer;  ///< 2, 4 for Gemma-2/3 (pre/post attention and FFN), 1 for Cohere
+  bool qkv_bias;                  ///< Qwen2 hard-codes bias=True on q/k/v
+  bool tie_default;               ///< tie_word_embeddings default of the config class
   std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
   std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
   std::string_view expert_width_key;
-  bool fused = false;  ///< Phi-3: qkv_proj and gate_up_proj
 };
 
-inline constexpr std::array<architecture, 22> architectures{{
-    {"llama", 2, false, false, false, 0, "", ""},
-    {"mistral", 2, false, false, false, 0, "", ""},
-    {"qwen2", 2, false, true, false, 0, "", ""},
-    {"qwen3", 2, true, false, false, 128, "", ""},
-    {"qwen3_moe", 2, true, false, false, 128, "num_experts", "moe_intermediate_size"},
-    {"mixtral", 2, false, false, false, 0, "num_local_experts", "intermediate_size"},
-    {"gemma", 2, false, false, true, 256, "", ""},
-    {"gemma2", 4, false, false, true, 256, "", ""},
-    {"gemma3_text", 4, true, false, true, 256, "", ""},
-    {"phi3", 2, false, false, false, 0, "", "", true},
-    // Olmo2Config (post-norms, full-width q/k norms), GraniteConfig (Llama shapes, four scalar multipliers),
-    // GptOssConfig (sinks, biased router, 3-D experts): their extras are set below.
-    {"olmo2", 2, true, false, false, 0, "", ""},
-    {"granite", 2, false, false, false, 0, "", ""},
-    {"gpt_oss", 2, false, false, false, 64, "num_local_experts", "intermediate_size"},
-    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (set below).
-    {"starcoder2", 2, false, false, true, 0, "", ""},
-    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (set below).
-    {"gpt_neox", 2, false, false, false, 0, "", ""},
-    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale (set below).
-    {"cohere", 1, false, false, true, 0, "", ""},
-    // Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
-    // sliding_window_pattern-th layer global without it (read below).
-    {"cohere2", 1, false, false, true, 0, "", ""},
+// clang-format off
+inline constexpr std::array<architecture, 22> architectures = [] {
+  using al = attention_layout;
+  using qk = qk_norm_kind;
+  using ml = mlp_layout;
+  using nk = norm_kind;
+  using rl = residual_layout;
+  using mo = moe_layout;
+  return std::array<architecture, 22>{{
+    // model_type, attention, q/k norm, MLP, norm, residual, experts; norms per layer, q/k/v bias, tied by
+    // default, head_dim default (0: hidden / heads), the experts' count key and width key ("": dense)
+    {"llama",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    {"mistral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    {"qwen2",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "",                  ""},
+    {"qwen3",       al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "",                  ""},
+    {"qwen3_moe",   al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "num_experts",       "moe_intermediate_size"},
+    {"mixtral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "num_local_experts", "intermediate_size"},
+    // GemmaRMSNorm: x·(1 + w) in fp32; Gemma-2/3 add post-attention and post-feedforward norms.
+    {"gemma",       al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 2, false, true,  256, "",                  ""},
+    {"gemma2",      al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  ""},
+    {"gemma3_text", al::q_k_v,           qk::per_head,   ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  ""},
+    {"phi3",        al::qkv_proj,        qk::none,       ml::gate_up_proj,  nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    // Olmo2Config: post-norms, full-width q/k norms, Olmo2RMSNorm (w · x in fp32). GraniteConfig: Llama
+    // shapes, four scalar multipliers (read below). GptOssConfig: sinks, biased router, 3-D experts.
+    {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, 64,  "num_local_experts", "intermediate_size"},
+    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (read below).
+    {"starcoder2",  al::q_k_v,           qk::none,       ml::c_fc,          nk::layer_norm,     rl::sequential, mo::linear_experts, 2, false, true,  0,   "",                  ""},
+    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (read below).
+    {"gpt_neox",    al::query_key_value, qk::none,       ml::dense_h_to_4h, nk::layer_norm,     rl::parallel,   mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale, use_qk_norm (read
+    // below). Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
+    // sliding_window_pattern-th layer global without it.
+    {"cohere",      al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  ""},
+    {"cohere2",     al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  ""},
     // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
-    // routed and shared experts (set below).
-    {"deepseek_v3", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
-    {"kimi_k2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
-    {"deepseek_v2", 2, false, false, false, 0, "n_routed_experts", "moe_intermediate_size"},
+    // routed and shared experts (read in family_fields.hpp).
+    {"deepseek_v3", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
+    {"kimi_k2",     al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
+    {"deepseek_v2", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
     // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
-    {"qwen2_moe", 2, false, true, false, 0, "num_experts", "moe_intermediate_size"},
+    {"qwen2_moe",   al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "num_experts",       "moe_intermediate_size"},
     // Llama4TextConfig: MoE every interleave_moe_layer_step-th layer (3-D experts, a shared expert), the
-    // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer (read below).
-    {"llama4_text", 2, false, false, false, 128, "num_local_experts", "intermediate_size"},
-}};
+    // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer; the L2 q/k norm
+    // (use_qk_norm; read in family_fields.hpp).
+    {"llama4_text", al::q_k_v,           qk::l2,         ml::gated,         nk::rms,            rl::sequential, mo::llama4,         2, false, false, 128, "num_local_experts", "intermediate_size"},
+  }};
+}();
+// clang-format on
 
 [[nodiscard]] inline std::string supported_model_types() {
   std::string out;
@@ -352,28 +371,24 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
   m.mlp_bias = read_bool_or(j, "mlp_bias", origin, false);
   m.norms_per_layer = arch.norms_per_layer;
+  m.attention = arch.attention;
   m.qk_norm = arch.qk_norm;
-  m.fused_qkv = arch.fused;
-  m.fused_gate_up = arch.fused;
-  const bool gemma = arch.model_type.substr(0, 5) == "gemma";
-  if (gemma) m.norm = norm_kind::gemma_rms;  // GemmaRMSNorm: x·(1 + w) in fp32
+  m.mlp = arch.mlp;
+  m.norm = arch.norm;
+  m.residual = arch.residual;
+  if (!arch.experts_key.empty()) m.experts = arch.experts;
 }
 
 /// The parts particular to one family (OLMo-2's post-norms, Phi-3's partial RoPE, gpt-oss, StarCoder2,
 /// GPT-NeoX, Cohere).
 inline void read_family_parts(const nlohmann::json& j, const std::string& origin, const architecture& arch,
                               model_shape& m, std::vector<std::string>& notes) {
-  if (arch.model_type == "olmo2") {  // Olmo2DecoderLayer, Olmo2Attention, Olmo2RMSNorm (w · x in fp32)
-    m.post_norms = true;
-    m.qk_norm_full_width = true;
-    m.norm = norm_kind::rms_fp32_scale;
-  }
-  if (arch.fused)  // Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75)
+  if (arch.attention == attention_layout::qkv_proj)  // Phi3RotaryEmbedding: dim = int(head_dim ·
+                                                     // partial_rotary_factor) (Phi-4-mini: 0.75)
     m.rotary_dim = read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
   if (arch.model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
     m.attention_sinks = true;
     m.router_bias = true;
-    m.experts = moe_layout::gpt_oss;
     notes.emplace_back(
         "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
         "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
@@ -381,16 +396,13 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   }
   if (arch.model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
     m.attention_bias = m.o_proj_bias = m.mlp_bias = read_bool_or(j, "use_bias", origin, true);
-    m.norm = norm_kind::layer_norm;
-    m.plain_mlp = true;
     m.residual_dropout = read_dropout(j, "residual_dropout", origin);
     m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
     require_gelu(j, "gelu_pytorch_tanh", origin);
   }
   if (arch.model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
-    m.plain_mlp = m.mlp_bias = m.fused_qkv = m.neox_names = true;
-    m.norm = norm_kind::layer_norm;
-    m.parallel_residual = read_bool_or(j, "use_parallel_residual", origin, true);
+    m.mlp_bias = true;
+    if (!read_bool_or(j, "use_parallel_residual", origin, true)) m.residual = residual_layout::sequential;
     // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
     m.residual_dropout = m.embedding_dropout = read_dropout(j, "hidden_dropout", origin);
     // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
@@ -404,12 +416,11 @@ inline void read_family_parts(const nlohmann::json& j, const std::string& origin
   // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
   // its global layers skip RoPE, which saves nothing but the shared tables either way)
   if (arch.model_type == "cohere" || arch.model_type == "cohere2") {
-    m.parallel_residual = m.logit_scale = true;
-    m.norm = norm_kind::cohere;
+    m.logit_scale = true;
     if (!read_optional_number(j, "logit_scale", origin, true))
       throw input_error(key_path(origin, "logit_scale"), "must be a positive number, got null");
     // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
-    m.qk_norm = m.qk_norm_full_width = read_bool_or(j, "use_qk_norm", origin, false);
+    if (read_bool_or(j, "use_qk_norm", origin, false)) m.qk_norm = qk_norm_kind::full_width;
   }
 }
 

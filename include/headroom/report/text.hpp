@@ -262,7 +262,7 @@ inline void explain_shapes(text_lines& line, const loaded_model& model) {
         moe_layers(m), m.moe_layer_step > 1 ? m.moe_layer_step : 1, m.num_experts, m.num_experts_per_tok,
         m.moe_intermediate_size, dense_mlp_layers(m), m.intermediate_size,
         m.nope_layer_interval == 0 ? 0 : m.num_hidden_layers / m.nope_layer_interval,
-        m.l2_qk_norm ? ", L2 q/k norm on the others" : ""));
+        m.qk_norm == qk_norm_kind::l2 ? ", L2 q/k norm on the others" : ""));
 }
 
 /// --explain: the parameter count and the four static buckets with their bytes per value.

@@ -44,7 +44,6 @@ inline void read_deepseek(const json& j, const std::string& origin, const std::s
                       "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
   const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
   m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
-  m.experts = moe_layout::deepseek;
   const std::string scoring =
       read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
   if (scoring != "sigmoid" && scoring != "softmax")
@@ -101,7 +100,6 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
   const std::string act = read_string_or(j, "hidden_act", origin, "silu");
   if (act != "silu")
     throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
-  m.experts = moe_layout::llama4;
   m.complex_rope = true;
   m.shared_expert_intermediate_size =
       m.moe_intermediate_size;  // Llama4TextMoe.shared_expert: intermediate_size
@@ -117,7 +115,7 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
   m.nope_layer_interval = read_count_or(j, "no_rope_layer_interval", origin, 4, max_layers);
   for (std::uint64_t i = 0; i < L; ++i) rope.push_back((i + 1) % m.nope_layer_interval != 0 ? 1 : 0);
   require_layer_pattern(j, "no_rope_layers", origin, rope, "NoPE every no_rope_layer_interval-th layer");
-  m.l2_qk_norm = read_bool_or(j, "use_qk_norm", origin, true);
+  if (!read_bool_or(j, "use_qk_norm", origin, true)) m.qk_norm = qk_norm_kind::none;  // the row's L2 norm
   // attn_temperature_tuning: true in the config class; some checkpoints write a number (nonzero = on)
   const auto tuning = j.find("attn_temperature_tuning");
   if (tuning == j.end() || tuning->is_null())
@@ -177,7 +175,8 @@ constexpr model_shape vit_encoder(const vit_dims& v) {
   m.intermediate_size = v.mlp;
   m.num_hidden_layers = v.layers;
   m.vocab_size = 1;
-  m.tie_word_embeddings = m.plain_mlp = m.mlp_bias = m.attention_bias = m.o_proj_bias = true;
+  m.mlp = mlp_layout::c_fc;  // fc1 → GELU → fc2, priced as StarCoder2's
+  m.tie_word_embeddings = m.mlp_bias = m.attention_bias = m.o_proj_bias = true;
   m.norm = norm_kind::layer_norm;
   return m;
 }
