@@ -279,7 +279,8 @@ expect "peft example file" 0 'profile    trl \(SFTConfig.s defaults. PEFT.s for 
 expect "training-args profile" 0 'profile    trl \(SFTConfig' -- --training-args "$data/args/sft-qlora.json"
 expect "accelerate as recipe" 2 'is an accelerate config' -- --recipe "$rec/acc_fsdp.yaml"
 expect "directory as file" 2 'is a directory, not a file' -- --config "$data"
-expect "args excludes" 2 'excludes' -- --training-args "$data/args/sft-defaults.json" --method lora
+expect "flags over args" 0 'method     lora' -- --training-args "$data/args/sft-defaults.json" --method lora
+expect "flags over args batch" 0 'micro-batch 4 x seq-len 4096 \(accumulation 8\)' -- --preset qwen3-4b --training-args "$data/args/sft-qlora.json" --batch 4 --seq-len 4096
 
 # Issues 11 and 12: the runtime and trainer mechanisms, from flags and from training-args files.
 expect "in backward" 0 'optimizer step fused, in backward' -- "${p8[@]}" --optimizer adamw_torch_fused --optimizer-in-backward

@@ -182,6 +182,61 @@ TEST_CASE("Adapters of a 16-bit model are fp32 by PEFT's autocast_adapter_dtype,
   CHECK(a.run.setup.lora.dtype == adapter_precision::base);  // an fp32 model's adapters are fp32 already
 }
 
+TEST_CASE("Flags over a training-args file: the later source wins knob by knob", "[training_args][request]") {
+  const loaded_model m = preset("qwen3-4b");
+  run_request flags;
+  flags.batch = 4;
+  flags.seq_len = 4096;
+  flags.ckpt = checkpointing::none;
+  const training_args file = args("sft-qlora.json", m);
+  const training_args a = load_training_args(data_dir / "args" / "sft-qlora.json", m, flags);
+  CHECK(file.run.activations.batch == 2);  // the file's per_device_train_batch_size
+  CHECK(a.run.activations.batch == 4);
+  CHECK(a.run.activations.seq_len == 4096);
+  CHECK(a.run.activations.ckpt == checkpointing::none);
+  // What the flags leave alone stays the file's: QLoRA with nf4 double quantisation, r 16, bf16 and the
+  // gradient accumulation.
+  CHECK(a.run.setup.method == training_method::qlora);
+  CHECK(a.run.setup.lora.rank == 16);
+  CHECK(a.run.setup.nf4.double_quant);
+  CHECK(a.run.grad_accum_steps == 8);
+  CHECK(a.run.setup.precision == file.run.setup.precision);
+  // A flag that is given but says what the file says changes nothing.
+  run_request same;
+  same.batch = 2;
+  CHECK(estimate_training(m.spec, load_training_args(data_dir / "args" / "sft-qlora.json", m, same).run)
+            .total_bytes() == estimate_training(m.spec, file.run).total_bytes());
+  // --seq-len over a file without max_length: no note about SFTConfig's 1024.
+  run_request length;
+  length.seq_len = 512;
+  const training_args d = load_training_args(data_dir / "args" / "sft-defaults.json", m, length);
+  CHECK(d.run.activations.seq_len == 512);
+  CHECK_FALSE(test::mentions(d.notes, "max_length not set"));
+}
+
+TEST_CASE("A method flag over a training-args file drops what that method has no use for",
+          "[training_args][request]") {
+  const loaded_model m = preset("qwen3-4b");
+  run_request full;
+  full.method = training_method::full;
+  const training_args a = load_training_args(data_dir / "args" / "sft-qlora.json", m, full);
+  CHECK(a.run.setup.method == training_method::full);
+  CHECK(a.run.load == load_path::none);  // no bitsandbytes load without a 4-bit base
+  run_request lora;
+  lora.method = training_method::lora;
+  const training_args b = load_training_args(data_dir / "args" / "sft-qlora.json", m, lora);
+  CHECK(b.run.setup.method == training_method::lora);
+  CHECK(b.run.setup.lora.rank == 16);  // the file's adapters stay
+  CHECK(b.run.load == load_path::none);
+  // LoRA over a file that trains fully: PEFT's get_peft_model upcasts a 16-bit model's adapters.
+  nlohmann::json j = {{"config_class", "TrainingArguments"}, {"model_init_kwargs", {{"dtype", "bfloat16"}}}};
+  CHECK(training_args_from_json(j, m, "inline", lora).run.setup.lora.dtype == adapter_precision::fp32);
+  // Adapter flags with --method full are still refused, by their flag.
+  full.rank = 8;
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "inline", full); }, "--rank",
+                            "--method full");
+}
+
 TEST_CASE("A torchtune loss component selects its layout", "[training_args]") {
   const loaded_model m = preset("llama-3.1-8b-like");
   nlohmann::json j = {{"loss", {{"_component_", "torchtune.modules.loss.LinearCrossEntropyLoss"}}}};

@@ -243,20 +243,31 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
       throw input_error("--offload-scope",
                         "needs an offloading mode: --checkpointing offload, checkpoint-offload or unsloth");
     r.activations.offload_wraps = *q.offload_wraps;
+  } else if (d.offload_wraps) {  // a defaults layer's (a training-args file's trainer: TRL wraps the step)
+    r.activations.offload_wraps = *d.offload_wraps;
   }
   r.loss = {*d.loss, *d.chunk_tokens, *d.output_chunks};
 }
 }  // namespace detail
 
-/// resolve, with `pins` the knobs `profile` must leave alone: pins_of(q), and those a source applied after
-/// decides itself (a DeepSpeed config's precision and adapter dtype).
-[[nodiscard]] inline run_config resolve(const run_request& q, std::optional<framework> profile,
-                                        const profile_pins& pins) {
-  const run_request d = merge(headroom_defaults(), q);
+/// The run `q` describes over a layer of `defaults` (a file's config class: SFTConfig, TrainingArguments)
+/// between headroom_defaults() and `q`: every knob from q, else from `defaults`, else headroom's; the
+/// cross-knob rules read q for what somebody asked (PEFT's prefix tuning keeps checkpointing off unless q
+/// sets it).
+[[nodiscard]] inline run_config resolve_over(const run_request& defaults, const run_request& q) {
+  const run_request d = merge(merge(headroom_defaults(), defaults), q);
   run_config r;
   detail::resolve_method(q, d, r.setup);
   detail::resolve_optimizer(d, r.setup);
   detail::resolve_workload(q, d, r);
+  return r;
+}
+
+/// resolve, with `pins` the knobs `profile` must leave alone: pins_of(q), and those a source applied after
+/// decides itself (a DeepSpeed config's precision and adapter dtype).
+[[nodiscard]] inline run_config resolve(const run_request& q, std::optional<framework> profile,
+                                        const profile_pins& pins) {
+  run_config r = resolve_over({}, q);
   if (profile) apply_profile(profile_of(*profile), r, pins);
   return r;
 }

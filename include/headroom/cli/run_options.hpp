@@ -254,9 +254,10 @@ inline void add_parallel_options(CLI::App& app, run_options& o) {
 
 // The files that describe a run, and a framework's defaults.
 inline void add_file_options(CLI::App& app, run_options& o) {
-  auto* args =
-      app.add_option("--training-args", o.args_file,
-                     "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections)");
+  auto* args = app.add_option(
+      "--training-args", o.args_file,
+      "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections); run flags "
+      "given win over its keys");
   auto* recipe = app.add_option(
       "--recipe", o.recipe,
       "a framework's YAML: torchtune recipe, axolotl or LLaMA-Factory config, Unsloth's calls (the model "
@@ -276,9 +277,8 @@ inline void add_file_options(CLI::App& app, run_options& o) {
       ->excludes(recipe);
 }
 
-// What a file or --method full leaves no room for.
+// What a recipe leaves no room for (a training-args file takes these flags over its own keys).
 inline void add_flag_rules(CLI::App& app) {
-  CLI::Option* args = app.get_option("--training-args");
   CLI::Option* recipe = app.get_option("--recipe");
   for (const char* flag : {"--method",
                            "--rank",
@@ -305,7 +305,6 @@ inline void add_flag_rules(CLI::App& app) {
                            "--encoder-hidden-size",
                            "--prefix-projection",
                            "--compile"}) {
-    args->excludes(app.get_option(flag));
     if (std::string_view(flag) != "--seq-len") recipe->excludes(app.get_option(flag));
   }
 }
@@ -483,7 +482,8 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     return out;
   }
   out.model = o.load_model(dirs);
-  if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model);
+  // The flags given over the file, knob by knob (merge(file, flags): docs/run-request.md).
+  if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model, request_from_flags(o));
   return out;
 }
 

@@ -19,6 +19,7 @@
 
 #include "../packing.hpp"
 #include "../peak.hpp"
+#include "../request.hpp"
 #include "../schedules.hpp"
 #include "config.hpp"
 #include "deepspeed.hpp"
@@ -130,26 +131,53 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
 }  // namespace detail
 
 namespace detail {
-/// What the sections of one training-args file share: the file, its class and the precision it chose.
+/// What the sections of one training-args file share: the file, its class, the precision it chose, and the
+/// run as it fills: `q` what the file says (with what its keys imply), `defaults` its config class's defaults
+/// for what it leaves out, `later` what the caller sets over the file (the command line's flags).
 struct args_reading {
   const json& j;
   const std::string& origin;
   const loaded_model& model;
+  const run_request& later;
+  run_request q{};
+  run_request defaults{};
   bool sft = true;             ///< SFTConfig (TRL's defaults) rather than TrainingArguments
   bool bf16 = false;           ///< bf16 autocast (or a bf16 run)
   bool fp16 = false;           ///< fp16 autocast
   bool fp32_load = false;      ///< the model is loaded in float32
   bool liger = false;          ///< use_liger_kernel
   json init = json::object();  ///< model_init_kwargs
+  // What the file sets beyond the request: the machine and the load.
+  parallel_config parallel{};
+  load_path load = load_path::none;
+  lora_targets modules_to_save{};
+  /// A knob as it will resolve: the caller's, else the file's, else the class default.
+  template <class T>
+  [[nodiscard]] std::optional<T> effective(std::optional<T> run_request::*knob) const {
+    if (later.*knob) return later.*knob;
+    if (q.*knob) return q.*knob;
+    return defaults.*knob;
+  }
 };
 
+/// Whether `key` is in `j` with a value (null is absent).
+inline bool given(const json& j, std::string_view key) {
+  const auto it = j.find(key);
+  return it != j.end() && !it->is_null();
+}
+
 /// Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
-inline void read_args_batch(const args_reading& in, training_args& a) {
-  run_config& r = a.run;
-  r.activations.batch = args_count(in.j, "per_device_train_batch_size", in.origin, 8, max_solver_batch);
-  r.grad_accum_steps = args_count(in.j, "gradient_accumulation_steps", in.origin, 1, 1u << 20);
-  r.activations.seq_len = args_count(in.j, "max_length", in.origin, 1024, max_solver_seq_len);
-  if (!in.j.contains("max_length"))
+inline void read_args_batch(args_reading& in, training_args& a) {
+  const json& j = in.j;
+  if (given(j, "per_device_train_batch_size"))
+    in.q.batch = read_count(j, "per_device_train_batch_size", in.origin, max_solver_batch);
+  if (given(j, "gradient_accumulation_steps"))
+    in.q.grad_accum = read_count(j, "gradient_accumulation_steps", in.origin, 1u << 20);
+  if (given(j, "max_length")) in.q.seq_len = read_count(j, "max_length", in.origin, max_solver_seq_len);
+  in.defaults.batch = 8;
+  in.defaults.grad_accum = 1;
+  in.defaults.seq_len = 1024;
+  if (!j.contains("max_length") && !in.later.seq_len)
     a.notes.emplace_back("max_length not set: SFTConfig's default 1024 is used");
 }
 
@@ -174,18 +202,18 @@ inline void read_args_precision(args_reading& in, training_args& a) {
   }
   in.fp32_load = dtype == "float32";
   if (in.fp32_load) {
-    a.run.setup.precision = in.bf16   ? precision_route::fp32_autocast
-                            : in.fp16 ? precision_route::fp16_autocast
-                                      : precision_route::fp32;
+    in.q.precision = in.bf16   ? precision_route::fp32_autocast
+                     : in.fp16 ? precision_route::fp16_autocast
+                               : precision_route::fp32;
   } else {
-    a.run.setup.precision = precision_route::bf16_pure;
+    in.q.precision = precision_route::bf16_pure;
     if (dtype == "float16")
       a.notes.emplace_back("a float16 model is priced like bfloat16 (same bytes); fp16 needs loss scaling");
   }
 }
 
 /// Checkpointing (TRL turns it on for every trainer), selective mode, activation offloading.
-inline void read_args_checkpointing(const args_reading& in, activation_config& act) {
+inline void read_args_checkpointing(args_reading& in) {
   const json& j = in.j;
   const bool ckpt = read_bool_or(j, "gradient_checkpointing", in.origin, in.sft);
   json ckpt_kwargs = j.value("gradient_checkpointing_kwargs", json::object());
@@ -194,19 +222,23 @@ inline void read_args_checkpointing(const args_reading& in, activation_config& a
   const bool selective = read_bool_or(ckpt_kwargs, "selective", ko, false);
   const bool offload = read_bool_or(j, "activation_offloading", in.origin, false);
   // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
-  act.reentrant = read_bool_or(ckpt_kwargs, "use_reentrant", ko, true);
+  if (given(ckpt_kwargs, "use_reentrant"))
+    in.q.reentrant = read_bool_or(ckpt_kwargs, "use_reentrant", ko, true);
+  in.defaults.reentrant = true;
   // TRL's activation_offloading wraps training_step in OffloadActivations (sft_trainer.py, training_step):
   // over checkpointed blocks it offloads their inputs, and the loss's saved tensors too.
-  act.ckpt = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
-                   : (offload     ? checkpointing::checkpoint_offload
-                      : selective ? checkpointing::selective
-                                  : checkpointing::full);
-  act.offload_wraps = offload_scope::step;
+  const checkpointing mode = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
+                                   : (offload     ? checkpointing::checkpoint_offload
+                                      : selective ? checkpointing::selective
+                                                  : checkpointing::full);
+  (given(j, "gradient_checkpointing") || offload || selective ? in.q.ckpt : in.defaults.ckpt) = mode;
+  in.defaults.offload_wraps = offload_scope::step;  // what TRL's OffloadActivations wraps, when it runs
+  if (offload) in.q.offload_wraps = offload_scope::step;
 }
 
 /// torchtune's recipe keys: non-reentrant checkpoint wrappers, offloading around the model forward only
 /// (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
-inline void read_torchtune_checkpointing(const args_reading& in, activation_config& act) {
+inline void read_torchtune_checkpointing(args_reading& in) {
   const json& j = in.j;
   const bool tt_ckpt =
       j.contains("enable_activation_checkpointing") && !j.at("enable_activation_checkpointing").is_null();
@@ -220,60 +252,74 @@ inline void read_torchtune_checkpointing(const args_reading& in, activation_conf
   if (tt_offload && !on)
     throw input_error(key_path(in.origin, "enable_activation_offloading"),
                       "needs enable_activation_checkpointing: true (torchtune's recipes raise the same)");
-  act.ckpt =
+  in.q.ckpt =
       tt_offload ? checkpointing::checkpoint_offload : (on ? checkpointing::full : checkpointing::none);
-  act.reentrant = false;
-  act.offload_wraps = offload_scope::model;
+  in.q.reentrant = false;
+  in.defaults.offload_wraps = offload_scope::model;  // torchtune's recipes offload around the model forward
+  if (tt_offload) in.q.offload_wraps = offload_scope::model;
 }
 
 /// Unsloth's FastLanguageModel.get_peft_model(use_gradient_checkpointing="unsloth"): its own offloaded
 /// checkpoint function (unsloth_zoo gradient_checkpointing.py).
-inline void read_unsloth_checkpointing(const args_reading& in, activation_config& act) {
+inline void read_unsloth_checkpointing(args_reading& in) {
   const auto u = in.j.find("use_gradient_checkpointing");
   if (u == in.j.end() || u->is_null()) return;
   if (u->is_string() && u->get<std::string>() == "unsloth")
-    act.ckpt = checkpointing::offload_checkpointed;
+    in.q.ckpt = checkpointing::offload_checkpointed;
   else if (u->is_boolean())
-    act.ckpt = u->get<bool>() ? checkpointing::full : checkpointing::none;
+    in.q.ckpt = u->get<bool>() ? checkpointing::full : checkpointing::none;
   else
     throw input_error(key_path(in.origin, "use_gradient_checkpointing"),
                       "must be true, false or \"unsloth\", got " + u->dump());
 }
 
 /// Attention implementation (transformers' default is sdpa).
-inline attention_impl read_args_attention(const args_reading& in) {
+inline void read_args_attention(args_reading& in) {
+  in.defaults.attention = attention_impl::sdpa;
+  if (!given(in.init, "attn_implementation")) return;
   const std::string attn =
-      read_string_or(in.init, "attn_implementation", in.origin + ": /model_init_kwargs", "sdpa");
-  if (attn == "eager") return attention_impl::eager;
-  if (attn == "sdpa") return attention_impl::sdpa;
-  if (attn.find("flash") != std::string::npos) return attention_impl::flash;
-  throw input_error(
-      in.origin + ": /model_init_kwargs/attn_implementation",
-      "unknown '" + attn +
-          "'; valid: eager, sdpa, flash_attention_2, flash_attention_3, kernels-community/flash-attn2");
+      read_string_or(in.init, "attn_implementation", in.origin + ": /model_init_kwargs", "");
+  if (attn == "eager")
+    in.q.attention = attention_impl::eager;
+  else if (attn == "sdpa")
+    in.q.attention = attention_impl::sdpa;
+  else if (attn.find("flash") != std::string::npos)
+    in.q.attention = attention_impl::flash;
+  else
+    throw input_error(
+        in.origin + ": /model_init_kwargs/attn_implementation",
+        "unknown '" + attn +
+            "'; valid: eager, sdpa, flash_attention_2, flash_attention_3, kernels-community/flash-attn2");
 }
 
 /// Loss head: SFTConfig's loss_type defaults to chunked_nll, or nll with use_liger_kernel.
-inline void read_args_loss(args_reading& in, loss_config& loss) {
+inline void read_args_loss(args_reading& in) {
   in.liger = read_bool_or(in.j, "use_liger_kernel", in.origin, false);
   const std::string type =
       read_string_or(in.j, "loss_type", in.origin, in.sft ? (in.liger ? "nll" : "chunked_nll") : "nll");
+  run_request& said = given(in.j, "loss_type") || in.liger ? in.q : in.defaults;
   if (type == "chunked_nll") {
     if (in.liger)
       throw input_error(in.origin + ": /loss_type", "chunked_nll cannot be combined with use_liger_kernel");
-    loss = {loss_impl::chunked, 256};
+    said.loss = loss_impl::chunked;
+    said.chunk_tokens = 256;  // TRL _CHUNKED_LM_HEAD_CHUNK_SIZE
   } else if (type == "nll" || type == "dft") {
-    loss.impl = in.liger ? loss_impl::fused_liger : loss_impl::naive;
+    said.loss = in.liger ? loss_impl::fused_liger : loss_impl::naive;
   } else {
     throw input_error(in.origin + ": /loss_type", "unknown '" + type + "'; valid: nll, dft, chunked_nll");
   }
 }
 
 /// The optimizer and the learning-rate schedule (SFTConfig's learning_rate 2e-5, TrainingArguments' 5e-5).
-inline void read_args_optimizer(const args_reading& in, training_args& a) {
-  a.run.setup.optimizer = optimizer_by_name(read_string_or(in.j, "optim", in.origin, "adamw_torch_fused"));
+inline void read_args_optimizer(args_reading& in, training_args& a) {
+  in.defaults.optimizer = "adamw_torch_fused";
+  if (given(in.j, "optim")) {
+    in.q.optimizer = read_string_or(in.j, "optim", in.origin, "");
+    (void)optimizer_by_name(*in.q.optimizer);  // an unknown name is refused here, before later sections
+  }
   // torchtune's recipe key; TrainingArguments has none (headroom reads it from either file).
-  a.run.setup.optim.in_backward = read_bool_or(in.j, "optimizer_in_bwd", in.origin, false);
+  if (given(in.j, "optimizer_in_bwd"))
+    in.q.optimizer_in_backward = read_bool_or(in.j, "optimizer_in_bwd", in.origin, false);
   a.learning_rate = args_number(in.j, "learning_rate", in.origin, in.sft ? 2e-5 : 5e-5);
   a.warmup_steps = args_number(in.j, "warmup_steps", in.origin, 0);
   a.lr_scheduler_type = read_string_or(in.j, "lr_scheduler_type", in.origin, "linear");
@@ -282,7 +328,7 @@ inline void read_args_optimizer(const args_reading& in, training_args& a) {
 }
 
 /// Packing and padding-free batches, and torch_compile (torchtune's recipe key `compile` too).
-inline void read_args_packing(const args_reading& in, training_args& a) {
+inline void read_args_packing(args_reading& in, training_args& a) {
   a.packing = read_bool_or(in.j, "packing", in.origin, false);
   const std::string strategy = read_string_or(in.j, "packing_strategy", in.origin, "bfd");
   if (strategy != "bfd" && strategy != "bfd_split" && strategy != "wrapped")
@@ -298,11 +344,12 @@ inline void read_args_packing(const args_reading& in, training_args& a) {
   a.batching.bfd_packed = a.packing && strategy != "wrapped";
   a.batching.split_overflow = strategy == "bfd_split";
   a.batching.pad_to_multiple = args_count(in.j, "pad_to_multiple_of", in.origin, 1, max_solver_seq_len);
-  if (a.padding_free && a.run.activations.attention != attention_impl::flash)
+  if (a.padding_free && in.effective(&run_request::attention) != attention_impl::flash)
     a.notes.emplace_back(
         "padding_free / bfd packing needs FlashAttention 2 or 3 (TRL warns of contamination otherwise)");
   a.torch_compile = read_bool_or(in.j, "torch_compile", in.origin, false) ||
                     read_bool_or(in.j, "compile", in.origin, false);
+  if (given(in.j, "torch_compile") || given(in.j, "compile")) in.q.compiled = a.torch_compile;
 }
 
 /// FSDP through TrainingArguments' `fsdp` words ("full_shard auto_wrap", ...; transformers training_args.py;
@@ -336,12 +383,12 @@ inline void read_args_fsdp_words(const args_reading& in, parallel_config& p) {
 }
 
 /// TrainingArguments' fsdp_config: the FSDP version and the backward prefetch.
-inline void read_args_fsdp_config(const args_reading& in, training_args& a) {
+inline void read_args_fsdp_config(args_reading& in, training_args& a) {
   const auto fc = in.j.find("fsdp_config");
   if (fc == in.j.end() || fc->is_null()) return;
   const std::string fo = in.origin + ": /fsdp_config";
   if (!fc->is_object()) throw input_error(fo, "must be an object");
-  parallel_config& p = a.run.parallel;
+  parallel_config& p = in.parallel;
   p.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
   const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
   if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
@@ -366,11 +413,13 @@ inline lora_targets read_peft_modules(const json& v, const std::string& path) {
 }
 
 /// LoraConfig target_modules, or PEFT's default for the model_type (none: _prepare_adapter_config raises).
-inline void read_peft_targets(const json& peft, const std::string& po, const std::string& model_type,
+inline void read_peft_targets(const json& peft, const std::string& po, peft_method method, args_reading& in,
                               training_args& a) {
-  lora_config& l = a.run.setup.lora;
   const auto tm = peft.find("target_modules");
-  if (l.method == peft_method::ln_tuning || prompt_learning(l)) {
+  const bool prompt = method == peft_method::prompt_tuning || method == peft_method::p_tuning ||
+                      method == peft_method::prefix_tuning;
+  const std::string& model_type = in.model.model_type;
+  if (method == peft_method::ln_tuning || prompt) {
     if (tm != peft.end() && !tm->is_null())
       a.notes.emplace_back(
           "target_modules: " + read_string_or(peft, "peft_type", po, "LORA") +
@@ -381,26 +430,27 @@ inline void read_peft_targets(const json& peft, const std::string& po, const std
       throw input_error(po + "/target_modules",
                         "not set, and PEFT has no default for '" + model_type +
                             "' (\"Please specify `target_modules`\"): list the modules");
-    l.targets = parse_lora_targets(l.method == peft_method::ia3 ? defaults->ia3 : defaults->lora);
+    in.q.targets = parse_lora_targets(method == peft_method::ia3 ? defaults->ia3 : defaults->lora);
     a.notes.push_back("target_modules not set: PEFT's default for " + model_type + " is " +
-                      lora_targets_text(l.targets));
+                      lora_targets_text(*in.q.targets));
   } else {
-    l.targets = read_peft_modules(*tm, po + "/target_modules");
+    in.q.targets = read_peft_modules(*tm, po + "/target_modules");
   }
-  if (l.method == peft_method::ia3) {
-    l.feedforward = ia3_default_feedforward(l.targets);
+  if (method == peft_method::ia3)  // else ia3_default_feedforward of the targets (resolve)
     if (const auto ff = peft.find("feedforward_modules"); ff != peft.end() && !ff->is_null())
-      l.feedforward = read_peft_modules(*ff, po + "/feedforward_modules");
-  }
+      in.q.ia3_feedforward = read_peft_modules(*ff, po + "/feedforward_modules");
 }
 
 /// LoraConfig's DoRA, dropout, rsLoRA, init_lora_weights and modules_to_save.
-inline void read_peft_options(const json& peft, const std::string& po, training_args& a) {
-  lora_config& l = a.run.setup.lora;
-  l.use_dora = read_bool_or(peft, "use_dora", po, false);
+inline void read_peft_options(const json& peft, const std::string& po, peft_method method, args_reading& in,
+                              training_args& a) {
+  const bool dora = read_bool_or(peft, "use_dora", po, false);
+  if (dora && method == peft_method::lora) in.q.peft = peft_type::dora;
   // LoraConfig lora_dropout 0.0; VeraConfig vera_dropout 0.0.
-  l.dropout = args_number(peft, l.method == peft_method::vera ? "vera_dropout" : "lora_dropout", po, 0.0);
-  if (!(l.dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
+  const char* dropout_key = method == peft_method::vera ? "vera_dropout" : "lora_dropout";
+  const double dropout = args_number(peft, dropout_key, po, 0.0);
+  if (!(dropout < 1.0)) throw input_error(po + "/lora_dropout", "must be in [0, 1)");
+  if (given(peft, dropout_key)) in.q.lora_dropout = dropout;
   // rsLoRA only changes the scaling (alpha / sqrt(r)); PiSSA and OLoRA initialise from an fp32 SVD / QR of
   // each base weight (peft/tuners/lora/layer.py pissa_init, olora_init): a load-phase transient.
   if (read_bool_or(peft, "use_rslora", po, false))
@@ -413,23 +463,35 @@ inline void read_peft_options(const json& peft, const std::string& po, training_
           "init_lora_weights \"" + how +
           "\": its one-off initialisation at get_peft_model is not priced; the training step is");
     else
-      l.init = parse_lora_init(how, po + "/init_lora_weights");
+      in.q.init_lora_weights = parse_lora_init(how, po + "/init_lora_weights");
   }
-  if (l.use_dora)
+  if (dora)
     a.notes.emplace_back(
         "DoRA: magnitude vectors, the products' saved tensors and each module's weight-norm temporaries "
         "are counted (docs/activations.md)");
   if (const auto mts = peft.find("modules_to_save"); mts != peft.end() && !mts->is_null()) {
     if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
-    if (!mts->empty()) l.modules_to_save = read_peft_modules(*mts, po + "/modules_to_save");
+    if (!mts->empty()) in.modules_to_save = read_peft_modules(*mts, po + "/modules_to_save");
   }
+}
+
+/// P-tuning's PromptEncoderConfig and prefix tuning's PrefixTuningConfig fields that change memory, and
+/// num_virtual_tokens (required: PEFT has no default).
+inline void read_prompt_config(const json& peft, const std::string& po, peft_method method, args_reading& in,
+                               const std::string& type) {
+  in.q.virtual_tokens = args_count(peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
+  if (*in.q.virtual_tokens == 0)
+    throw input_error(po + "/num_virtual_tokens", "is required for " + type + " (PEFT has no default)");
+  lora_config l;
+  l.method = method;
+  read_prompt_encoder(peft, po, l);
+  if (l.encoder_hidden_size != 0) in.q.encoder_hidden_size = l.encoder_hidden_size;
+  if (method == peft_method::prefix_tuning) in.q.prefix_projection = l.prefix_projection;
 }
 
 /// The PEFT section (a LoraConfig and its kin). PeftConfig.peft_type: LoRA (with DoRA), IA3, VeRA, LN tuning
 /// and prompt, P- and prefix tuning are modelled; the other methods are refused by name.
-inline void read_peft_config(const args_reading& in, training_args& a) {
-  run_config& r = a.run;
-  r.setup.method = training_method::full;
+inline void read_peft_config(args_reading& in, training_args& a) {
   const auto peft = in.j.find("peft_config");
   if (peft == in.j.end() || peft->is_null()) return;
   if (!peft->is_object())
@@ -443,35 +505,31 @@ inline void read_peft_config(const args_reading& in, training_args& a) {
                           "' is not modelled yet; valid: LORA (use_dora: true for DoRA), "
                           "IA3, VERA, LN_TUNING, PROMPT_TUNING, P_TUNING, PREFIX_TUNING. Not yet: " +
                           std::string(unmodelled_peft_types));
-  r.setup.method = training_method::lora;
-  r.setup.lora.method = *method;
+  in.q.method = training_method::lora;
+  for (const peft_type_method& e : peft_type_methods)
+    if (e.method == *method && !in.q.peft) in.q.peft = e.type;  // the first: lora, not dora or lora-fa
   // LoraConfig r = 8; VeraConfig r = 256.
-  r.setup.lora.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
-  read_peft_targets(*peft, po, in.model.model_type, a);
-  if (prompt_learning(r.setup.lora)) {
-    r.setup.lora.virtual_tokens = args_count(*peft, "num_virtual_tokens", po, 0, max_virtual_tokens);
-    if (r.setup.lora.virtual_tokens == 0)
-      throw input_error(po + "/num_virtual_tokens", "is required for " + type + " (PEFT has no default)");
-    read_prompt_encoder(*peft, po, r.setup.lora);
-  }
-  read_peft_options(*peft, po, a);
+  in.q.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
+  read_peft_targets(*peft, po, *method, in, a);
+  const bool prompt = *method == peft_method::prompt_tuning || *method == peft_method::p_tuning ||
+                      *method == peft_method::prefix_tuning;
+  if (prompt) read_prompt_config(*peft, po, *method, in, type);
+  read_peft_options(*peft, po, *method, in, a);
 }
 
-/// PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it, an
-/// explicit true is an error (validate_prefix).
-inline void prefix_turns_off_default_checkpointing(const args_reading& in, training_args& a) {
-  run_config& r = a.run;
-  if (!trains_prefix(r.setup) || in.j.contains("gradient_checkpointing") ||
-      r.activations.ckpt != checkpointing::full)
-    return;
-  r.activations.ckpt = checkpointing::none;
+/// PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it (resolve
+/// turns it off when nobody asked for it), an explicit true is an error (validate_prefix).
+inline void note_prefix_checkpointing(const args_reading& in, training_args& a) {
+  const bool prefix = in.effective(&run_request::method) == training_method::lora &&
+                      in.effective(&run_request::peft) == peft_type::prefix_tuning;
+  if (!prefix || in.q.ckpt || in.later.ckpt || in.defaults.ckpt != checkpointing::full) return;
   a.notes.emplace_back(
       "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
       "(peft_model.py _setup_prompt_encoder), so SFTConfig's default True cannot apply");
 }
 
 /// BitsAndBytesConfig: a 4-bit base under a PEFT section is QLoRA.
-inline void read_quantization_config(const args_reading& in, run_config& r) {
+inline void read_quantization_config(args_reading& in) {
   const auto q = in.j.find("quantization_config");
   if (q == in.j.end() || q->is_null()) return;
   if (!q->is_object())
@@ -480,20 +538,20 @@ inline void read_quantization_config(const args_reading& in, run_config& r) {
   if (read_bool_or(*q, "load_in_8bit", qo, false))
     throw input_error(qo + "/load_in_8bit", "8-bit base weights are not modelled yet; use load_in_4bit");
   if (!read_bool_or(*q, "load_in_4bit", qo, false)) return;
-  if (r.setup.method != training_method::lora)
+  if (in.q.method != training_method::lora)
     throw input_error(qo + "/load_in_4bit", "a 4-bit base needs a peft_config (QLoRA)");
-  r.setup.method = training_method::qlora;
+  in.q.method = training_method::qlora;
   const std::string qt = read_string_or(*q, "bnb_4bit_quant_type", qo, "fp4");
   if (qt != "nf4" && qt != "fp4")
     throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
-  r.setup.nf4.double_quant = read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
-  r.setup.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
-  r.load = load_path::bnb_4bit;  // from_pretrained quantises each Linear weight as it arrives
+  in.q.double_quant = read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
+  in.q.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
+  in.load = load_path::bnb_4bit;                // from_pretrained quantises each Linear weight as it arrives
 }
 
 /// torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
 /// are read natively: its class path names the loss layout.
-inline void read_torchtune_loss(const args_reading& in, loss_config& loss) {
+inline void read_torchtune_loss(args_reading& in) {
   const auto tl = in.j.find("loss");
   if (tl == in.j.end() || tl->is_null()) return;
   const std::string lo = in.origin + ": /loss";
@@ -510,8 +568,8 @@ inline void read_torchtune_loss(const args_reading& in, loss_config& loss) {
     throw input_error(lo + "/_component_", "unknown '" + component +
                                                "'; valid: torchtune.modules.loss.LinearCrossEntropyLoss, "
                                                "torchtune.modules.loss.CEWithChunkedOutputLoss");
-  loss.impl = found->second;
-  loss.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
+  in.q.loss = found->second;
+  in.q.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
 }
 
 /// transformers' `deepspeed` argument: a ds_config path (relative to this file) or the object itself;
@@ -538,18 +596,43 @@ inline void read_args_deepspeed(const args_reading& in, training_args& a) {
   a.deepspeed = true;
 }
 
+/// merge(file, later), less what the caller's method or checkpointing leaves without a meaning: a full
+/// fine-tune has no adapters, a base that is not 4-bit no NF4 constants or bitsandbytes load, and a run
+/// without offloading no offloading scope.
+inline run_request file_under(args_reading& in) {
+  run_request file = in.q;
+  const std::optional<training_method> method = in.later.method;
+  if (method && *method != training_method::qlora) {
+    file.double_quant.reset();
+    in.load = load_path::none;
+  }
+  if (method && *method == training_method::full) {
+    for (auto knob : {&run_request::rank, &run_request::virtual_tokens, &run_request::encoder_hidden_size})
+      (file.*knob).reset();
+    file.peft.reset();
+    file.targets.reset();
+    file.ia3_feedforward.reset();
+    file.prefix_projection.reset();
+    file.init_lora_weights.reset();
+    file.adapter_dtype.reset();
+    file.lora_dropout.reset();
+    in.modules_to_save = {};
+  }
+  run_request asked = merge(file, in.later);
+  if (asked.offload_wraps && asked.ckpt && !offloads_activations(*asked.ckpt)) asked.offload_wraps.reset();
+  return asked;
+}
+
 /// torch_compile: Inductor's fusions where headroom models them; otherwise priced eager, said so.
 inline void apply_args_compile(const args_reading& in, training_args& a) {
-  if (!a.torch_compile) return;
   run_config& r = a.run;
-  r.activations.compiled = true;
+  if (!r.activations.compiled) return;
   if (const char* why = compile_not_modelled(in.model.spec.shape, r.setup, r.activations)) {
     r.activations.compiled = false;
     a.notes.push_back(std::string("torch_compile: not modelled for ") + why +
                       "; priced eager (an upper bound)");
   }
 }
-
 /// The keys training_args_from_json reads; every other key is listed as ignored.
 inline bool args_key_read(const std::string& key) {
   static const std::set<std::string> used{"config_class",
@@ -606,10 +689,13 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
 }
 }  // namespace detail
 
-/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets).
-/// Each section reads its keys in the file's documented order (docs/training-args.md).
+/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets): the
+/// file fills a run_request (docs/run-request.md), `later` (the command line's flags) is merged over it knob
+/// by knob, and resolve fills the rest from the config class's defaults. Each section reads its keys in the
+/// file's documented order (docs/training-args.md).
 [[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
-                                                           const std::string& origin) {
+                                                           const std::string& origin,
+                                                           const run_request& later = {}) {
   if (!j.is_object())
     throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
   training_args a;
@@ -617,32 +703,36 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
     throw input_error(origin + ": /config_class",
                       "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
-  detail::args_reading in{j, origin, model};
+  detail::args_reading in{j, origin, model, later};
   in.sft = a.config_class == "SFTConfig";
-  run_config& r = a.run;
-  r.basis = params_basis::exact;  // a real config: exact counts
+  in.q.basis = params_basis::exact;  // a real config: exact counts
   detail::read_args_batch(in, a);
   detail::read_args_precision(in, a);
-  detail::read_args_checkpointing(in, r.activations);
-  detail::read_torchtune_checkpointing(in, r.activations);
-  detail::read_unsloth_checkpointing(in, r.activations);
-  r.activations.attention = detail::read_args_attention(in);
-  detail::read_args_loss(in, r.loss);
+  detail::read_args_checkpointing(in);
+  detail::read_torchtune_checkpointing(in);
+  detail::read_unsloth_checkpointing(in);
+  detail::read_args_attention(in);
+  detail::read_args_loss(in);
   detail::read_args_optimizer(in, a);
   detail::read_args_packing(in, a);
-  detail::read_args_fsdp_words(in, r.parallel);
+  detail::read_args_fsdp_words(in, in.parallel);
   detail::read_args_fsdp_config(in, a);
   detail::read_peft_config(in, a);
-  detail::prefix_turns_off_default_checkpointing(in, a);
-  detail::read_quantization_config(in, r);
+  detail::note_prefix_checkpointing(in, a);
+  detail::read_quantization_config(in);
   // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
   // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
   // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
   const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
-  if (r.setup.method == training_method::lora && !in.fp32_load && autocast_adapters)
-    r.setup.lora.dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
-  detail::read_torchtune_loss(in, r.loss);
+  if (in.effective(&run_request::method) == training_method::lora && !in.fp32_load && autocast_adapters)
+    in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
+  detail::read_torchtune_loss(in);
+  a.run = resolve_over(in.defaults, detail::file_under(in));
+  a.run.parallel = in.parallel;
+  a.run.load = in.load;
+  a.run.setup.lora.modules_to_save = in.modules_to_save;
   detail::read_args_deepspeed(in, a);
+  run_config& r = a.run;
   if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&
       !in.fp32_load && autocast_adapters)
     a.notes.emplace_back(
@@ -654,10 +744,11 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   return a;
 }
 
-/// Reads a training-args JSON file for `model`.
+/// Reads a training-args JSON file for `model`, with `later` (the command line's flags) over it.
 [[nodiscard]] inline training_args load_training_args(const std::filesystem::path& file,
-                                                      const loaded_model& model) {
-  return training_args_from_json(detail::parse_json_file(file), model, file.string());
+                                                      const loaded_model& model,
+                                                      const run_request& later = {}) {
+  return training_args_from_json(detail::parse_json_file(file), model, file.string(), later);
 }
 
 }  // namespace headroom
