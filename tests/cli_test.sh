@@ -258,7 +258,8 @@ expect "recipe set bad" 2 '\-\-set model.lora_rank: must be a positive integer' 
 expect "set needs recipe" 2 'requires --recipe|--set requires' -- --set compile=True
 expect "recipe bad line" 2 'tt_broken_rank.yaml:4: model.lora_rank: must be a positive integer' -- --recipe "$rec/tt_broken_rank.yaml"
 expect "recipe bad syntax" 2 'tt_broken_syntax.yaml:3: malformed YAML' -- --recipe "$rec/tt_broken_syntax.yaml"
-expect "recipe excludes flags" 2 'excludes' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --rank 4
+expect "flags over recipe" 0 'adapters   rank 4 on all-linear: 8,257,536 adapter parameters in fp32' -- --recipe "$rec/lf_qwen3_lora_sft.yaml" --rank 4
+expect "flags over torchtune recipe" 0 'micro-batch 1 x seq-len 512 .*loss linear-ce' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml" --batch 1 --seq-len 512
 expect "recipe missing" 2 'cannot open file' -- --recipe "$rec/nope.yaml"
 expect "framework torchtune" 0 'profile: torchtune' -- --framework torchtune --method lora
 expect "framework keeps flags" 0 'attention eager' -- --framework torchtune --method lora --attention eager

@@ -18,7 +18,44 @@ recipe read(const char* file, std::uint64_t gpus = 1) {
   return load_recipe(recipes / file, o);
 }
 std::string targets(const recipe& r) { return lora_targets_text(r.args.run.setup.lora.targets); }
+/// `file` read with `later` (the command line's flags) over it.
+recipe read_under(const char* file, const run_request& later) {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.later = later;
+  return load_recipe(recipes / file, o);
+}
 }  // namespace
+
+TEST_CASE("Flags over a recipe: the caller's knobs win over the file's and the framework's own",
+          "[recipe][request]") {
+  run_request later;
+  later.batch = 1;
+  later.seq_len = 512;
+  later.optim_impl = optimizer_impl::foreach;
+  const recipe tt = read("tt_llama3_1_8b_qlora_single_device.yaml");
+  const recipe flagged = read_under("tt_llama3_1_8b_qlora_single_device.yaml", later);
+  CHECK(tt.args.run.setup.optim.impl == optimizer_impl::fused);  // torchtune's fused AdamW
+  CHECK(flagged.args.run.setup.optim.impl == optimizer_impl::foreach);
+  CHECK(flagged.args.run.activations.batch == 1);
+  CHECK(flagged.args.run.activations.seq_len == 512);
+  CHECK(flagged.args.run.grad_accum_steps == tt.args.run.grad_accum_steps);  // left alone: the file's
+  CHECK(flagged.args.run.load == load_path::torchao_nf4);
+  // --method lora over torchtune's QLoRA recipe: no torchao NF4 load without a 4-bit base.
+  run_request lora;
+  lora.method = training_method::lora;
+  CHECK(read_under("tt_llama3_1_8b_qlora_single_device.yaml", lora).args.run.load == load_path::none);
+  // axolotl keeps QLoRA's adapters in fp32 (get_peft_model's autocast) unless the caller says otherwise.
+  CHECK(read("ax_llama3_qlora_1b.yml").args.run.setup.lora.dtype == adapter_precision::fp32);
+  run_request base;
+  base.adapter_dtype = adapter_precision::base;
+  CHECK(read_under("ax_llama3_qlora_1b.yml", base).args.run.setup.lora.dtype == adapter_precision::base);
+  // Unsloth's chunked loss is the framework's choice; a --loss flag replaces it.
+  run_request naive;
+  naive.loss = loss_impl::naive;
+  CHECK(read("us_qwen3_4b_lora16.yaml").args.run.loss.impl == loss_impl::chunked);
+  CHECK(read_under("us_qwen3_4b_lora16.yaml", naive).args.run.loss.impl == loss_impl::naive);
+}
 
 TEST_CASE("Framework profiles: every framework's defaults, each different where its source says so",
           "[framework]") {

@@ -157,9 +157,7 @@ inline void add_model_and_method_options(CLI::App& app, run_options& o) {
 // The micro-batch, attention, checkpointing, the loss head and multimodal batches.
 inline void add_workload_options(CLI::App& app, run_options& o) {
   app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
-  app.add_option("--seq-len", o.seq_len,
-                 "tokens per sequence (max_length; with --recipe, when the file sets none)")
-      ->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length)")->capture_default_str();
   app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
   app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
       ->capture_default_str();
@@ -261,7 +259,7 @@ inline void add_file_options(CLI::App& app, run_options& o) {
   auto* recipe = app.add_option(
       "--recipe", o.recipe,
       "a framework's YAML: torchtune recipe, axolotl or LLaMA-Factory config, Unsloth's calls (the model "
-      "from the file unless --preset / --config)");
+      "from the file unless --preset / --config); run flags given win over its keys");
   recipe->excludes(args);
   app.add_option("--set", o.overrides,
                  "key.path=value: override a recipe key, as `tune run ... compile=True` does (repeatable)")
@@ -277,38 +275,6 @@ inline void add_file_options(CLI::App& app, run_options& o) {
       ->excludes(recipe);
 }
 
-// What a recipe leaves no room for (a training-args file takes these flags over its own keys).
-inline void add_flag_rules(CLI::App& app) {
-  CLI::Option* recipe = app.get_option("--recipe");
-  for (const char* flag : {"--method",
-                           "--rank",
-                           "--targets",
-                           "--optimizer",
-                           "--precision",
-                           "--batch",
-                           "--seq-len",
-                           "--grad-accum",
-                           "--attention",
-                           "--eager-attention",
-                           "--checkpointing",
-                           "--no-checkpointing",
-                           "--loss",
-                           "--ce-chunk",
-                           "--fused-ce",
-                           "--lora-dropout",
-                           "--non-reentrant",
-                           "--offload-scope",
-                           "--peft-type",
-                           "--ia3-feedforward",
-                           "--virtual-tokens",
-                           "--init-lora-weights",
-                           "--encoder-hidden-size",
-                           "--prefix-projection",
-                           "--compile"}) {
-    if (std::string_view(flag) != "--seq-len") recipe->excludes(app.get_option(flag));
-  }
-}
-
 /// Every run flag, in --help's order within each group.
 inline void add_run_options(CLI::App& app, run_options& o) {
   add_model_and_method_options(app, o);
@@ -316,7 +282,6 @@ inline void add_run_options(CLI::App& app, run_options& o) {
   add_runtime_options(app, o);
   add_parallel_options(app, o);
   add_file_options(app, o);
-  add_flag_rules(app);
 }
 
 /// --peft-type: a modelled method, or an error naming the ones not modelled yet.
@@ -473,9 +438,8 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     ro.fallback_seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
     ro.overrides = o.overrides;
+    ro.later = request_from_flags(o);  // the flags given over the file's keys (docs/run-request.md)
     recipe r = load_recipe(o.recipe, ro);
-    if (o.given("--seq-len") && r.length_from_file)
-      throw input_error("--seq-len", o.recipe + " sets the sequence length itself");
     out.model = std::move(r.model);
     out.args = std::move(r.args);
     out.source = r.source;

@@ -44,6 +44,7 @@ struct recipe_options {
   std::vector<std::string> overrides;     ///< key.path=value, applied before reading (--set)
   std::uint64_t gpus = 1;  ///< processes the launcher starts (tune run --nproc_per_node): above 1, torchtune
                            ///< runs its distributed recipe
+  run_request later;       ///< the caller's knobs over the file's, knob by knob (the command line's flags)
 };
 
 namespace detail {
@@ -105,11 +106,13 @@ inline loaded_model model_named(const std::string& id, const std::string& where,
                                "--config config.json or --preset");
 }
 
-/// Resolves the translation like a training-args file; its errors are re-pointed at the YAML key.
-inline training_args resolve_translation(const yaml_doc& d, translation& t, const loaded_model& model) {
+/// Resolves the translation like a training-args file, the framework's own choices (t.request) and then the
+/// caller's (`later`) over its keys; its errors are re-pointed at the YAML key.
+inline training_args resolve_translation(const yaml_doc& d, translation& t, const loaded_model& model,
+                                         const run_request& later) {
   training_args a;
   try {
-    a = training_args_from_json(t.args, model, d.file);
+    a = training_args_from_json(t.args, model, d.file, merge(t.request, later));
   } catch (const input_error& e) {
     const std::string prefix = d.file + ": /";
     const std::string& f = e.field();
@@ -150,8 +153,8 @@ inline recipe recipe_for(framework f, const yaml_doc& d, const nlohmann::json& s
 
 /// QLoRA adapters left in fp32: PEFT's get_peft_model upcasts them, and only TRL's SFTTrainer casts them back
 /// to bf16 (sft_trainer.py); a framework that calls get_peft_model itself keeps the fp32 copy.
-inline void keep_fp32_qlora_adapters(recipe& out, const char* why) {
-  if (out.args.run.setup.method != training_method::qlora) return;
+inline void keep_fp32_qlora_adapters(recipe& out, const recipe_options& opt, const char* why) {
+  if (out.args.run.setup.method != training_method::qlora || opt.later.adapter_dtype) return;
   out.args.run.setup.lora.dtype = adapter_precision::fp32;
   out.args.notes.push_back(std::string("QLoRA adapters in fp32: ") + why);
 }
@@ -357,10 +360,12 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
     packed = yaml_bool(d, *ds, "dataset.packed", "packed", false);
   torchtune_distributed(d, j, opt, t);
   sort_torchtune_keys(d, j, m, t);
-  out.args = resolve_translation(d, t, out.model);
+  if (fused) t.request.optim_impl = optimizer_impl::fused;
+  out.args = resolve_translation(d, t, out.model, opt.later);
   run_config& r = out.args.run;
-  if (fused) r.setup.optim.impl = optimizer_impl::fused;
-  if (method == "qlora") r.load = load_path::torchao_nf4;
+  // torchtune's QLoRA builders quantise with torchao's NF4 as the weights load (a --method flag may say
+  // otherwise)
+  if (method == "qlora" && r.setup.method == training_method::qlora) r.load = load_path::torchao_nf4;
   if (packed) {
     out.args.packing = true;
     out.args.batching.layout = batch_layout::packed;
@@ -524,9 +529,10 @@ inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, transl
   axolotl_kernels(d, j, t);
   axolotl_adapter(d, j, t);
   sort_axolotl_keys(d, j, t);
-  out.args = resolve_translation(d, t, out.model);
+  out.args = resolve_translation(d, t, out.model, opt.later);
   if (yaml_bool(d, j, "peft_autocast_adapter_dtype", "peft_autocast_adapter_dtype", true))
-    keep_fp32_qlora_adapters(out, "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
+    keep_fp32_qlora_adapters(out, opt,
+                             "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
   return out;
 }
 
@@ -677,10 +683,9 @@ inline void sort_llama_factory_keys(const yaml_doc& d, const nlohmann::json& j, 
 }
 
 /// finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
-inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& j, const std::string& type,
-                                       recipe& out) {
+inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& j, recipe& out) {
   if (yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) return;
-  if (type == "full" && out.model.spec.vision.params != 0)
+  if (out.args.run.setup.method == training_method::full && out.model.spec.vision.params != 0)
     out.args.run.setup.train_vision_tower = true;
   else
     out.args.warnings.push_back(d.at("freeze_vision_tower") +
@@ -708,10 +713,10 @@ inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& 
   llama_factory_kernels(d, j, stage, t);
   llama_factory_adapter(d, j, type, bits, t);
   sort_llama_factory_keys(d, j, t);
-  out.args = resolve_translation(d, t, out.model);
-  llama_factory_vision_tower(d, j, type, out);
+  out.args = resolve_translation(d, t, out.model, opt.later);
+  llama_factory_vision_tower(d, j, out);
   if (upcast)
-    keep_fp32_qlora_adapters(out, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
+    keep_fp32_qlora_adapters(out, opt, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
   return out;
 }
 
@@ -784,11 +789,13 @@ inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& 
              "full_finetuning", "use_gradient_checkpointing", "token", "device_map"},
             {"fast_inference", "gpu_memory_utilization", "offload_embedding"}, t);
   sort_keys(d, j, "", {"from_pretrained", "get_peft_model", "training_args"}, {}, t);
-  out.args = resolve_translation(d, t, out.model);
-  run_config& r = out.args.run;
-  if (!(yaml_find(j, "training_args") && j.at("training_args").contains("loss_type")))
-    r.loss = {loss_impl::chunked, 256, 8};
-  if (full) r.setup.method = training_method::full;
+  if (!(yaml_find(j, "training_args") && j.at("training_args").contains("loss_type"))) {
+    t.request.loss = loss_impl::chunked;  // unsloth_fused_ce_loss, priced as TRL's chunks
+    t.request.chunk_tokens = loss_config{}.chunk_tokens;
+    t.request.output_chunks = loss_config{}.output_chunks;
+  }
+  if (full) t.request.method = training_method::full;
+  out.args = resolve_translation(d, t, out.model, opt.later);
   return out;
 }
 

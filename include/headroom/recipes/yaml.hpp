@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../io/config.hpp"
+#include "../request.hpp"
 
 namespace headroom {
 
@@ -224,6 +225,7 @@ inline std::vector<std::string> yaml_names(const yaml_doc& d, const nlohmann::js
 /// file's own keys into read, warned and ignored.
 struct translation {
   nlohmann::json args = nlohmann::json::object();
+  run_request request;  ///< what the framework decides beyond the training-args keys (its optimizer, loss)
   std::map<std::string, std::string> from;  ///< translated key ("peft_config/r") → "file:LINE: yaml key"
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
