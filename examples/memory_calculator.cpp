@@ -222,7 +222,7 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
            std::string(choice_name(phase_names, e.peak_phase)) +
            (budget ? std::string(ok ? ",true" : ",false") : std::string()) + "\n";
     table +=
-        fmt::format("{:>10} {:>12.3f} GB  {}{}\n", v, in_gb(e.total_bytes()),
+        fmt::format("{:>10} {:>12} GB  {}{}\n", v, gb_digits(e.total_bytes()),
                     choice_name(phase_names, e.peak_phase), budget ? (ok ? "  fits" : "  does not fit") : "");
   }
   if (!o.svg.empty()) {
@@ -270,8 +270,8 @@ std::string profile_summary(const loaded_model& model, const run_config& r, cons
        })) {
     const bytes total(static_cast<std::uint64_t>(m.value));
     moves.push_back({{"framework", m.framework}, {"total_bytes", total.count()}, {"change", m.change}});
-    text += fmt::format("           under --framework {:<13} {:>9.3f} GB ({:+.0f}%)\n", m.framework,
-                        in_gb(total), m.change * 100);
+    text += fmt::format("           under --framework {:<13} {:>9} GB ({:+.0f}%)\n", m.framework,
+                        gb_digits(total), m.change * 100);
   }
   j["profile"] = {{"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
   return text;

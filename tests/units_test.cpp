@@ -37,3 +37,11 @@ TEST_CASE("ceil_div rounds up to whole blocks", "[units]") {
   CHECK(detail::ceil_div(4097, 4096) == 2);
   CHECK(detail::ceil_div(0, 64) == 0);
 }
+
+TEST_CASE("GB digits: exact decimal rounding, half up, the same in every table and sentence", "[units]") {
+  CHECK(gb_digits(bytes(2'063'500'000)) == "2.064");  // a double prints this as 2.063 (binary rounding)
+  CHECK(gb_digits(bytes(2'063'499'999)) == "2.063");
+  CHECK(gb_digits(bytes(999'999'999)) == "1.000");
+  CHECK(gb_digits(bytes(5'000'000)) == "0.005");
+  CHECK(gb_text(bytes(128'000'000'000)) == "128.000 GB");  // W04
+}

@@ -119,12 +119,15 @@ inline constexpr std::uint64_t bytes_per_gib = std::uint64_t{1} << 30;  // GiB =
   return out;
 }
 
-/// "38.012 GB": decimal gigabytes rounded to three places, with integer arithmetic.
-[[nodiscard]] inline std::string gb_text(bytes b) {
+/// "38.012": decimal gigabytes rounded half up to three places with integer arithmetic, so that a byte count
+/// prints the same digits everywhere (a double's binary rounding would print 2,063,500,000 B as 2.063).
+[[nodiscard]] inline std::string gb_digits(bytes b) {
   const std::uint64_t millis = b.count() / 1'000'000 + (b.count() % 1'000'000 >= 500'000 ? 1 : 0);
   std::string frac = std::to_string(millis % 1000);
   frac.insert(0, 3 - frac.size(), '0');
-  return std::to_string(millis / 1000) + "." + frac + " GB";
+  return std::to_string(millis / 1000) + "." + frac;
 }
+/// "38.012 GB": gb_digits with its unit.
+[[nodiscard]] inline std::string gb_text(bytes b) { return gb_digits(b) + " GB"; }
 
 }  // namespace headroom

@@ -125,7 +125,7 @@ inline void model_lines(text_lines& line, const loaded_model& model, const train
 inline std::string bucket_row(std::string_view name, const std::vector<bytes>& columns, bool with_gib) {
   std::string row = fmt::format("{:<16}", name);
   for (const bytes b : columns) {
-    row += fmt::format(" {:>12.3f}", in_gb(b));
+    row += fmt::format(" {:>12}", gb_digits(b));
     if (with_gib) row += fmt::format(" {:>12.3f}", in_gib(b));
   }
   return row;
@@ -182,21 +182,21 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   line(detail::bucket_row("static", {e.sizes.static_bytes(), peak.static_bytes()}, with_gib));
   std::string total_row = fmt::format("{:<16} {:>12}", "total (peak)", "");
   if (with_gib) total_row += fmt::format(" {:>12}", "");
-  total_row += fmt::format(" {:>12.3f}", in_gb(e.total_bytes()));
+  total_row += fmt::format(" {:>12}", gb_digits(e.total_bytes()));
   if (with_gib) total_row += fmt::format(" {:>12.3f}", in_gib(e.total_bytes()));
   line(fmt::format("{}   peak phase: {}", total_row, choice_name(phase_names, e.peak_phase)));
   std::string phases = "phases    ";
   for (const auto& p : phase_names)
     if (e.has_phase(p.value))
-      phases += fmt::format(" {} {:.3f} GB;", p.name,
-                            in_gb(e.phases[static_cast<std::size_t>(p.value)].total_bytes()));
+      phases +=
+          fmt::format(" {} {};", p.name, gb_text(e.phases[static_cast<std::size_t>(p.value)].total_bytes()));
   phases.pop_back();
   line(phases);
   if (budget) {
     const bool ok = fits(e, *budget);
     const bytes gap = ok ? *budget - e.total_bytes() : e.total_bytes() - *budget;
-    line(fmt::format("budget     {:.3f} GB: {}, {} {:.3f} GB", in_gb(*budget), ok ? "fits" : "does not fit",
-                     ok ? "headroom" : "over by", in_gb(gap)));
+    line(fmt::format("budget     {}: {}, {} {}", gb_text(*budget), ok ? "fits" : "does not fit",
+                     ok ? "headroom" : "over by", gb_text(gap)));
   }
   line("");
   for (const std::string& n : training_notes(model.spec, e, r)) line("note: " + n);
@@ -209,11 +209,10 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   line(fmt::format("triage     biggest bucket at the peak: {}; first lever: {}", a.biggest_bucket,
                    a.first_lever));
   if (a.static_alone_too_big)
-    line(fmt::format(
-        "           the static state alone exceeds {:.3f} GB: no activation lever can make this fit",
-        in_gb(budget)));
+    line(fmt::format("           the static state alone exceeds {}: no activation lever can make this fit",
+                     gb_text(budget)));
   for (const advice_step& s : a.steps) {
-    line(fmt::format("lever      {}: {} -> {:.3f} GB, {}", s.lever, s.change, in_gb(s.total),
+    line(fmt::format("lever      {}: {} -> {}, {}", s.lever, s.change, gb_text(s.total),
                      s.fits ? "fits" : "does not fit"));
     if (!s.warning.empty()) line(fmt::format("           warning: {}", s.warning));
   }
