@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
 // One road in (docs/run-request.md): a run as somebody described it, every knob optional (unset = nobody said
 // it). merge() layers two descriptions knob by knob (the later wins); resolve() fills every knob nobody set
-// from a framework's profile or from headroom's defaults (headroom_defaults, the one place they are written)
+// from a framework's profile or from headroom's defaults (headroom_defaults, the one place they are written;
+// config_class_defaults: a training-args file's SFTConfig / TrainingArguments)
 // and applies each cross-knob rule once. Errors name a knob by its command-line flag (docs/cli.md), the
 // vocabulary every front end shares. Standard library only.
 #pragma once
@@ -95,6 +96,25 @@ struct run_request {
   d.loss = loss_impl::naive;
   d.chunk_tokens = loss_config{}.chunk_tokens;
   d.output_chunks = loss_config{}.output_chunks;
+  return d;
+}
+
+/// The defaults of the config class a training-args file names (`config_class`), for the knobs its keys leave
+/// unset (io/training_args.hpp): TRL's SFTConfig (trl/trainer/sft_config.py at f2cd5771) or transformers'
+/// TrainingArguments (v5). docs/training-args.md cites each.
+[[nodiscard]] inline run_request config_class_defaults(bool sft_config) {
+  run_request d;
+  d.batch = 8;       // per_device_train_batch_size
+  d.grad_accum = 1;  // gradient_accumulation_steps
+  d.seq_len = 1024;  // SFTConfig max_length (TrainingArguments has none; headroom reads it from either)
+  d.ckpt = sft_config ? checkpointing::full : checkpointing::none;  // SFTConfig: gradient_checkpointing=True
+  d.reentrant =
+      true;  // gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise
+  d.offload_wraps = offload_scope::step;  // TRL's activation_offloading wraps training_step
+  d.attention = attention_impl::sdpa;     // from_pretrained's attn_implementation default
+  d.optimizer = "adamw_torch_fused";      // TrainingArguments optim
+  d.loss = sft_config ? loss_impl::chunked : loss_impl::naive;  // SFTConfig loss_type chunked_nll; plain nll
+  d.chunk_tokens = 256;                                         // TRL _CHUNKED_LM_HEAD_CHUNK_SIZE
   return d;
 }
 

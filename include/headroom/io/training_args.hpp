@@ -174,9 +174,6 @@ inline void read_args_batch(args_reading& in, training_args& a) {
   if (given(j, "gradient_accumulation_steps"))
     in.q.grad_accum = read_count(j, "gradient_accumulation_steps", in.origin, 1u << 20);
   if (given(j, "max_length")) in.q.seq_len = read_count(j, "max_length", in.origin, max_solver_seq_len);
-  in.defaults.batch = 8;
-  in.defaults.grad_accum = 1;
-  in.defaults.seq_len = 1024;
   if (!j.contains("max_length") && !in.later.seq_len)
     a.notes.emplace_back("max_length not set: SFTConfig's default 1024 is used");
 }
@@ -224,15 +221,13 @@ inline void read_args_checkpointing(args_reading& in) {
   // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
   if (given(ckpt_kwargs, "use_reentrant"))
     in.q.reentrant = read_bool_or(ckpt_kwargs, "use_reentrant", ko, true);
-  in.defaults.reentrant = true;
   // TRL's activation_offloading wraps training_step in OffloadActivations (sft_trainer.py, training_step):
   // over checkpointed blocks it offloads their inputs, and the loss's saved tensors too.
   const checkpointing mode = !ckpt ? (offload ? checkpointing::offload : checkpointing::none)
                                    : (offload     ? checkpointing::checkpoint_offload
                                       : selective ? checkpointing::selective
                                                   : checkpointing::full);
-  (given(j, "gradient_checkpointing") || offload || selective ? in.q.ckpt : in.defaults.ckpt) = mode;
-  in.defaults.offload_wraps = offload_scope::step;  // what TRL's OffloadActivations wraps, when it runs
+  if (given(j, "gradient_checkpointing") || offload || selective) in.q.ckpt = mode;  // else the class's
   if (offload) in.q.offload_wraps = offload_scope::step;
 }
 
@@ -275,7 +270,6 @@ inline void read_unsloth_checkpointing(args_reading& in) {
 
 /// Attention implementation (transformers' default is sdpa).
 inline void read_args_attention(args_reading& in) {
-  in.defaults.attention = attention_impl::sdpa;
   if (!given(in.init, "attn_implementation")) return;
   const std::string attn =
       read_string_or(in.init, "attn_implementation", in.origin + ": /model_init_kwargs", "");
@@ -297,14 +291,14 @@ inline void read_args_loss(args_reading& in) {
   in.liger = read_bool_or(in.j, "use_liger_kernel", in.origin, false);
   const std::string type =
       read_string_or(in.j, "loss_type", in.origin, in.sft ? (in.liger ? "nll" : "chunked_nll") : "nll");
-  run_request& said = given(in.j, "loss_type") || in.liger ? in.q : in.defaults;
+  if (!given(in.j, "loss_type") && !in.liger) return;  // the class's: chunked_nll (SFTConfig) or nll
   if (type == "chunked_nll") {
     if (in.liger)
       throw input_error(in.origin + ": /loss_type", "chunked_nll cannot be combined with use_liger_kernel");
-    said.loss = loss_impl::chunked;
-    said.chunk_tokens = 256;  // TRL _CHUNKED_LM_HEAD_CHUNK_SIZE
+    in.q.loss = loss_impl::chunked;
+    in.q.chunk_tokens = 256;  // TRL _CHUNKED_LM_HEAD_CHUNK_SIZE
   } else if (type == "nll" || type == "dft") {
-    said.loss = in.liger ? loss_impl::fused_liger : loss_impl::naive;
+    in.q.loss = in.liger ? loss_impl::fused_liger : loss_impl::naive;
   } else {
     throw input_error(in.origin + ": /loss_type", "unknown '" + type + "'; valid: nll, dft, chunked_nll");
   }
@@ -312,7 +306,6 @@ inline void read_args_loss(args_reading& in) {
 
 /// The optimizer and the learning-rate schedule (SFTConfig's learning_rate 2e-5, TrainingArguments' 5e-5).
 inline void read_args_optimizer(args_reading& in, training_args& a) {
-  in.defaults.optimizer = "adamw_torch_fused";
   if (given(in.j, "optim")) {
     in.q.optimizer = read_string_or(in.j, "optim", in.origin, "");
     (void)optimizer_by_name(*in.q.optimizer);  // an unknown name is refused here, before later sections
@@ -705,6 +698,7 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
                       "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
   detail::args_reading in{j, origin, model, later};
   in.sft = a.config_class == "SFTConfig";
+  in.defaults = config_class_defaults(in.sft);
   in.q.basis = params_basis::exact;  // a real config: exact counts
   detail::read_args_batch(in, a);
   detail::read_args_precision(in, a);
