@@ -11,20 +11,16 @@ using namespace headroom;
 
 namespace {
 const std::filesystem::path recipes = std::filesystem::path(HEADROOM_TEST_DATA_DIR) / "recipes";
-recipe read(const char* file, std::uint64_t gpus = 1) {
+/// `file` read with `later` (the command line's flags) over it, on `gpus` processes.
+recipe read_under(const char* file, const run_request& later, std::uint64_t gpus = 1) {
   recipe_options o;
   o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
   o.gpus = gpus;
-  return load_recipe(recipes / file, o);
-}
-std::string targets(const recipe& r) { return lora_targets_text(r.args.run.setup.lora.targets); }
-/// `file` read with `later` (the command line's flags) over it.
-recipe read_under(const char* file, const run_request& later) {
-  recipe_options o;
-  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
   o.later = later;
   return load_recipe(recipes / file, o);
 }
+recipe read(const char* file, std::uint64_t gpus = 1) { return read_under(file, {}, gpus); }
+std::string targets(const recipe& r) { return lora_targets_text(r.args.run.setup.lora.targets); }
 }  // namespace
 
 TEST_CASE("Flags over a recipe: the caller's knobs win over the file's and the framework's own",

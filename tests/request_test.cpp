@@ -110,3 +110,20 @@ TEST_CASE("Cross-knob rules, once for every caller", "[request]") {
   nf4.double_quant = false;
   test::require_input_error([&] { (void)resolve(nf4); }, "--no-double-quant", "--method qlora");
 }
+
+TEST_CASE("The config classes' defaults, written once, as a layer under the request", "[request]") {
+  const run_request sft = config_class_defaults(true), trainer = config_class_defaults(false);
+  CHECK((*sft.batch == 8 && *sft.grad_accum == 1 && *sft.seq_len == 1024));
+  CHECK(*sft.ckpt == checkpointing::full);  // SFTConfig gradient_checkpointing=True
+  CHECK(*trainer.ckpt == checkpointing::none);
+  CHECK((*sft.loss == loss_impl::chunked && *sft.chunk_tokens == 256));  // chunked_nll
+  CHECK(*trainer.loss == loss_impl::naive);
+  CHECK((*sft.optimizer == "adamw_torch_fused" && *sft.attention == attention_impl::sdpa));
+  run_request q;
+  q.batch = 2;
+  const run_config r = resolve_over(sft, q);
+  CHECK(r.activations.batch == 2);                          // the request's
+  CHECK(r.activations.seq_len == 1024);                     // the class's
+  CHECK(r.setup.precision == precision_route::bf16_mixed);  // neither says: headroom's
+  CHECK(r.setup.optimizer.name == std::string_view("adamw_torch_fused"));
+}
