@@ -37,8 +37,9 @@ golden_case() {
   done
   ((had_json)) || toggled+=(--json)
   out=$("$bin" "${toggled[@]}" 2>&1)
-  golden_record "$prog.txt" "$name (--json $( ((had_json)) && echo removed || echo added))" "$?" "$out" \
-    "${toggled[@]}"
+  local toggled_rc=$?  # taken at once: the label's own $(...) below would overwrite $?
+  golden_record "$prog.txt" "$name (--json $( ((had_json)) && echo removed || echo added))" "$toggled_rc" \
+    "$out" "${toggled[@]}"
 }
 
 # golden_file NAME PATH: a file a program wrote (an SVG chart).
@@ -48,12 +49,14 @@ golden_file() {
 
 # golden_run PROG ARGS...: a data file through PROG, as a text table and as JSON.
 golden_run() {
-  local bin=$dir/$1 out
+  local bin=$dir/$1 out rc name=$1
   shift
   out=$("$bin" "$@" 2>&1)
-  golden_record data_files.txt "$(basename "$bin") text" "$?" "$out" "$@"
+  rc=$?  # taken at once: any $(...) in golden_record's arguments would overwrite $?
+  golden_record data_files.txt "$name text" "$rc" "$out" "$@"
   out=$("$bin" "$@" --json 2>&1)
-  golden_record data_files.txt "$(basename "$bin") json" "$?" "$out" "$@" --json
+  rc=$?
+  golden_record data_files.txt "$name json" "$rc" "$out" "$@" --json
 }
 
 # Every file under the data directory, through the flag that reads its kind.
