@@ -279,10 +279,10 @@ constexpr void set_peft_type(lora_config& c, peft_type t) {
 /// Whether the norms' weights train (LN tuning's copies).
 [[nodiscard]] constexpr bool norms_train(const lora_config& c) { return c.method == peft_method::ln_tuning; }
 /// PEFT's prompt-learning methods (PeftConfig.is_prompt_learning): prompt, P- and prefix tuning.
-[[nodiscard]] constexpr bool prompt_learning(const lora_config& c) {
-  return c.method == peft_method::prompt_tuning || c.method == peft_method::p_tuning ||
-         c.method == peft_method::prefix_tuning;
+[[nodiscard]] constexpr bool prompt_learning(peft_method m) {
+  return m == peft_method::prompt_tuning || m == peft_method::p_tuning || m == peft_method::prefix_tuning;
 }
+[[nodiscard]] constexpr bool prompt_learning(const lora_config& c) { return prompt_learning(c.method); }
 /// Adapters kept in fp32: PEFT's autocast_adapter_dtype, or a prompt-learning encoder, which PEFT builds
 /// in the default dtype, fp32, whatever the base dtype (peft_model.py _setup_prompt_encoder moves it to
 /// the device only).

@@ -190,6 +190,10 @@ struct block_module_names {
 [[nodiscard]] constexpr bool neox_layout(const model_shape& m) {
   return m.attention == attention_layout::query_key_value;
 }
+/// q and k each pass a norm with weights (Qwen3's, OLMo-2's, Cohere's), not none or Llama-4's weightless L2.
+[[nodiscard]] constexpr bool weighted_qk_norms(const model_shape& m) {
+  return m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::full_width;
+}
 /// Multi-head latent attention (DeepSeek-V2/V3): compressed K/V through kv_a_proj_with_mqa and kv_b_proj.
 [[nodiscard]] constexpr bool is_mla(const model_shape& m) { return m.attention == attention_layout::mla; }
 /// The width RoPE rotates in each head, and so the width of its cos/sin tables.
@@ -457,7 +461,7 @@ constexpr void validate_layer_kinds(const model_shape& m) {
   if (m.experts == moe_layout::llama4 && (!is_moe(m) || m.mlp != mlp_layout::gated || m.mlp_bias ||
                                           m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
     fail("experts", "llama4 is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
-  if (m.complex_rope && (m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::full_width))
+  if (m.complex_rope && weighted_qk_norms(m))
     fail("use_qk_norm", "Llama-4's q/k norm is the weightless L2 one, which excludes RMSNorm q/k norms");
   if ((m.qk_norm == qk_norm_kind::l2 || m.nope_layer_interval != 0 || m.attn_temperature_tuning) &&
       (!m.complex_rope || m.attention != attention_layout::q_k_v || m.norm == norm_kind::layer_norm ||

@@ -197,6 +197,19 @@ namespace detail {
   if (q.init_lora_weights) return "--init-lora-weights";
   return {};
 }
+/// Unsets every adapter knob (the ones first_adapter_knob names): what a full fine-tune has no use for.
+inline void drop_adapter_knobs(run_request& q) {
+  q.rank.reset();
+  q.targets.reset();
+  q.peft.reset();
+  q.ia3_feedforward.reset();
+  q.adapter_dtype.reset();
+  q.lora_dropout.reset();
+  q.virtual_tokens.reset();
+  q.encoder_hidden_size.reset();
+  q.prefix_projection.reset();
+  q.init_lora_weights.reset();
+}
 
 /// The method and its adapters. `q` is the request as given (its unset knobs matter to the rules); `d` is
 /// it over headroom's defaults.

@@ -86,10 +86,8 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
   constexpr double expert_ops = 8;  // per expert: where, index, gate, up, act, ·, down, · weight, index_add_
   constexpr double layer_norm = 1;  // native_layer_norm is one kernel
   // (MLA adds q_a_layernorm and kv_a_layernorm)
-  const double norms = static_cast<double>(
-      m.norms_per_layer +
-      (m.qk_norm == qk_norm_kind::per_head || m.qk_norm == qk_norm_kind::full_width ? 2 : 0) +
-      (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
+  const double norms = static_cast<double>(m.norms_per_layer + (weighted_qk_norms(m) ? 2 : 0) +
+                                           (is_mla(m) ? 1 + (m.q_lora_rank != 0) : 0));
   double k = (m.norm == norm_kind::layer_norm ? layer_norm : rms_norm) * norms + rope +
              2;                        // + the two residual adds
   if (m.residual_dropout) k += 2 * 2;  // StarCoder2: bernoulli and the product, after o_proj and c_proj

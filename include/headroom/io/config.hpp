@@ -376,7 +376,7 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.mlp = arch.mlp;
   m.norm = arch.norm;
   m.residual = arch.residual;
-  if (!arch.experts_key.empty()) m.experts = arch.experts;
+  m.experts = arch.experts;  // a dense row's linear_experts is model_shape's default
 }
 
 /// The parts particular to one family (OLMo-2's post-norms, Phi-3's partial RoPE, gpt-oss, StarCoder2,

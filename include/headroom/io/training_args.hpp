@@ -48,7 +48,7 @@ using json = nlohmann::json;
 
 inline std::uint64_t args_count(const json& j, std::string_view key, const std::string& origin,
                                 std::uint64_t fallback, std::uint64_t limit) {
-  if (!j.contains(key) || j.at(std::string(key)).is_null()) return fallback;
+  if (!given(j, key)) return fallback;
   return read_count(j, key, origin, limit);
 }
 inline double args_number(const json& j, std::string_view key, const std::string& origin, double fallback) {
@@ -160,12 +160,6 @@ struct args_reading {
   }
 };
 
-/// Whether `key` is in `j` with a value (null is absent).
-inline bool given(const json& j, std::string_view key) {
-  const auto it = j.find(key);
-  return it != j.end() && !it->is_null();
-}
-
 /// Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
 inline void read_args_batch(args_reading& in, training_args& a) {
   const json& j = in.j;
@@ -182,7 +176,7 @@ inline void read_args_batch(args_reading& in, training_args& a) {
 /// bf16 / fp16 autocast. bf16=True on a bf16 model is the course's third route (no master copy).
 inline void read_args_precision(args_reading& in, training_args& a) {
   const json& j = in.j;
-  const bool bf16_given = j.contains("bf16") && !j.at("bf16").is_null();
+  const bool bf16_given = given(j, "bf16");
   in.fp16 = read_bool_or(j, "fp16", in.origin, false);
   in.bf16 = read_bool_or(j, "bf16", in.origin, false);
   if (in.sft && !bf16_given) in.bf16 = !in.fp16;  // TRL: bf16 defaults to `not fp16`
@@ -235,8 +229,7 @@ inline void read_args_checkpointing(args_reading& in) {
 /// (recipes/*_single_device.py _setup_model; offloading without checkpointing raises).
 inline void read_torchtune_checkpointing(args_reading& in) {
   const json& j = in.j;
-  const bool tt_ckpt =
-      j.contains("enable_activation_checkpointing") && !j.at("enable_activation_checkpointing").is_null();
+  const bool tt_ckpt = given(j, "enable_activation_checkpointing");
   const bool tt_offload = read_bool_or(j, "enable_activation_offloading", in.origin, false);
   if (!tt_ckpt && !tt_offload) return;
   if (j.contains("gradient_checkpointing") || j.contains("activation_offloading"))
@@ -409,10 +402,8 @@ inline lora_targets read_peft_modules(const json& v, const std::string& path) {
 inline void read_peft_targets(const json& peft, const std::string& po, peft_method method, args_reading& in,
                               training_args& a) {
   const auto tm = peft.find("target_modules");
-  const bool prompt = method == peft_method::prompt_tuning || method == peft_method::p_tuning ||
-                      method == peft_method::prefix_tuning;
   const std::string& model_type = in.model.model_type;
-  if (method == peft_method::ln_tuning || prompt) {
+  if (method == peft_method::ln_tuning || prompt_learning(method)) {
     if (tm != peft.end() && !tm->is_null())
       a.notes.emplace_back(
           "target_modules: " + read_string_or(peft, "peft_type", po, "LORA") +
@@ -504,17 +495,16 @@ inline void read_peft_config(args_reading& in, training_args& a) {
   // LoraConfig r = 8; VeraConfig r = 256.
   in.q.rank = args_count(*peft, "r", po, *method == peft_method::vera ? 256 : 8, max_lora_rank);
   read_peft_targets(*peft, po, *method, in, a);
-  const bool prompt = *method == peft_method::prompt_tuning || *method == peft_method::p_tuning ||
-                      *method == peft_method::prefix_tuning;
-  if (prompt) read_prompt_config(*peft, po, *method, in, type);
+  if (prompt_learning(*method)) read_prompt_config(*peft, po, *method, in, type);
   read_peft_options(*peft, po, *method, in, a);
 }
 
 /// PEFT refuses prefix tuning with gradient checkpointing; SFTConfig's default (True) yields to it (resolve
 /// turns it off when nobody asked for it), an explicit true is an error (validate_prefix).
 inline void note_prefix_checkpointing(const args_reading& in, training_args& a) {
-  const bool prefix = in.effective(&run_request::method) == training_method::lora &&
-                      in.effective(&run_request::peft) == peft_type::prefix_tuning;
+  const bool prefix =
+      in.effective(&run_request::method).value_or(training_method::full) != training_method::full &&
+      in.effective(&run_request::peft) == peft_type::prefix_tuning;
   if (!prefix || in.q.ckpt || in.later.ckpt || in.defaults.ckpt != checkpointing::full) return;
   a.notes.emplace_back(
       "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
@@ -590,26 +580,19 @@ inline void read_args_deepspeed(const args_reading& in, training_args& a) {
 }
 
 /// merge(file, later), less what the caller's method or checkpointing leaves without a meaning: a full
-/// fine-tune has no adapters, a base that is not 4-bit no NF4 constants or bitsandbytes load, and a run
-/// without offloading no offloading scope.
+/// fine-tune has no adapters (nor the file's modules_to_save), a base that is not 4-bit no NF4 constants or
+/// bitsandbytes load, and a run without offloading no offloading scope.
 inline run_request file_under(args_reading& in) {
   run_request file = in.q;
-  const std::optional<training_method> method = in.later.method;
-  if (method && *method != training_method::qlora) {
-    file.double_quant.reset();
-    in.load = load_path::none;
-  }
-  if (method && *method == training_method::full) {
-    for (auto knob : {&run_request::rank, &run_request::virtual_tokens, &run_request::encoder_hidden_size})
-      (file.*knob).reset();
-    file.peft.reset();
-    file.targets.reset();
-    file.ia3_feedforward.reset();
-    file.prefix_projection.reset();
-    file.init_lora_weights.reset();
-    file.adapter_dtype.reset();
-    file.lora_dropout.reset();
-    in.modules_to_save = {};
+  if (const std::optional<training_method> method = in.later.method) {
+    if (*method != training_method::qlora) {
+      file.double_quant.reset();
+      in.load = load_path::none;
+    }
+    if (*method == training_method::full) {
+      drop_adapter_knobs(file);
+      in.modules_to_save = {};
+    }
   }
   run_request asked = merge(file, in.later);
   if (asked.offload_wraps && asked.ckpt && !offloads_activations(*asked.ckpt)) asked.offload_wraps.reset();
@@ -626,6 +609,7 @@ inline void apply_args_compile(const args_reading& in, training_args& a) {
                       "; priced eager (an upper bound)");
   }
 }
+
 /// The keys training_args_from_json reads; every other key is listed as ignored.
 inline bool args_key_read(const std::string& key) {
   static const std::set<std::string> used{"config_class",

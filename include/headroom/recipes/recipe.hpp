@@ -363,8 +363,8 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
   if (fused) t.request.optim_impl = optimizer_impl::fused;
   out.args = resolve_translation(d, t, out.model, opt.later);
   run_config& r = out.args.run;
-  // torchtune's QLoRA builders quantise with torchao's NF4 as the weights load (a --method flag may say
-  // otherwise)
+  // torchtune's QLoRA builders quantise with torchao's NF4 as the weights load, unless --method says
+  // otherwise
   if (method == "qlora" && r.setup.method == training_method::qlora) r.load = load_path::torchao_nf4;
   if (packed) {
     out.args.packing = true;

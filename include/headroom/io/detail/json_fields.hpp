@@ -18,6 +18,11 @@ using json = nlohmann::json;
 inline std::string key_path(const std::string& origin, std::string_view key) {
   return origin + ": /" + std::string(key);
 }
+/// Whether `key` is in `j` with a value (null is absent: the library's default applies).
+inline bool given(const json& j, std::string_view key) {
+  const auto it = j.find(key);
+  return it != j.end() && !it->is_null();
+}
 
 /// A positive integer field; rejects negatives, fractions, strings, booleans and absurd values.
 inline std::uint64_t read_count(const json& j, std::string_view key, const std::string& origin,
@@ -38,7 +43,7 @@ inline std::uint64_t read_count(const json& j, std::string_view key, const std::
 }
 inline std::uint64_t read_count_or(const json& j, std::string_view key, const std::string& origin,
                                    std::uint64_t fallback, std::uint64_t limit = max_dimension) {
-  if (!j.contains(key) || j.at(std::string(key)).is_null()) return fallback;
+  if (!given(j, key)) return fallback;
   return read_count(j, key, origin, limit);
 }
 inline bool read_bool_or(const json& j, std::string_view key, const std::string& origin, bool fallback) {
