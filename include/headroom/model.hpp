@@ -510,11 +510,13 @@ constexpr model_shape layer_kind(const model_shape& m, bool moe, bool nope, std:
   return k;
 }
 }  // namespace detail
-[[nodiscard]] constexpr layer_group_list layer_groups(const model_shape& m) {
-  layer_group_list out;
+/// Calls `visit(shape, layers)` for each group of uniform layers, the first layer's group first. A uniform
+/// model is visited as itself: no copy of its shape (the estimates call this on every run).
+template <class Visit>
+constexpr void for_each_layer_group(const model_shape& m, Visit&& visit) {
   if (uniform_layers(m)) {
-    out.items[out.size++] = {m, m.num_hidden_layers};
-    return out;
+    visit(m, m.num_hidden_layers);
+    return;
   }
   // Counts of the four kinds (MoE or dense × NoPE or RoPE); the first layer's kind leads.
   std::array<std::uint64_t, 4> count{};
@@ -523,9 +525,15 @@ constexpr model_shape layer_kind(const model_shape& m, bool moe, bool nope, std:
   const std::size_t first = (moe_layer(m, 0) ? 2u : 0u) + (nope_layer(m, 0) ? 1u : 0u);
   for (std::size_t n = 0; n < 4; ++n) {
     const std::size_t kind = (first + n) % 4;
-    if (count[kind] != 0)
-      out.items[out.size++] = {detail::layer_kind(m, kind >= 2, kind % 2 == 1, count[kind]), count[kind]};
+    if (count[kind] != 0) visit(detail::layer_kind(m, kind >= 2, kind % 2 == 1, count[kind]), count[kind]);
   }
+}
+/// The groups of for_each_layer_group as a list.
+[[nodiscard]] constexpr layer_group_list layer_groups(const model_shape& m) {
+  layer_group_list out;
+  for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
+    out.items[out.size++] = {kind, layers};
+  });
   return out;
 }
 

@@ -97,10 +97,10 @@ constexpr bool shards_params(sharding s) {
 constexpr std::uint64_t largest_unit_params(const model_shape& m) {
   validate(m);
   std::uint64_t largest = checked_mul(m.vocab_size, m.hidden_size, "embedding");  // embed_tokens, lm_head
-  for (const layer_group& run : layer_groups(m)) {  // DeepSeek: a dense first layer or an MoE one
-    const std::uint64_t layer = layer_parameter_count(run.shape).count();
+  for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t) {  // DeepSeek: dense first, then MoE
+    const std::uint64_t layer = layer_parameter_count(kind).count();
     largest = layer > largest ? layer : largest;
-  }
+  });
   return largest;
 }
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }

@@ -470,30 +470,52 @@ constexpr void add_mlp_terms(Out& out, const block_context& k, const block_conte
     add_rms_norm(out, "post_feedforward_layernorm", t, d, ab, rest);  // on the MLP output
 }
 
-/// Per-tensor inventory of one decoder block without recomputation, into `out`. t = b·s tokens: the input
-/// norm, the attention half, the residual, the post-attention norms, the MLP half.
+/// The projections read the input norm's output, which requires grad when the block input does or when the
+/// norm trains (LN tuning: even over frozen embeddings); OLMo-2's read the block input itself.
+constexpr block_context projections_context(block_context k0) {
+  if (k0.norm_weights_train() && k0.m.residual != residual_layout::post_norms) k0.input_grad = true;
+  return k0;
+}
+/// The first half of a block: the input norm and the attention half, which read the block input (whether it
+/// requires grad: `k0.input_grad`).
+template <class Out>
+constexpr void block_front_terms(Out& out, const block_context& k0) {
+  const model_shape& m = k0.m;
+  const std::uint64_t t = checked_mul(k0.c.batch, k0.c.seq_len, "tokens");
+  // OLMo-2 has no norm before the projections: they read the block input itself.
+  if (m.residual != residual_layout::post_norms)
+    add_norm(out, "input_layernorm", t, m.hidden_size, k0.dt.stream, k0, k0.input_grad);
+  add_attention_terms(out, projections_context(k0), t);
+}
+/// Whether the second half of a block reads the block input (a parallel block's MLP and its norm); a
+/// sequential block's second half is the same whether or not the input requires grad.
+constexpr bool back_reads_block_input(const model_shape& m) {
+  return m.residual == residual_layout::parallel;
+}
+/// The second half: the residual, the post-attention norms, the MLP half. From here on a sequential block is
+/// priced as if the residual stream required grad (exact for PEFT's default targets, which adapt q/k/v).
+template <class Out>
+constexpr void block_back_terms(Out& out, const block_context& k0) {
+  const model_shape& m = k0.m;
+  const block_context k = projections_context(k0);
+  const std::uint64_t t = checked_mul(k0.c.batch, k0.c.seq_len, "tokens");
+  block_context rest = k0;
+  rest.input_grad = true;
+  out.add("residual add", bytes(0), "x + f(x) saves nothing");
+  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
+    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
+  add_post_attention_norms(out, k0, rest, t, k0.input_grad);
+  add_mlp_terms(out, k, rest, t);
+}
+/// Per-tensor inventory of one decoder block without recomputation, into `out`: the input norm, the
+/// attention half, the residual, the post-attention norms, the MLP half.
 template <class Out>
 constexpr void layer_terms(const model_shape& m, const training_setup& s, const activation_config& c,
                            Out& out, bool input_grad = true) {
   check_block_priced(m, s, c);
   const block_context k0 = context_of(m, s, c, input_grad);
-  const std::uint64_t sb = k0.dt.stream;
-  const std::uint64_t t = checked_mul(c.batch, c.seq_len, "tokens");
-  const std::uint64_t d = m.hidden_size;
-  // OLMo-2 has no norm before the projections: they read the block input itself.
-  const bool post_norms = m.residual == residual_layout::post_norms;
-  if (!post_norms) add_norm(out, "input_layernorm", t, d, sb, k0, input_grad);
-  // A trainable input_layernorm (LN tuning) makes its output require grad even over frozen embeddings.
-  const block_context k = k0.norm_weights_train() && !post_norms ? context_of(m, s, c) : k0;
-  add_attention_terms(out, k, t);
-  // From here on a sequential block is priced as if the residual stream required grad (exact for PEFT's
-  // default targets, which adapt q/k/v); a parallel block's MLP reads the block input itself.
-  const block_context rest = context_of(m, s, c);
-  out.add("residual add", bytes(0), "x + f(x) saves nothing");
-  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
-    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
-  add_post_attention_norms(out, k0, rest, t, input_grad);
-  add_mlp_terms(out, k, rest, t);
+  block_front_terms(out, k0);
+  block_back_terms(out, k0);
 }
 
 /// What P-tuning's MLP head (p_tuning/model.py PromptEncoder) or prefix tuning's projection
@@ -764,6 +786,38 @@ constexpr void add_checkpoint_state(activation_estimate& e, const model_shape& m
     e.retained = e.checkpoint_state + rope_table_bytes(m, c.seq_len, weight_bytes(s.precision));
 }
 
+/// One block under the course's formula.
+constexpr bytes korthikanti_block(const model_shape& m, const training_setup& s, const activation_config& c) {
+  bytes_sum layer;
+  korthikanti_terms(m, s, c, layer);
+  return layer.total();
+}
+/// One block's saved bytes and, for the first layer over frozen embeddings, what it does not save.
+struct block_bytes {
+  bytes saved{0};
+  bytes first_layer_saving{0};
+};
+/// One block's inventory, in its two halves. Over frozen embeddings (`frozen_input`) the first half changes
+/// (and a parallel block's second half, which reads the input too); a sequential second half is reused.
+constexpr block_bytes detailed_block(const model_shape& m, const training_setup& s,
+                                     const activation_config& c, bool frozen_input) {
+  check_block_priced(m, s, c);
+  block_context k = context_of(m, s, c);
+  bytes_sum front, back;
+  block_front_terms(front, k);
+  block_back_terms(back, k);
+  const bytes block = front.total() + back.total();
+  if (!frozen_input) return {block, bytes(0)};
+  k.input_grad = false;
+  bytes_sum frozen_front, frozen_back = back;
+  block_front_terms(frozen_front, k);
+  if (back_reads_block_input(m)) {
+    frozen_back = bytes_sum{};
+    block_back_terms(frozen_back, k);
+  }
+  return {block, block - (frozen_front.total() + frozen_back.total())};
+}
+
 constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   validate_workload(c);
@@ -773,32 +827,28 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
   if (!korthikanti) model_level_terms(m, s, c, model_level);
   e.model_level = model_level.total();
   const bytes input = block_input_bytes(m, s, c);
-  bytes kept_layers{0}, host_layers{0}, first_block{0};
-  const layer_group_list runs = layer_groups(m);
+  bytes kept_layers{0}, host_layers{0};
+  bool first = true;
+  const bool frozen_input = !korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c);
   // Each run of uniform layers (DeepSeek: dense first layers, then MoE ones); the largest block is the one
   // recomputed and the one reported.
-  for (const layer_group& run : runs) {
-    bytes_sum layer;
-    block_terms(run.shape, s, c, layer);
-    const bytes block = layer.total();
-    if (&run == runs.begin()) first_block = block;
+  for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
+    const block_bytes b = korthikanti ? block_bytes{korthikanti_block(kind, s, c), bytes(0)}
+                                      : detailed_block(kind, s, c, first && frozen_input);
+    const bytes block = b.saved;
+    if (first) e.first_layer_saving = b.first_layer_saving;
+    first = false;
     const layer_under_checkpointing under = checkpointed_layer(m, s, c, block, input);
-    const bytes kept_per_layer = under.kept, host_per_layer = under.host, recompute = under.recompute;
-    kept_layers += kept_per_layer * run.layers;
-    host_layers += host_per_layer * run.layers;
+    kept_layers += under.kept * layers;
+    host_layers += under.host * layers;
     if (block > e.layer) e.layer = block;
-    if (recompute > e.recompute) e.recompute = recompute;
-    if (kept_per_layer > e.per_layer_kept) e.per_layer_kept = kept_per_layer;
-  }
-  const model_shape& first = runs.items[0].shape;
+    if (under.recompute > e.recompute) e.recompute = under.recompute;
+    if (under.kept > e.per_layer_kept) e.per_layer_kept = under.kept;
+  });
   e.module_transient = dora_module_transient(m, s);
-  if (!korthikanti && c.ckpt == checkpointing::none && !first_layer_input_grad(s, c)) {
-    bytes_sum frozen_input;  // the first layer over frozen embeddings: its input needs no gradient
-    layer_terms(first, s, c, frozen_input, false);
-    e.first_layer_saving = first_block - frozen_input.total();
-    if (autocasts(s.precision) && s.lora.method == peft_method::lora && adapter_bytes(s) == fp32_bytes)
-      e.forward_cached = first_layer_cached_casts(m, s);  // cached by autocast, not saved
-  }
+  if (frozen_input && autocasts(s.precision) && s.lora.method == peft_method::lora &&
+      adapter_bytes(s) == fp32_bytes)
+    e.forward_cached = first_layer_cached_casts(m, s);  // cached by autocast, not saved
   // Prefix tuning's cache and a prompt encoder's cached bias casts live until the loss is computed.
   e.forward_cached += prefix_cache_bytes(m, s, c) + prompt_encoder_bias_casts(m, s);
   add_checkpoint_state(e, m, s, c);
