@@ -369,7 +369,10 @@ void describe_inputs(report& out, const prepared_run& p, const options& o, const
     out.text += fmt::format("lengths    {} sequences from {}: {}\n", b.sequences, o.lengths, why);
     if (o.explain) out.text += "           formula: " + std::string(peak_batch_formula(b.layout)) + "\n";
   }
-  if (o.explain) out.text += "\n" + format_explanation(p.in.model, p.run, e);
+  if (o.explain) {
+    out.json["explain"] = explanation_json(explain_estimate(p.in.model, p.run, e));
+    out.text += "\n" + format_explanation(p.in.model, p.run, e);
+  }
   if (const std::optional<training_args>& args = p.in.args) {  // what it said, assumed and ignored
     out.json["training_args"] = {{"config_class", args->config_class},
                                  {"notes", args->notes},

@@ -69,3 +69,43 @@ TEST_CASE("The table prints GB (1e9) and, on request, GiB (2^30), with thousands
   CHECK(with_commas(999) == "999");
   CHECK(with_commas(1000) == "1,000");
 }
+
+TEST_CASE("Explain: each value is one record, printed as a text line and as a JSON item (W08, W09)",
+          "[report][worked]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  run_config r;
+  r.setup.method = training_method::qlora;
+  const training_estimate e = estimate_training(m.spec, r);
+  const explanation values = explain_estimate(m, r, e);
+  auto find = [&](std::string_view name) {
+    for (const explained_value& v : values)
+      if (v.name == name) return v;
+    FAIL("no explained value " << name);
+    return explained_value{};
+  };
+  const explained_value adapters = find("adapters");  // W09: r·(in + out) over the seven linears, 32 layers
+  CHECK(adapters.amount == 41'943'040u);
+  CHECK(adapters.unit == explained_unit::parameter);
+  CHECK(adapters.formula == "A = Σ r·(in + out) over all-linear at r 16");
+  CHECK(adapters.source == "peft lora/layer.py");
+  const explained_value weights = find("weights");  // W08: 4.127 bits per nominal parameter
+  CHECK(weights.amount == 4'127'000'000u);
+  CHECK(weights.formula == "N x 4.127 bits / 8");
+  CHECK(find("peak").amount == e.total_bytes().count());
+  CHECK(find("grads").amount == e.statics.buckets.grads.count());
+  // The text and the JSON render the same records.
+  const std::string text = format_explanation(m, r, e);
+  const nlohmann::json j = explanation_json(values);
+  REQUIRE(j.size() == values.size());
+  for (std::size_t i = 0; i < values.size(); ++i) {
+    CHECK(j[i].at("name") == values[i].name);
+    CHECK(j[i].at("formula") == values[i].formula);
+    CHECK(j[i].at("source") == values[i].source);
+    CHECK(j[i].contains("amount") == values[i].amount.has_value());
+    CHECK(text.find(values[i].formula) != std::string::npos);
+  }
+  CHECK(text.find("  adapters A = Σ r·(in + out) over all-linear at r 16 = 41,943,040 parameters (peft "
+                  "lora/layer.py)\n") != std::string::npos);
+  CHECK(text.find("  weights  N x 4.127 bits / 8 = 4.127 GB (NF4 4 + 8/64 + 32/(64·256) bits, bitsandbytes "
+                  "quantize_4bit; course W08)\n") != std::string::npos);
+}

@@ -11,6 +11,7 @@
 #include "../loaded_model.hpp"
 #include "../memory.hpp"
 #include "../peak.hpp"
+#include "explain.hpp"
 
 namespace headroom {
 
@@ -233,6 +234,24 @@ inline void impl_peaks_and_notes_json(nlohmann::json& j, const loaded_model& mod
   detail::overhead_json(j, e);
   if (budget) detail::budget_json(j, e, *budget);
   detail::impl_peaks_and_notes_json(j, model, r, e);
+  return j;
+}
+
+/// --explain as JSON: each explained value with its formula, result, exact amount and unit, and source.
+[[nodiscard]] inline nlohmann::json explanation_json(const explanation& values) {
+  nlohmann::json j = nlohmann::json::array();
+  for (const explained_value& v : values) {
+    nlohmann::json item = {{"section", v.section},
+                           {"name", v.name},
+                           {"formula", v.formula},
+                           {"result", v.result},
+                           {"source", v.source}};
+    if (v.amount) {
+      item["amount"] = *v.amount;
+      item["unit"] = v.unit == explained_unit::byte ? "bytes" : "parameters";
+    }
+    j.push_back(std::move(item));
+  }
   return j;
 }
 

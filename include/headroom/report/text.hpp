@@ -13,6 +13,7 @@
 #include "../loaded_model.hpp"
 #include "../memory.hpp"
 #include "../peak.hpp"
+#include "explain.hpp"
 
 namespace headroom {
 
@@ -25,46 +26,6 @@ struct text_lines {
     out += '\n';
   }
 };
-
-/// The adapter count's formula for the method, with its source (--explain).
-inline std::string adapter_formula(const lora_config& c) {
-  const std::string targets = lora_targets_text(c.targets);
-  switch (c.method) {
-    case peft_method::ia3:
-      return fmt::format("Σ over {} of in (feedforward {}) or out (peft ia3/layer.py update_layer)", targets,
-                         lora_targets_text(c.feedforward));
-    case peft_method::vera:
-      return fmt::format(
-          "Σ (r + out) over {} at r {} + r·(widest in + widest out) for the shared vera_A, vera_B "
-          "(peft vera/model.py _init_vera_A_vera_B)",
-          targets, c.rank);
-    case peft_method::ln_tuning:
-      return "Σ over every norm of its width (peft ln_tuning/layer.py: a deep copy of each norm)";
-    case peft_method::prompt_tuning:
-      return fmt::format(
-          "num_virtual_tokens {} x hidden_size, fp32 (peft prompt_tuning/model.py PromptEmbedding)",
-          c.virtual_tokens);
-    case peft_method::p_tuning:
-      return fmt::format(
-          "P·h + (h·E + E) + (E·E + E) + (E·h + h) at P {} and E = encoder_hidden_size (default h), fp32 "
-          "(peft p_tuning/model.py PromptEncoder, MLP head)",
-          c.virtual_tokens);
-    case peft_method::prefix_tuning:
-      return c.prefix_projection
-                 ? fmt::format(
-                       "P·kv + (kv·E + E) + (E·2L·kv + 2L·kv) at P {}, kv = head_dim·kv_heads, E = "
-                       "encoder_hidden_size (default kv), fp32 (peft prefix_tuning/model.py PrefixEncoder)",
-                       c.virtual_tokens)
-                 : fmt::format(
-                       "P·2L·kv at P {}, kv = head_dim·kv_heads, fp32 (peft prefix_tuning/model.py "
-                       "PrefixEncoder)",
-                       c.virtual_tokens);
-    case peft_method::lora:
-      break;
-  }
-  return fmt::format("Σ r·(in + out){} over {} at r {} (peft lora/layer.py)", c.use_dora ? " + out" : "",
-                     targets, c.rank);
-}
 
 /// What the PEFT method adds, in one phrase (the adapters line).
 inline std::string peft_summary(const lora_config& c) {
@@ -264,108 +225,15 @@ inline void explain_shapes(text_lines& line, const loaded_model& model) {
         m.qk_norm == qk_norm_kind::l2 ? ", L2 q/k norm on the others" : ""));
 }
 
-/// --explain: the parameter count and the four static buckets with their bytes per value.
-inline void explain_static(text_lines& line, const model_shape& m, const run_config& r,
-                           const static_estimate& st) {
-  const training_setup& s = r.setup;
-  const std::uint64_t wb = detail::weight_bytes(s.precision);
-  const std::uint64_t pb = detail::optimizer_param_bytes(s.precision);
-  line(
-      fmt::format("  params   {} from the inventory (embedding + L·(attention + MLP + norms) + final "
-                  "norm{}); priced on {} = {}",
-                  with_commas(st.model_params.count()), m.tie_word_embeddings ? "" : " + lm_head",
-                  st.basis == params_basis::nominal ? "the nominal N" : "the exact N",
-                  with_commas(st.priced_params.count())));
-  if (s.method == training_method::qlora && st.layout == qlora_layout::uniform_nominal)
-    line(fmt::format(
-        "  weights  N x {} bits / 8 = {} (NF4 4 + 8/64 + 32/(64·256) bits, bitsandbytes quantize_4bit; "
-        "course W08)",
-        static_cast<double>(nf4_bits_per_param(s.nf4).millibits()) / 1000, gb_text(st.buckets.weights)));
-  else if (s.method == training_method::qlora)
-    line(
-        fmt::format("  weights  Σ over nn.Linear weights ⌈n/2⌉ + ⌈n/64⌉ + 4·⌈n/16384⌉ bytes, the rest at {} "
-                    "B = {} (bitsandbytes)",
-                    wb, gb_text(st.buckets.weights)));
-  else
-    line(fmt::format("  weights  N x {} B ({}) = {} (course: the four buckets)", wb,
-                     detail::fp32_weights(s.precision) ? "fp32 weights" : "bf16 weights",
-                     gb_text(st.buckets.weights)));
-  if (s.method != training_method::full)
-    line(fmt::format("  adapters A = {} = {} values; x {} B = {}", detail::adapter_formula(s.lora),
-                     with_commas(st.adapter_params.count()), detail::adapter_bytes(s),
-                     gb_text(st.buckets.adapter_weights)));
-  // Bytes per trainable value as the buckets hold them (fp32 adapters differ from the base dtype).
-  const std::uint64_t trainable = st.trainable_params.count();
-  auto per_value = [&](bytes bucket) -> std::string {
-    if (trainable == 0) return "x 0 B";
-    if (bucket.count() % trainable != 0) return "in their dtypes";
-    return fmt::format("x {} B", bucket.count() / trainable);
-  };
-  const bytes buffer = s.grad_accum_buffer ? bytes(detail::checked_mul(trainable, 2)) : bytes(0);
-  line(fmt::format("  grads    {} trainable {}{} = {}", with_commas(trainable),
-                   per_value(st.buckets.grads - buffer),
-                   s.grad_accum_buffer ? " + 2 B accumulation buffer (W03)" : "", gb_text(st.buckets.grads)));
-  line(fmt::format(
-      "  master   {} trainable {} ({}) = {}", with_commas(trainable), per_value(st.buckets.master),
-      st.buckets.master.count() != 0 ? "fp32 master copy, route A" : "no master copy on this route",
-      gb_text(st.buckets.master)));
-  line(fmt::format("  optimizer {}: {} state(s) per value, {} (params seen at {} B) = {} — {}",
-                   s.optimizer.name, static_cast<int>(s.optimizer.states),
-                   s.optimizer.storage == state_storage::blockwise_8bit
-                       ? "uint8 + fp32 absmax per " + std::to_string(s.optim.block_size) + " values"
-                   : s.optimizer.factored                       ? "factored rows + cols in fp32"
-                   : s.optimizer.storage == state_storage::fp32 ? "fp32"
-                                                                : "in the parameter dtype",
-                   pb, gb_text(st.buckets.optimizer), s.optimizer.source));
+/// One explained value as a line: name, formula = result (source).
+inline std::string explained_line(const explained_value& v) {
+  std::string text = fmt::format("  {:<8} {}", v.name, v.formula);
+  if (!v.result.empty()) text += " = " + v.result;
+  if (!v.source.empty()) text += " (" + v.source + ")";
+  return text;
 }
-
-/// --explain: the activations, their mechanisms (DoRA, prefix tuning, compile, offloading) and every term.
-inline void explain_activations(text_lines& line, const loaded_model& model, const run_config& r,
-                                const training_estimate& e) {
-  const model_shape& m = model.spec.shape;
-  const training_setup& s = r.setup;
-  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
-  const activation_breakdown acts = activation_inventory(m, s, a);
-  line(fmt::format(
-      "  activations t = b·s = {} x {} tokens{}; {} formula; checkpointing {}: L x {} kept + {} "
-      "model-level + {} "
-      "recomputing = {}",
-      a.batch, a.seq_len,
-      s.method == training_method::full ? std::string()
-      : prompt_positions(s.lora) != 0
-          ? fmt::format(" + {} virtual tokens per sequence ({})", prompt_positions(s.lora),
-                        choice_name(peft_type_names, peft_type_of(s.lora)))
-      : prefix_positions(s.lora) != 0
-          ? fmt::format(" (attention reads {} + {} prefix keys)", a.seq_len, prefix_positions(s.lora))
-          : std::string(),
-      choice_name(activation_formula_names, a.formula), choice_name(checkpointing_names, a.ckpt),
-      gb_text(e.activations.per_layer_kept), gb_text(e.activations.model_level),
-      gb_text(e.activations.recompute), gb_text(e.activations.gpu)));
-  if (e.activations.module_transient.count() != 0)
-    line(fmt::format(
-        "      transient {} B: DoRA's weight norm in the largest adapted module (eye(in), lora_B(lora_A("
-        "eye)), the cast base weight, s*lora_weight and the sum), freed when the module returns; "
-        "at forward_end and in the recompute (docs/activations.md)",
-        with_commas(e.activations.module_transient.count())));
-  if (e.activations.forward_cached.count() != 0 && trains_prompt(s))
-    line(fmt::format(
-        "      forward-only {} B: alive until the loss is computed, not saved for backward (prefix tuning's "
-        "key/value cache where the kernel saved copies, the encoder's cached bias casts); at forward_end",
-        with_commas(e.activations.forward_cached.count())));
-  if (a.compiled)
-    line(
-        "      compiled torch.compile: AOTAutograd's min-cut partitioner keeps matmul and attention-kernel "
-        "outputs, "
-        "each norm's input and rstd, and recomputes the fused elementwise chains (norms, SwiGLU, RoPE, "
-        "casts, "
-        "dropout products) in backward; transformers' loss (--loss naive) keeps the bf16 logits and row "
-        "statistics, the other losses are priced eager (docs/activations.md, docs/logits.md)");
-  if (offloads_activations(a.ckpt))
-    line(fmt::format("      offload  {}; pinned host RAM {}{}", offload_mechanism(a.ckpt),
-                     gb_text(e.activations.host),
-                     a.offload_wraps == offload_scope::step && offloads_through_hooks(a.ckpt)
-                         ? " (the scope is training_step: the loss's saved tensors are copied too)"
-                         : ""));
+/// The activation terms after the activations' values, one line each.
+inline void activation_term_lines(text_lines& line, const activation_breakdown& acts) {
   for (const activation_term& t : acts.layer)
     if (t.amount.count() != 0)
       line(fmt::format("      per layer {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()),
@@ -373,87 +241,30 @@ inline void explain_activations(text_lines& line, const loaded_model& model, con
   for (const activation_term& t : acts.model_level)
     line(fmt::format("      once      {:<28} {:>16} B  {}", t.name, with_commas(t.amount.count()), t.reason));
 }
-
-/// --explain: the loss head's allocations and releases, in order.
-inline void explain_logits(text_lines& line, const loaded_model& model, const run_config& r,
-                           const training_estimate& e) {
-  const model_shape& m = model.spec.shape;
-  const training_setup& s = r.setup;
-  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
-  line(fmt::format(
-      "  logits   loss {}: forward peak {}, kept {}, backward peak {} (docs/logits.md); in order:",
-      choice_name(loss_names, r.loss.impl), gb_text(e.logits.forward_peak()), gb_text(e.logits.kept),
-      gb_text(e.logits.backward_peak())));
-  for (const loss_event& ev : logits_inventory(m, s, a, r.loss))
+/// The loss head's allocations and releases, in order, after its value.
+inline void loss_event_lines(text_lines& line, const loss_timeline& events) {
+  for (const loss_event& ev : events)
     line(fmt::format("      {:<8} {} {:<30} {:>16} B  {}", ev.backward ? "backward" : "forward",
                      ev.release ? "-" : "+", ev.name, with_commas(ev.amount.count()), ev.reason));
 }
-
-/// --explain: the optimizer step, the load phase and PEFT's initialisation.
-inline void explain_step_and_load(text_lines& line, const run_config& r, const training_estimate& e) {
-  const training_setup& s = r.setup;
-  const auto at = [&](step_phase ph) { return e.phases[static_cast<std::size_t>(ph)]; };
-  const std::string_view impl =
-      choice_name(optimizer_impl_names, resolved_impl(s.optimizer, s.optim.impl, s.runtime));
-  if (s.optim.in_backward)
-    line(fmt::format(
-        "  step     {} in backward (torchtune optimizer_in_bwd): each tensor stepped and its gradient freed "
-        "when complete; at the end of backward the last gradient {} + its step temporaries {}; "
-        "no optimizer phase (docs/peak.md)",
-        impl, gb_text(at(step_phase::backward_end).grads),
-        gb_text(at(step_phase::backward_end).temporaries)));
-  else
-    line(fmt::format("  step     {} step temporaries {} at optimizer_step (docs/peak.md, optimizer.hpp)",
-                     impl, gb_text(at(step_phase::optimizer_step).temporaries)));
-  if (e.load.path != load_path::none)
-    line(
-        fmt::format("  load     {}: weights {} + transient {} (the tensor in flight at the worst moment, {} "
-                    "values) + overhead "
-                    "= {}; {}",
-                    choice_name(load_path_names, e.load.path), gb_text(e.load.weights),
-                    gb_text(e.load.transient), with_commas(e.load.largest.count()),
-                    gb_text(at(step_phase::load).total_bytes()), load_mechanism(e.load.path)));
-  if (e.load.init_transient.count() != 0)
-    line(fmt::format(
-        "  init     init_lora_weights {}: weights + adapters + the worst module's transient {} (its base "
-        "weight has {} values): {} (peft lora/layer.py pissa_init / olora_init; docs/peak.md)",
-        choice_name(lora_init_names, s.lora.init), gb_text(e.load.init_transient),
-        with_commas(e.load.init_largest.count()), init_mechanism(s.lora.init)));
-}
-
-/// --explain: the overhead and, across GPUs, the layout and its communication buffers.
-inline void explain_overhead_and_layout(text_lines& line, const run_config& r, const training_estimate& e) {
-  line(fmt::format("  overhead context {} + cuBLAS {} + cuBLASLt {} + fragmentation {} = {}{}",
-                   gb_text(e.overhead.cuda_context), gb_text(e.overhead.cublas_workspace),
-                   gb_text(e.overhead.cublaslt_workspace), gb_text(e.overhead.fragmentation),
-                   gb_text(e.overhead.total()),
-                   e.overhead.overridden ? " (measured, --overhead-gb)" : " (course W38: 1-2 GB)"));
-  if (r.parallel.gpus() > 1) {
-    line(fmt::format("  per GPU  sharding {} over {} ranks, tensor {}, pipeline {} (docs/parallel.md)",
-                     choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel,
-                     r.parallel.tensor_parallel, r.parallel.pipeline_parallel));
-    const comm_buffers& c = e.per_gpu_static.comm;
-    line(fmt::format(
-        "  comm     gathered {} + staging {} (forward and backward); reduce {} (backward: {}); NCCL {} "
-        "= {} communicator(s) x {} channels x {} B (in the overhead, outside the allocator)",
-        gb_text(c.gathered), gb_text(c.staging), gb_text(c.reduce), reduce_mechanism(r.parallel),
-        gb_text(c.nccl), c.communicators, r.parallel.nccl_channels, with_commas(nccl_channel_bytes)));
-  }
-}
 }  // namespace detail
 
-/// Every bucket followed by its formula, the shapes it used and its source (--explain).
+/// Every bucket followed by its formula, the shapes it used and its source (--explain): the shapes, then
+/// explain_estimate's values section by section, each section followed by its itemised inventory.
 [[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
                                                     const training_estimate& e) {
   detail::text_lines line;
   detail::explain_shapes(line, model);
-  detail::explain_static(line, model.spec.shape, r, e.statics);
-  detail::explain_activations(line, model, r, e);
-  detail::explain_logits(line, model, r, e);
-  detail::explain_step_and_load(line, r, e);
-  detail::explain_overhead_and_layout(line, r, e);
-  line(fmt::format("  peak     the largest phase, {}: the sum of what is alive then = {}",
-                   choice_name(phase_names, e.peak_phase), gb_text(e.total_bytes())));
+  const explanation values = explain_estimate(model, r, e);
+  const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
+  for (const std::string_view section : {"model", "activations", "logits", "step"}) {
+    for (const explained_value& v : values)
+      if (v.section == section) line(detail::explained_line(v));
+    if (section == "activations")
+      detail::activation_term_lines(line, activation_inventory(model.spec.shape, r.setup, a));
+    if (section == "logits")
+      detail::loss_event_lines(line, logits_inventory(model.spec.shape, r.setup, a, r.loss));
+  }
   return line.out;
 }
 
