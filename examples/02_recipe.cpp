@@ -28,13 +28,22 @@ int main(int argc, char** argv) {
     fmt::print("peak {:.3f} GB (allocated {:.3f} GB)\n", in_gb(e.total_bytes()),
                in_gb(e.peak_allocated_bytes()));
 
-    // 3. The same model, method and batch under each framework's defaults (framework.hpp).
-    for (const framework_profile& p : framework_profiles) {
-      run_config alt = r.args.run;
-      apply_profile(p, alt);
-      fmt::print("  with {:<13} defaults {:8.3f} GB\n", choice_name(framework_names, p.id),
-                 in_gb(estimate_training(r.model.spec, alt).total_bytes()));
+    // 3. The same model, method, adapters and batch, resolved under each framework's defaults (request.hpp:
+    //    what the request leaves unset comes from the profile).
+    const run_config& run = r.args.run;
+    run_request same;
+    same.method = run.setup.method;
+    if (run.setup.method != training_method::full) {
+      same.rank = run.setup.lora.rank;
+      same.targets = run.setup.lora.targets;
     }
+    same.batch = run.activations.batch;
+    same.seq_len = run.activations.seq_len;
+    same.grad_accum = run.grad_accum_steps;
+    same.basis = run.basis;
+    for (const auto& [name, id] : framework_names)
+      fmt::print("  with {:<13} defaults {:8.3f} GB\n", name,
+                 in_gb(estimate_training(r.model.spec, resolve(same, id)).total_bytes()));
   } catch (const input_error& e) {
     fmt::print(stderr, "error: {}\n", e.what());
     return 2;

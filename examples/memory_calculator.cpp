@@ -243,40 +243,6 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
   return all_fit ? cli::exit_ok : cli::exit_does_not_fit;
 }
 
-// Which framework's defaults the estimate stands on; without one, every profile that moves the peak by more
-// than 5% is named with its peak (docs/frameworks.md).
-std::string profile_summary(const loaded_model& model, const run_config& r, const cli::loaded_run& in,
-                            const cli::run_options& o, nlohmann::json& j) {
-  if (in.source) {
-    const std::string name(choice_name(framework_names, *in.source));
-    j["profile"] = {{"framework", name}, {"from", "recipe"}};
-    return "profile    " + name + " (the recipe's framework and its defaults)\n";
-  }
-  if (!o.framework.empty()) {
-    j["profile"] = {{"framework", o.framework}, {"from", "--framework"}};
-    return "";  // apply_launch's note names it
-  }
-  if (in.args) {
-    const bool sft = in.args->config_class == "SFTConfig";
-    j["profile"] = {{"framework", sft ? "trl" : "hf-trainer"}, {"from", "training-args"}};
-    return std::string("profile    ") +
-           (sft ? "trl (SFTConfig's defaults" : "hf-trainer (TrainingArguments' defaults") +
-           (in.args->run.setup.method != training_method::full ? "; PEFT's for the adapters)\n" : ")\n");
-  }
-  std::string text = std::string("profile    ") + cli::assumed_profile + "\n";
-  nlohmann::json moves = nlohmann::json::array();
-  for (const cli::profile_move& m : cli::profile_moves(r, o, [&model](const run_config& run) {
-         return static_cast<double>(estimate_training(model.spec, run).total_bytes().count());
-       })) {
-    const bytes total(static_cast<std::uint64_t>(m.value));
-    moves.push_back({{"framework", m.framework}, {"total_bytes", total.count()}, {"change", m.change}});
-    text += fmt::format("           under --framework {:<13} {:>9} GB ({:+.0f}%)\n", m.framework,
-                        gb_digits(total), m.change * 100);
-  }
-  j["profile"] = {{"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
-  return text;
-}
-
 /// The run as the flags and files describe it, with what the files said, before any answer is computed.
 struct prepared_run {
   cli::loaded_run in;
@@ -329,15 +295,61 @@ void apply_lengths(prepared_run& p, const options& o) {
   }
 }
 
+// The run from what prepare loaded: the file's or the flags' (under `under`'s profile when given, else
+// --framework's), the launcher, DeepSpeed, a dataset's lengths.
+void build_run(prepared_run& p, const options& o, std::optional<framework> under = std::nullopt) {
+  const std::optional<training_args>& args = p.in.args;
+  p.run = under ? cli::run_under(o.run, p.gpu, under) : cli::run_from(o.run, p.gpu, args ? &*args : nullptr);
+  cli::apply_launch(p.run, o.run, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
+  add_deepspeed_flag(p, o);
+  apply_lengths(p, o);
+}
+
+// Which framework's defaults the estimate stands on; without one, every profile that moves the peak by more
+// than 5% is named with its peak (docs/frameworks.md).
+std::string profile_summary(const prepared_run& p, const options& opts, nlohmann::json& j) {
+  const cli::loaded_run& in = p.in;
+  const cli::run_options& o = opts.run;
+  if (in.source) {
+    const std::string name(choice_name(framework_names, *in.source));
+    j["profile"] = {{"framework", name}, {"from", "recipe"}};
+    return "profile    " + name + " (the recipe's framework and its defaults)\n";
+  }
+  if (!o.framework.empty()) {
+    j["profile"] = {{"framework", o.framework}, {"from", "--framework"}};
+    return "";  // apply_launch's note names it
+  }
+  if (in.args) {
+    const bool sft = in.args->config_class == "SFTConfig";
+    j["profile"] = {{"framework", sft ? "trl" : "hf-trainer"}, {"from", "training-args"}};
+    return std::string("profile    ") +
+           (sft ? "trl (SFTConfig's defaults" : "hf-trainer (TrainingArguments' defaults") +
+           (in.args->run.setup.method != training_method::full ? "; PEFT's for the adapters)\n" : ")\n");
+  }
+  std::string text = std::string("profile    ") + cli::assumed_profile + "\n";
+  nlohmann::json moves = nlohmann::json::array();
+  const auto run_under = [&](framework f) {  // the same command line under f's profile
+    prepared_run alt = p;
+    build_run(alt, opts, f);
+    return alt.run;
+  };
+  for (const cli::profile_move& m : cli::profile_moves(p.run, run_under, [&](const run_config& run) {
+         return static_cast<double>(estimate_training(p.in.model.spec, run).total_bytes().count());
+       })) {
+    const bytes total(static_cast<std::uint64_t>(m.value));
+    moves.push_back({{"framework", m.framework}, {"total_bytes", total.count()}, {"change", m.change}});
+    text += fmt::format("           under --framework {:<13} {:>9} GB ({:+.0f}%)\n", m.framework,
+                        gb_digits(total), m.change * 100);
+  }
+  j["profile"] = {{"framework", "headroom-defaults"}, {"from", "assumed"}, {"moves_over_5_percent", moves}};
+  return text;
+}
+
 prepared_run prepare(const options& o, const std::vector<std::filesystem::path>& dirs) {
   prepared_run p;
   if (!o.run.gpu.empty()) p.gpu = load_gpu(o.run.gpu, dirs);
   p.in = cli::load_run(o.run, dirs);
-  const std::optional<training_args>& args = p.in.args;
-  p.run = cli::run_from(o.run, p.gpu, args ? &*args : nullptr);
-  cli::apply_launch(p.run, o.run, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
-  add_deepspeed_flag(p, o);
-  apply_lengths(p, o);
+  build_run(p, o);
   if (p.gpu) p.budget = p.gpu->memory();
   if (!o.budget_gb.empty()) p.budget = cli::gb_flag("--budget-gb", o.budget_gb);
   if (!o.fit.empty()) p.fit = parse_choice(fit_dimension_names, o.fit, "--fit");
@@ -456,7 +468,7 @@ int calculate(const CLI::App& app, const options& o) {
   report out{training_estimate_json(model, p.run, e, p.budget),
              format_training_table(model, p.run, e, o.gib, p.budget)};
   describe_inputs(out, p, o, e);
-  out.text += profile_summary(model, p.run, p.in, o.run, out.json);
+  out.text += profile_summary(p, o, out.json);
   const int code = answer(out, p, o, app, e);
   if (o.json)
     fmt::print("{}\n", out.json.dump(2));

@@ -171,7 +171,13 @@ void profile_section(report& out, const cli::run_options& o, const model_spec& s
                      const gpu_info& gpu, const roofline_config& rc) {
   out.text += std::string("profile    ") + cli::assumed_profile + "\n";
   nlohmann::json moves = nlohmann::json::array();
-  for (const cli::profile_move& m : cli::profile_moves(r, o, [&](const run_config& run) {
+  const auto run_under = [&](framework f) {  // the same command line under f's profile
+    run_config alt = cli::run_under(o, gpu, f);
+    std::vector<std::string> notes;
+    cli::apply_launch(alt, o, spec.shape, false, notes);
+    return alt;
+  };
+  for (const cli::profile_move& m : cli::profile_moves(r, run_under, [&](const run_config& run) {
          return predict_throughput(spec, run, gpu, rc).tokens_per_second;
        })) {
     moves.push_back({{"framework", m.framework}, {"tokens_per_second", m.value}, {"change", m.change}});

@@ -65,35 +65,30 @@ TEST_CASE("Framework profiles: every framework's defaults, each different where 
     CHECK_FALSE(profile_of(id).source.empty());
   }
   // torchtune: pure bf16 with adapters in bf16, fused AdamW, non-reentrant checkpointing.
-  run_config r;
-  r.setup.method = training_method::lora;
-  apply_profile(profile_of(framework::torchtune), r);
+  run_request lora;
+  lora.method = training_method::lora;
+  const run_config r = resolve(lora, framework::torchtune);
   CHECK(r.setup.precision == precision_route::bf16_pure);
   CHECK(r.setup.lora.dtype == adapter_precision::base);
   CHECK(r.setup.optim.impl == optimizer_impl::fused);
   CHECK(r.activations.ckpt == checkpointing::full);
   CHECK_FALSE(r.activations.reentrant);
   CHECK(r.loss.output_chunks == 8);
-  // Pinned choices stay; QLoRA keeps its bf16 trainable parameters under every profile.
-  run_config pinned;
-  pinned.setup.method = training_method::qlora;
-  pinned.setup.precision = precision_route::bf16_pure;
-  profile_pins pins;
-  pins.attention = true;
-  pinned.activations.attention = attention_impl::eager;
-  apply_profile(profile_of(framework::trl), pinned, pins);
+  // What the request sets stays; QLoRA keeps its bf16 trainable parameters under every profile.
+  run_request qlora;
+  qlora.method = training_method::qlora;
+  qlora.precision = precision_route::bf16_pure;
+  qlora.attention = attention_impl::eager;
+  const run_config pinned = resolve(qlora, framework::trl);
   CHECK(pinned.activations.attention == attention_impl::eager);
   CHECK(pinned.setup.precision == precision_route::bf16_pure);
   CHECK(pinned.loss.impl == loss_impl::chunked);
   CHECK(pinned.loss.chunk_tokens == 256);
   // Prefix tuning keeps checkpointing off under a profile that turns it on (PEFT refuses both).
-  run_config prefix;
-  prefix.setup.method = training_method::lora;
-  set_peft_type(prefix.setup.lora, peft_type::prefix_tuning);
-  prefix.setup.lora.virtual_tokens = 20;
-  prefix.activations.ckpt = checkpointing::none;
-  apply_profile(profile_of(framework::llama_factory), prefix);
-  CHECK(prefix.activations.ckpt == checkpointing::none);
+  run_request prefix = lora;
+  prefix.peft = peft_type::prefix_tuning;
+  prefix.virtual_tokens = 20;
+  CHECK(resolve(prefix, framework::llama_factory).activations.ckpt == checkpointing::none);
 }
 
 TEST_CASE("torchtune recipes: the model builder, LoRA arguments and recipe keys", "[recipe][torchtune]") {

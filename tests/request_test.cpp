@@ -70,17 +70,37 @@ TEST_CASE("A profile decides only what the request leaves unset", "[request]") {
   CHECK(pinned.activations.attention == attention_impl::eager);
   CHECK(pinned.activations.ckpt == checkpointing::none);
   CHECK(pinned.loss.impl == p.loss.impl);
-  // Resolving under a profile is the profile applied over headroom's defaults, the request's knobs pinned.
+  // Under every profile: the profile's choice for each knob the request leaves unset, the request's for the
+  // rest (profile_defaults is a layer between headroom's defaults and the request).
   for (const framework_profile& each : framework_profiles) {
-    run_config patched = resolve(q);
-    apply_profile(each, patched, pins_of(q));
+    INFO(choice_name(framework_names, each.id));
     const run_config direct = resolve(q, each.id);
-    CHECK(direct.setup.precision == patched.setup.precision);
-    CHECK(direct.setup.optimizer.name == patched.setup.optimizer.name);
-    CHECK(direct.loss.impl == patched.loss.impl);
-    CHECK(direct.activations.ckpt == patched.activations.ckpt);
-    CHECK(direct.activations.attention == patched.activations.attention);
+    CHECK(direct.setup.precision == each.precision);
+    CHECK(direct.setup.lora.dtype == each.adapter_dtype);
+    CHECK(direct.setup.optimizer.name == each.optimizer);
+    CHECK(direct.setup.optim.impl == each.optim_impl);
+    CHECK(direct.loss.impl == each.loss.impl);
+    CHECK(direct.activations.reentrant == each.reentrant);
+    CHECK(direct.activations.attention == attention_impl::eager);
+    CHECK(direct.activations.ckpt == checkpointing::none);
+    const run_request layer = profile_defaults(each, q);
+    CHECK(resolve_over(layer, q).setup.precision == direct.setup.precision);
+    CHECK_FALSE(layer.method.has_value());  // a profile never decides what is trained
+    CHECK_FALSE(layer.batch.has_value());
   }
+  // A full fine-tune takes the profile's full-training precision; QLoRA keeps headroom's (bf16 trainables).
+  run_request full;
+  CHECK(resolve(full, framework::llama_factory).setup.precision ==
+        profile_of(framework::llama_factory).full_precision);
+  run_request qlora;
+  qlora.method = training_method::qlora;
+  CHECK_FALSE(profile_defaults(profile_of(framework::trl), qlora).precision.has_value());
+  CHECK(resolve(qlora, framework::trl).setup.precision == precision_route::bf16_mixed);
+  // Any part of the loss head in the request keeps the whole head from the profile.
+  run_request chunk = q;
+  chunk.chunk_tokens = 512;
+  CHECK_FALSE(profile_defaults(profile_of(framework::torchtune), chunk).loss.has_value());
+  CHECK(resolve(chunk, framework::torchtune).loss.impl == loss_impl::naive);
 }
 
 TEST_CASE("Cross-knob rules, once for every caller", "[request]") {

@@ -152,32 +152,4 @@ inline constexpr std::array<framework_profile, 7> framework_profiles{{
   return framework_profiles[0];
 }
 
-/// The choices a caller fixed itself: a profile leaves them alone.
-struct profile_pins {
-  bool precision = false;
-  bool adapter_dtype = false;
-  bool loss = false;
-  bool checkpointing = false;
-  bool reentrant = false;
-  bool optimizer = false;
-  bool optimizer_impl = false;
-  bool attention = false;
-};
-
-/// Applies a profile's defaults to a run, except what `pins` fixes. Prefix tuning keeps its own
-/// checkpointing (PEFT refuses it with checkpointing on).
-inline void apply_profile(const framework_profile& p, run_config& r, const profile_pins& pins = {}) {
-  // QLoRA's trainable parameters are cast to bf16 by every framework (TRL sft_trainer.py, PEFT's kbit path).
-  if (!pins.precision && r.setup.method != training_method::qlora)
-    r.setup.precision = r.setup.method == training_method::full ? p.full_precision : p.precision;
-  if (!pins.adapter_dtype) r.setup.lora.dtype = p.adapter_dtype;
-  if (!pins.loss) r.loss = p.loss;
-  const bool prefix = trains_prefix(r.setup);
-  if (!pins.checkpointing && !prefix) r.activations.ckpt = p.ckpt;
-  if (!pins.reentrant) r.activations.reentrant = p.reentrant;
-  if (!pins.optimizer) r.setup.optimizer = optimizer_by_name(p.optimizer);
-  if (!pins.optimizer_impl) r.setup.optim.impl = p.optim_impl;
-  if (!pins.attention) r.activations.attention = p.attention;
-}
-
 }  // namespace headroom

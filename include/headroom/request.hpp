@@ -1,10 +1,10 @@
 // SPDX-License-Identifier: MIT
 // One road in (docs/run-request.md): a run as somebody described it, every knob optional (unset = nobody said
 // it). merge() layers two descriptions knob by knob (the later wins); resolve() fills every knob nobody set
-// from a framework's profile or from headroom's defaults (headroom_defaults, the one place they are written;
-// config_class_defaults: a training-args file's SFTConfig / TrainingArguments)
-// and applies each cross-knob rule once. Errors name a knob by its command-line flag (docs/cli.md), the
-// vocabulary every front end shares. Standard library only.
+// from a layer of defaults and then from headroom's. Every default is written in this file: headroom_defaults,
+// config_class_defaults (a training-args file's SFTConfig / TrainingArguments) and profile_defaults (a
+// framework's, over framework.hpp's values). Each cross-knob rule is applied once; errors name a knob by its
+// command-line flag (docs/cli.md), the vocabulary every front end shares. Standard library only.
 #pragma once
 
 #include <cstdint>
@@ -118,6 +118,31 @@ struct run_request {
   return d;
 }
 
+/// A framework profile as a layer of defaults under request `q` (framework.hpp holds each framework's values
+/// and sources): what the framework decides for the knobs nobody set. Three rules tie a profile to the
+/// request: QLoRA's trainable parameters stay in bf16 under every framework (TRL sft_trainer.py, PEFT's kbit
+/// path), so the profile leaves its precision alone; a full fine-tune takes the profile's full-training
+/// precision; the loss head comes whole from the profile unless the request names any part of it. (Prefix
+/// tuning keeps checkpointing off under any layer unless the request asks: resolve's rule.)
+[[nodiscard]] inline run_request profile_defaults(const framework_profile& p, const run_request& q) {
+  run_request d;
+  const training_method method = q.method ? *q.method : *headroom_defaults().method;
+  if (method != training_method::qlora)
+    d.precision = method == training_method::full ? p.full_precision : p.precision;
+  d.adapter_dtype = p.adapter_dtype;
+  if (!q.loss && !q.chunk_tokens && !q.output_chunks) {
+    d.loss = p.loss.impl;
+    d.chunk_tokens = p.loss.chunk_tokens;
+    d.output_chunks = p.loss.output_chunks;
+  }
+  d.ckpt = p.ckpt;
+  d.reentrant = p.reentrant;
+  d.optimizer = std::string(p.optimizer);
+  d.optim_impl = p.optim_impl;
+  d.attention = p.attention;
+  return d;
+}
+
 namespace detail {
 template <class T>
 void take_later(std::optional<T>& into, const std::optional<T>& later) {
@@ -166,20 +191,6 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.chunk_tokens, later.chunk_tokens);
   take_later(m.output_chunks, later.output_chunks);
   return m;
-}
-
-/// The knobs a request fixes that a framework profile would otherwise decide: the profile leaves them alone.
-[[nodiscard]] inline profile_pins pins_of(const run_request& q) {
-  profile_pins p;
-  p.precision = q.precision.has_value();
-  p.adapter_dtype = q.adapter_dtype.has_value();
-  p.loss = q.loss || q.chunk_tokens || q.output_chunks;
-  p.checkpointing = q.ckpt.has_value();
-  p.reentrant = q.reentrant.has_value();
-  p.optimizer = q.optimizer.has_value();
-  p.optimizer_impl = q.optim_impl.has_value();
-  p.attention = q.attention.has_value();
-  return p;
 }
 
 namespace detail {
@@ -296,21 +307,13 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
   return r;
 }
 
-/// resolve, with `pins` the knobs `profile` must leave alone: pins_of(q), and those a source applied after
-/// decides itself (a DeepSpeed config's precision and adapter dtype).
-[[nodiscard]] inline run_config resolve(const run_request& q, std::optional<framework> profile,
-                                        const profile_pins& pins) {
-  run_config r = resolve_over({}, q);
-  if (profile) apply_profile(profile_of(*profile), r, pins);
-  return r;
-}
-
 /// The run a request describes: every knob it leaves unset from `profile`'s defaults where the framework
-/// decides it (framework.hpp), else from headroom_defaults(); then every cross-knob rule. The machine (GPUs,
-/// sharding, overhead) keeps its defaults: the front end applies it.
+/// decides it (profile_defaults), else from headroom_defaults(); then every cross-knob rule. The machine
+/// (GPUs, sharding, overhead) keeps its defaults: the front end applies it. "What would framework X do" is
+/// resolve(q, X).
 [[nodiscard]] inline run_config resolve(const run_request& q,
                                         std::optional<framework> profile = std::nullopt) {
-  return resolve(q, profile, pins_of(q));
+  return resolve_over(profile ? profile_defaults(profile_of(*profile), q) : run_request{}, q);
 }
 
 }  // namespace headroom

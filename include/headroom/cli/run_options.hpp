@@ -371,13 +371,17 @@ inline run_request request_from_flags(const run_options& o) {
   return q;
 }
 
-/// The knobs a framework profile leaves alone: those the flags set, and with --deepspeed the precision and
-/// the adapters' dtype (a DeepSpeed config decides them itself: its engine casts the model, adapters
-/// included).
-inline profile_pins flag_pins(const run_options& o, const run_request& q) {
-  profile_pins pins = pins_of(q);
-  if (o.given("--deepspeed")) pins.precision = pins.adapter_dtype = true;
-  return pins;
+/// The layer of defaults under the flags: `under`'s profile, if any (profile_defaults). With --deepspeed the
+/// precision and the adapters' dtype stay out of it: a DeepSpeed config decides them itself (its engine casts
+/// the model, adapters included).
+inline run_request flag_defaults(const run_options& o, const run_request& q, std::optional<framework> under) {
+  if (!under) return {};
+  run_request layer = profile_defaults(profile_of(*under), q);
+  if (o.given("--deepspeed")) {
+    layer.precision.reset();
+    layer.adapter_dtype.reset();
+  }
+  return layer;
 }
 
 /// --framework, when given.
@@ -462,25 +466,22 @@ struct profile_move {
   double value = 0;   ///< the estimate under that framework's defaults
   double change = 0;  ///< relative to the run as given
 };
-/// Every framework profile (applied to what the command line left unset) that moves `metric` by more than
-/// 5%; a profile that cannot run the setup is skipped.
-template <class Metric>
-std::vector<profile_move> profile_moves(const run_config& r, const run_options& o, Metric metric) {
+/// Every framework whose profile moves `metric` by more than 5%: `run_under(f)` builds the run the command
+/// line describes under f's profile (the same request, resolved under it); a profile that cannot run the
+/// setup is skipped.
+template <class RunUnder, class Metric>
+std::vector<profile_move> profile_moves(const run_config& r, RunUnder&& run_under, Metric metric) {
   std::vector<profile_move> moves;
   const double base = metric(r);
-  const profile_pins pins = flag_pins(o, request_from_flags(o));
-  for (const framework_profile& p : framework_profiles) {
-    run_config alt = r;
-    apply_profile(p, alt, pins);
+  for (const auto& [name, id] : framework_names) {
     double value = 0;
     try {
-      value = metric(alt);
+      value = metric(run_under(id));
     } catch (const input_error&) {
       continue;
     }
     const double change = value / base - 1.0;
-    if (change > 0.05 || change < -0.05)
-      moves.push_back({std::string(choice_name(framework_names, p.id)), value, change});
+    if (change > 0.05 || change < -0.05) moves.push_back({std::string(name), value, change});
   }
   return moves;
 }
@@ -537,13 +538,18 @@ inline runtime_config runtime_from(const run_options& o) {
 /// The run from a training-args file, with the machine flags (--gpu, --overhead-gb) applied.
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu);
 
-/// The run: a file's, or the flags' resolved under --framework's profile (headroom's defaults without one);
-/// then the machine flags.
+/// The flags' run resolved over framework `f`'s profile (headroom's defaults without one), then the machine
+/// flags. "What would framework X do" is run_under(o, gpu, X): the same request under X's profile.
+inline run_config run_under(const run_options& o, const std::optional<gpu_info>& gpu,
+                            std::optional<framework> f) {
+  const run_request q = request_from_flags(o);
+  return apply_machine(resolve_over(flag_defaults(o, q, f), q), o, gpu);
+}
+/// The run: a file's, or the flags' under --framework's profile; then the machine flags.
 inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu,
                            const training_args* args = nullptr) {
   if (args != nullptr) return apply_machine(args->run, o, gpu);
-  const run_request q = request_from_flags(o);
-  return apply_machine(resolve(q, framework_flag(o), flag_pins(o, q)), o, gpu);
+  return run_under(o, gpu, framework_flag(o));
 }
 
 namespace detail {
