@@ -28,7 +28,7 @@ namespace headroom {
 
 /// One row per config.json model_type: the block's parts (model_shape's enums; docs/adding-a-family.md) and
 /// the defaults of its transformers config class (LlamaConfig, Qwen3Config, Gemma2Config, …) for keys a file
-/// may omit. What a family reads beyond these is in read_family_parts and io/detail/family_fields.hpp.
+/// may omit, and the reader of the keys it has beyond them (io/detail/family_fields.hpp).
 struct architecture {
   std::string_view model_type;
   attention_layout attention;     ///< q/k/v projections (and their names)
@@ -43,6 +43,9 @@ struct architecture {
   std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
   std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
   std::string_view expert_width_key;
+  /// The shape keys (detail::shape_keys) the family's reader takes, space-separated.
+  std::string_view extra_shape_keys;
+  detail::family_reader read_keys;  ///< the keys it has beyond the common shape (nullptr: none)
 };
 
 // clang-format off
@@ -55,43 +58,44 @@ inline constexpr std::array<architecture, 22> architectures = [] {
   using mo = moe_layout;
   return std::array<architecture, 22>{{
     // model_type, attention, q/k norm, MLP, norm, residual, experts; norms per layer, q/k/v bias, tied by
-    // default, head_dim default (0: hidden / heads), the experts' count key and width key ("": dense)
-    {"llama",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
-    {"mistral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
-    {"qwen2",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "",                  ""},
-    {"qwen3",       al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "",                  ""},
-    {"qwen3_moe",   al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "num_experts",       "moe_intermediate_size"},
-    {"mixtral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "num_local_experts", "intermediate_size"},
+    // default, head_dim default (0: hidden / heads), the experts' count key and width key ("": dense), the
+    // extra shape keys its reader takes, and that reader (family_fields.hpp)
+    {"llama",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
+    {"mistral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
+    {"qwen2",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "",                  "", "", nullptr},
+    {"qwen3",       al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "",                  "", "", nullptr},
+    {"qwen3_moe",   al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "num_experts",       "moe_intermediate_size", "", nullptr},
+    {"mixtral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "num_local_experts", "intermediate_size", "", detail::read_mixtral_keys},
     // GemmaRMSNorm: x·(1 + w) in fp32; Gemma-2/3 add post-attention and post-feedforward norms.
-    {"gemma",       al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 2, false, true,  256, "",                  ""},
-    {"gemma2",      al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  ""},
-    {"gemma3_text", al::q_k_v,           qk::per_head,   ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  ""},
-    {"phi3",        al::qkv_proj,        qk::none,       ml::gate_up_proj,  nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
+    {"gemma",       al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 2, false, true,  256, "",                  "", "", detail::read_gemma_keys},
+    {"gemma2",      al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  "", "", detail::read_gemma2_keys},
+    {"gemma3_text", al::q_k_v,           qk::per_head,   ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  "", "", detail::read_gemma_keys},
+    {"phi3",        al::qkv_proj,        qk::none,       ml::gate_up_proj,  nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_phi3_keys},
     // Olmo2Config: post-norms, full-width q/k norms, Olmo2RMSNorm (w · x in fp32). GraniteConfig: Llama
-    // shapes, four scalar multipliers (read below). GptOssConfig: sinks, biased router, 3-D experts.
-    {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, 0,   "",                  ""},
-    {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  ""},
-    {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, 64,  "num_local_experts", "intermediate_size"},
-    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (read below).
-    {"starcoder2",  al::q_k_v,           qk::none,       ml::c_fc,          nk::layer_norm,     rl::sequential, mo::linear_experts, 2, false, true,  0,   "",                  ""},
-    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (read below).
-    {"gpt_neox",    al::query_key_value, qk::none,       ml::dense_h_to_4h, nk::layer_norm,     rl::parallel,   mo::linear_experts, 2, false, false, 0,   "",                  ""},
-    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale, use_qk_norm (read
-    // below). Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
+    // shapes, four scalar multipliers (its reader). GptOssConfig: sinks, biased router, 3-D experts.
+    {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
+    {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_granite_keys},
+    {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, 64,  "num_local_experts", "intermediate_size", "", detail::read_gpt_oss_keys},
+    // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (its reader).
+    {"starcoder2",  al::q_k_v,           qk::none,       ml::c_fc,          nk::layer_norm,     rl::sequential, mo::linear_experts, 2, false, true,  0,   "",                  "", "", detail::read_starcoder2_keys},
+    // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (its reader).
+    {"gpt_neox",    al::query_key_value, qk::none,       ml::dense_h_to_4h, nk::layer_norm,     rl::parallel,   mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_gpt_neox_keys},
+    // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale, use_qk_norm (its
+    // reader). Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
     // sliding_window_pattern-th layer global without it.
-    {"cohere",      al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  ""},
-    {"cohere2",     al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  ""},
+    {"cohere",      al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  "", "", detail::read_cohere_keys},
+    {"cohere2",     al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  "", "", detail::read_cohere_keys},
     // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
-    // routed and shared experts (read in family_fields.hpp).
-    {"deepseek_v3", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
-    {"kimi_k2",     al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
-    {"deepseek_v2", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size"},
+    // routed and shared experts (its reader).
+    {"deepseek_v3", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
+    {"kimi_k2",     al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
+    {"deepseek_v2", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v2_keys},
     // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
-    {"qwen2_moe",   al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "num_experts",       "moe_intermediate_size"},
+    {"qwen2_moe",   al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "num_experts",       "moe_intermediate_size", "", nullptr},
     // Llama4TextConfig: MoE every interleave_moe_layer_step-th layer (3-D experts, a shared expert), the
     // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer; the L2 q/k norm
-    // (use_qk_norm; read in family_fields.hpp).
-    {"llama4_text", al::q_k_v,           qk::l2,         ml::gated,         nk::rms,            rl::sequential, mo::llama4,         2, false, false, 128, "num_local_experts", "intermediate_size"},
+    // (use_qk_norm; its reader).
+    {"llama4_text", al::q_k_v,           qk::l2,         ml::gated,         nk::rms,            rl::sequential, mo::llama4,         2, false, false, 128, "num_local_experts", "intermediate_size", detail::llama4_shape_keys, detail::read_llama4},
   }};
 }();
 // clang-format on
@@ -337,15 +341,9 @@ inline void check_shape_keys(const nlohmann::json& j, const std::string& origin,
   for (const std::string_view key : shape_keys) {
     const auto v = j.find(key);
     if (v == j.end() || v->is_null() || *v == 0 || *v == false || v->empty()) continue;
-    const bool deepseek_key = key == "n_shared_experts" || key == "q_lora_rank" || key == "kv_lora_rank" ||
-                              key == "qk_rope_head_dim" || key == "qk_nope_head_dim" || key == "v_head_dim" ||
-                              key == "first_k_dense_replace" || key == "moe_layer_freq" ||
-                              key == "num_nextn_predict_layers";
-    const bool llama4_key = key == "interleave_moe_layer_step" || key == "intermediate_size_mlp";
     const bool read = key == arch.experts_key || key == arch.expert_width_key ||
-                      (llama4_key && arch.model_type == "llama4_text") ||
                       (key == "shared_expert_intermediate_size" && !arch.experts_key.empty()) ||
-                      (deepseek_key && is_deepseek(arch.model_type));
+                      in_word_list(arch.extra_shape_keys, key);
     if (!read)
       throw input_error(key_path(origin, key), "changes the model's shapes, and the '" + family +
                                                    "' family does not read it: the count would be wrong");
@@ -364,9 +362,8 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, max_layers);
   m.vocab_size = read_count(j, "vocab_size", origin);
   m.tie_word_embeddings = read_bool_or(j, "tie_word_embeddings", origin, arch.tie_default);
-  // GptOssConfig defaults attention_bias to true; the others to false.
-  const bool attention_bias = read_bool_or(j, "attention_bias", origin,
-                                           arch.model_type == "gpt_oss" || arch.model_type == "gpt_neox");
+  // false in most config classes (gpt-oss's and GPT-NeoX's readers read it with their default, true)
+  const bool attention_bias = read_bool_or(j, "attention_bias", origin, false);
   m.attention_bias = arch.qkv_bias || attention_bias;
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
   m.mlp_bias = read_bool_or(j, "mlp_bias", origin, false);
@@ -377,51 +374,6 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.norm = arch.norm;
   m.residual = arch.residual;
   m.experts = arch.experts;  // a dense row's linear_experts is model_shape's default
-}
-
-/// The parts particular to one family (OLMo-2's post-norms, Phi-3's partial RoPE, gpt-oss, StarCoder2,
-/// GPT-NeoX, Cohere).
-inline void read_family_parts(const nlohmann::json& j, const std::string& origin, const architecture& arch,
-                              model_shape& m, std::vector<std::string>& notes) {
-  if (arch.attention == attention_layout::qkv_proj)  // Phi3RotaryEmbedding: dim = int(head_dim ·
-                                                     // partial_rotary_factor) (Phi-4-mini: 0.75)
-    m.rotary_dim = read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
-  if (arch.model_type == "gpt_oss") {  // GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts
-    m.attention_sinks = true;
-    m.router_bias = true;
-    notes.emplace_back(
-        "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
-        "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
-        "priced; the estimate assumes every expert is hit (each one hit casts and keeps its own tensors)");
-  }
-  if (arch.model_type == "starcoder2") {  // Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer
-    m.attention_bias = m.o_proj_bias = m.mlp_bias = read_bool_or(j, "use_bias", origin, true);
-    m.residual_dropout = read_dropout(j, "residual_dropout", origin);
-    m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
-    require_gelu(j, "gelu_pytorch_tanh", origin);
-  }
-  if (arch.model_type == "gpt_neox") {  // GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased)
-    m.mlp_bias = true;
-    if (!read_bool_or(j, "use_parallel_residual", origin, true)) m.residual = residual_layout::sequential;
-    // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
-    m.residual_dropout = m.embedding_dropout = read_dropout(j, "hidden_dropout", origin);
-    // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
-    m.rotary_dim =
-        read_rotary_dim(j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25,
-                        m.head_dim, origin);
-    require_gelu(j, "gelu", origin);
-    if (m.num_key_value_heads != m.num_attention_heads)
-      throw input_error(key_path(origin, "num_key_value_heads"), "GPT-NeoX has no grouped-query attention");
-  }
-  // CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
-  // its global layers skip RoPE, which saves nothing but the shared tables either way)
-  if (arch.model_type == "cohere" || arch.model_type == "cohere2") {
-    m.logit_scale = true;
-    if (!read_optional_number(j, "logit_scale", origin, true))
-      throw input_error(key_path(origin, "logit_scale"), "must be a positive number, got null");
-    // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
-    if (read_bool_or(j, "use_qk_norm", origin, false)) m.qk_norm = qk_norm_kind::full_width;
-  }
 }
 
 /// Dropout in every family, and what a sliding window leaves unpriced.
@@ -444,22 +396,10 @@ inline void read_dropout_and_window(const nlohmann::json& j, const std::string& 
         "its masks are priced in the activations (bool on CUDA)");
 }
 
-/// Granite's scalar multipliers, Gemma's scaled embeddings and logit soft-caps.
-inline void read_scalings(const nlohmann::json& j, const std::string& origin, const architecture& arch,
-                          model_shape& m) {
-  const bool gemma = arch.model_type.substr(0, 5) == "gemma";
-  if (arch.model_type == "granite") {  // GraniteModel / GraniteDecoderLayer / GraniteForCausalLM
-    m.scalar_multipliers = true;       // applied even at their 1.0 defaults
-    for (const std::string_view key :
-         {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
-      if (!read_optional_number(j, key, origin, true))
-        throw input_error(key_path(origin, key), "must be a positive number, got null");
-  }
-  m.scaled_embeddings = gemma;  // GemmaModel: embeddings · sqrt(hidden_size)
-  // Gemma2Config defaults both caps on (50.0, 30.0); Gemma3TextConfig leaves them null.
-  const bool caps_default = arch.model_type == "gemma2";
-  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, caps_default);
-  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, caps_default);
+/// Logit soft-caps (Gemma-2's reader turns their default on; every other config class leaves them off).
+inline void read_softcaps(const nlohmann::json& j, const std::string& origin, model_shape& m) {
+  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, false);
+  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, false);
 }
 
 /// A dense MLP's width, or the routed experts (count, top-k, width, a shared expert).
@@ -474,8 +414,8 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
     // 0 means no shared expert (Qwen3-Coder's configs write it so).
     m.shared_expert_intermediate_size =
         read_count_or_zero(j, "shared_expert_intermediate_size", origin, 0, max_dimension);
-    // MixtralSparseMoeBlock always renormalises the top-k weights; Qwen MoE blocks read norm_topk_prob.
-    m.norm_topk_prob = arch.model_type == "mixtral" || read_bool_or(j, "norm_topk_prob", origin, false);
+    // The Qwen MoE blocks read norm_topk_prob (Mixtral's reader sets it: its block always renormalises).
+    m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, false);
     if (read_count_or(j, "decoder_sparse_step", origin, 1) != 1)
       throw input_error(key_path(origin, "decoder_sparse_step"),
                         "layouts mixing dense and MoE layers are not supported yet (need 1)");
@@ -499,13 +439,10 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
   detail::check_shape_keys(j, origin, arch, choice.family);
   model_shape& m = out.spec.shape;
   detail::read_common_shape(j, origin, arch, m);
-  detail::read_family_parts(j, origin, arch, m, out.notes);
-  detail::read_dropout_and_window(j, origin, m, out.notes);
-  detail::read_scalings(j, origin, arch, m);
+  detail::read_softcaps(j, origin, m);
   detail::read_mlp_or_experts(j, origin, arch, m);
-  if (detail::is_deepseek(arch.model_type))
-    detail::read_deepseek(j, origin, std::string(arch.model_type), m, out.notes);
-  if (arch.model_type == "llama4_text") detail::read_llama4(j, origin, m, out.notes);
+  if (arch.read_keys != nullptr) arch.read_keys(j, origin, m, out.notes);  // the family's own keys
+  detail::read_dropout_and_window(j, origin, m, out.notes);
   try {
     validate(m);
   } catch (const input_error& e) {

@@ -17,13 +17,14 @@
 #include "json_fields.hpp"
 
 namespace headroom::detail {
-/// DeepSeek-V2/V3 and Kimi-K2: MLA, dense first layers, routed and shared experts.
-inline bool is_deepseek(std::string_view model_type) {
-  return model_type == "deepseek_v3" || model_type == "kimi_k2" || model_type == "deepseek_v2";
-}
+/// A family's reader of the keys it has beyond the common shape (an architectures row names it; it runs after
+/// the common keys and the MLP or experts are read).
+using family_reader = void (*)(const json& j, const std::string& origin, model_shape& m,
+                               std::vector<std::string>& notes);
+
 /// DeepseekV3Config / DeepseekV2Config: MLA widths, the dense first layers, the shared experts, the router.
-inline void read_deepseek(const json& j, const std::string& origin, const std::string& model_type,
-                          model_shape& m, std::vector<std::string>& notes) {
+inline void read_deepseek(const json& j, const std::string& origin, bool v2, model_shape& m,
+                          std::vector<std::string>& notes) {
   const std::string act = read_string_or(j, "hidden_act", origin, "silu");
   if (act != "silu")
     throw input_error(key_path(origin, "hidden_act"), "'" + act + "' is not priced; valid: silu");
@@ -44,8 +45,7 @@ inline void read_deepseek(const json& j, const std::string& origin, const std::s
                       "MoE every n-th layer is not priced (need 1: every layer after the dense ones)");
   const std::uint64_t shared = read_count_or_zero(j, "n_shared_experts", origin, 0, max_experts);
   m.shared_expert_intermediate_size = checked_mul(shared, m.moe_intermediate_size, "shared experts");
-  const std::string scoring =
-      read_string_or(j, "scoring_func", origin, model_type == "deepseek_v2" ? "softmax" : "sigmoid");
+  const std::string scoring = read_string_or(j, "scoring_func", origin, v2 ? "softmax" : "sigmoid");
   if (scoring != "sigmoid" && scoring != "softmax")
     throw input_error(key_path(origin, "scoring_func"), "'" + scoring + "'; valid: sigmoid, softmax");
   m.router_sigmoid = scoring == "sigmoid";
@@ -56,13 +56,13 @@ inline void read_deepseek(const json& j, const std::string& origin, const std::s
     if (read_count_or(j, "topk_group", origin, 1, max_experts) > groups)
       throw input_error(key_path(origin, "topk_group"), "must not exceed n_group");
   }
-  m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, model_type != "deepseek_v2");
+  m.norm_topk_prob = read_bool_or(j, "norm_topk_prob", origin, !v2);
   if (read_count_or_zero(j, "num_nextn_predict_layers", origin, 0, 64) != 0)
     notes.emplace_back(
         "num_nextn_predict_layers: the checkpoint's multi-token-prediction layers are not part of the model "
         "transformers builds (DeepseekV3ForCausalLM ignores them on load), so they are not counted or "
         "trained");
-  if (model_type == "deepseek_v2" || !m.router_sigmoid)
+  if (v2 || !m.router_sigmoid)
     notes.emplace_back(
         "DeepSeek-V2: parameters exact; activations priced with DeepSeek-V3's block (measured), whose router "
         "and RoPE save slightly different tensors from V2's softmax router and complex-number RoPE (not "
@@ -144,6 +144,109 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
       "that "
       "returns a pair, is priced neither adapted nor quantised: leave it out of target_modules and "
       "quantisation)");
+}
+
+/// DeepseekV3Config (and Kimi-K2's, the same modeling code) and DeepseekV2Config.
+inline void read_deepseek_v3_keys(const json& j, const std::string& origin, model_shape& m,
+                                  std::vector<std::string>& notes) {
+  read_deepseek(j, origin, false, m, notes);
+}
+inline void read_deepseek_v2_keys(const json& j, const std::string& origin, model_shape& m,
+                                  std::vector<std::string>& notes) {
+  read_deepseek(j, origin, true, m, notes);
+}
+/// Phi3RotaryEmbedding: dim = int(head_dim · partial_rotary_factor) (Phi-4-mini: 0.75).
+inline void read_phi3_keys(const json& j, const std::string& origin, model_shape& m,
+                           std::vector<std::string>& /*notes*/) {
+  m.rotary_dim = read_rotary_dim(j, "partial_rotary_factor", 1.0, m.head_dim, origin);
+}
+/// MixtralSparseMoeBlock always renormalises the top-k weights (the Qwen MoE blocks read norm_topk_prob).
+inline void read_mixtral_keys(const json& /*j*/, const std::string& /*origin*/, model_shape& m,
+                              std::vector<std::string>& /*notes*/) {
+  m.norm_topk_prob = true;
+}
+/// GptOssConfig: attention_bias defaults to true; GptOssAttention.sinks, GptOssTopKRouter (biased),
+/// GptOssExperts.
+inline void read_gpt_oss_keys(const json& j, const std::string& origin, model_shape& m,
+                              std::vector<std::string>& notes) {
+  m.attention_bias = m.o_proj_bias = read_bool_or(j, "attention_bias", origin, true);
+  m.attention_sinks = true;
+  m.router_bias = true;
+  notes.emplace_back(
+      "gpt-oss: experts and router are nn.Parameter tensors, so bitsandbytes keeps them in bf16 and "
+      "target_modules (all-linear) adapts q/k/v/o only; LoRA on experts (PEFT target_parameters) is not "
+      "priced; the estimate assumes every expert is hit (each one hit casts and keeps its own tensors)");
+}
+/// Starcoder2Attention, Starcoder2MLP, Starcoder2DecoderLayer: use_bias on every linear, dropouts, GELU.
+inline void read_starcoder2_keys(const json& j, const std::string& origin, model_shape& m,
+                                 std::vector<std::string>& /*notes*/) {
+  m.attention_bias = m.o_proj_bias = m.mlp_bias = read_bool_or(j, "use_bias", origin, true);
+  m.residual_dropout = read_dropout(j, "residual_dropout", origin);
+  m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
+  require_gelu(j, "gelu_pytorch_tanh", origin);
+}
+/// GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased; attention_bias defaults to true).
+inline void read_gpt_neox_keys(const json& j, const std::string& origin, model_shape& m,
+                               std::vector<std::string>& /*notes*/) {
+  m.attention_bias = m.o_proj_bias = read_bool_or(j, "attention_bias", origin, true);
+  m.mlp_bias = true;
+  if (!read_bool_or(j, "use_parallel_residual", origin, true)) m.residual = residual_layout::sequential;
+  // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
+  m.residual_dropout = m.embedding_dropout = read_dropout(j, "hidden_dropout", origin);
+  // rotary_ndims = int(head_size · rotary_pct) (partial_rotary_factor in newer configs), 0.25 by default
+  m.rotary_dim =
+      read_rotary_dim(j, j.contains("partial_rotary_factor") ? "partial_rotary_factor" : "rotary_pct", 0.25,
+                      m.head_dim, origin);
+  require_gelu(j, "gelu", origin);
+  if (m.num_key_value_heads != m.num_attention_heads)
+    throw input_error(key_path(origin, "num_key_value_heads"), "GPT-NeoX has no grouped-query attention");
+}
+/// CohereDecoderLayer, CohereLayerNorm, CohereAttention, CohereForCausalLM (Cohere2's are the same modules;
+/// its global layers skip RoPE, which saves nothing but the shared tables either way).
+inline void read_cohere_keys(const json& j, const std::string& origin, model_shape& m,
+                             std::vector<std::string>& /*notes*/) {
+  m.logit_scale = true;
+  if (!read_optional_number(j, "logit_scale", origin, true))
+    throw input_error(key_path(origin, "logit_scale"), "must be a positive number, got null");
+  // use_qk_norm: CohereLayerNorm over head_dim with (heads, head_dim) and (kv_heads, head_dim) weights
+  if (read_bool_or(j, "use_qk_norm", origin, false)) m.qk_norm = qk_norm_kind::full_width;
+}
+/// GraniteModel / GraniteDecoderLayer / GraniteForCausalLM: four scalar multipliers, applied even at their
+/// 1.0 defaults.
+inline void read_granite_keys(const json& j, const std::string& origin, model_shape& m,
+                              std::vector<std::string>& /*notes*/) {
+  m.scalar_multipliers = true;
+  for (const std::string_view key :
+       {"embedding_multiplier", "residual_multiplier", "attention_multiplier", "logits_scaling"})
+    if (!read_optional_number(j, key, origin, true))
+      throw input_error(key_path(origin, key), "must be a positive number, got null");
+}
+/// GemmaModel: embeddings · sqrt(hidden_size) (Gemma, Gemma-3; their soft-caps default to off).
+inline void read_gemma_keys(const json& /*j*/, const std::string& /*origin*/, model_shape& m,
+                            std::vector<std::string>& /*notes*/) {
+  m.scaled_embeddings = true;
+}
+/// Gemma2Config: Gemma's scaled embeddings, and both logit soft-caps on by default (50.0, 30.0).
+inline void read_gemma2_keys(const json& j, const std::string& origin, model_shape& m,
+                             std::vector<std::string>& notes) {
+  read_gemma_keys(j, origin, m, notes);
+  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, true);
+  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, true);
+}
+/// The shape keys DeepSeek's and Llama-4's readers take (check_shape_keys refuses them elsewhere).
+inline constexpr std::string_view deepseek_shape_keys =
+    "n_shared_experts q_lora_rank kv_lora_rank qk_rope_head_dim qk_nope_head_dim v_head_dim "
+    "first_k_dense_replace moe_layer_freq num_nextn_predict_layers";
+inline constexpr std::string_view llama4_shape_keys = "interleave_moe_layer_step intermediate_size_mlp";
+/// Whether `word` is one of the space-separated words of `list`.
+constexpr bool in_word_list(std::string_view list, std::string_view word) {
+  while (!list.empty()) {
+    const std::size_t end = list.find(' ');
+    if (list.substr(0, end) == word) return true;
+    if (end == std::string_view::npos) return false;
+    list.remove_prefix(end + 1);
+  }
+  return false;
 }
 /// A ViT tower's dimensions (SigLIP's, Llama-4's vision encoder): width, MLP width, depth, patches per image
 /// and values per patch; the keys every vision_config has.
