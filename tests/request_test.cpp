@@ -129,6 +129,16 @@ TEST_CASE("Cross-knob rules, once for every caller", "[request]") {
   run_request nf4;
   nf4.double_quant = false;
   test::require_input_error([&] { (void)resolve(nf4); }, "--no-double-quant", "--method qlora");
+  // A multimodal batch's images and the tower's training are request knobs like the rest.
+  run_request tower;
+  tower.train_vision_tower = true;
+  tower.images = 2;
+  const run_config trains_tower = resolve(tower);
+  CHECK(trains_tower.setup.train_vision_tower);
+  CHECK(trains_tower.activations.images == 2);
+  CHECK(resolve(run_request{}).activations.images == 0);
+  tower.method = training_method::lora;
+  test::require_input_error([&] { (void)resolve(tower); }, "--train-vision-tower", "--method full");
 }
 
 TEST_CASE("The config classes' defaults, written once, as a layer under the request", "[request]") {

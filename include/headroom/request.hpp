@@ -1,10 +1,11 @@
 // SPDX-License-Identifier: MIT
 // One road in (docs/run-request.md): a run as somebody described it, every knob optional (unset = nobody said
 // it). merge() layers two descriptions knob by knob (the later wins); resolve() fills every knob nobody set
-// from a layer of defaults and then from headroom's. Every default is written in this file: headroom_defaults,
-// config_class_defaults (a training-args file's SFTConfig / TrainingArguments) and profile_defaults (a
-// framework's, over framework.hpp's values). Each cross-knob rule is applied once; errors name a knob by its
-// command-line flag (docs/cli.md), the vocabulary every front end shares. Standard library only.
+// from a layer of defaults and then from headroom's. Every default is written in this file:
+// headroom_defaults, config_class_defaults (a training-args file's SFTConfig / TrainingArguments) and
+// profile_defaults (a framework's, over framework.hpp's values). Each cross-knob rule is applied once; errors
+// name a knob by its command-line flag (docs/cli.md), the vocabulary every front end shares. Standard library
+// only.
 #pragma once
 
 #include <cstdint>
@@ -32,6 +33,7 @@ struct run_request {
   std::optional<lora_init> init_lora_weights;        ///< --init-lora-weights
   std::optional<adapter_precision> adapter_dtype;    ///< --adapter-dtype
   std::optional<double> lora_dropout;                ///< --lora-dropout: a fraction in [0, 1)
+  std::optional<bool> train_vision_tower;            ///< --train-vision-tower: full fine-tuning trains it too
   // Precision and optimizer.
   std::optional<precision_route> precision;       ///< --precision
   std::optional<std::string> optimizer;           ///< --optimizer: a transformers `optim` string
@@ -48,6 +50,7 @@ struct run_request {
   std::optional<std::uint64_t> batch;          ///< --batch: sequences per micro-batch
   std::optional<std::uint64_t> seq_len;        ///< --seq-len: tokens per sequence
   std::optional<std::uint64_t> grad_accum;     ///< --grad-accum: micro-batches per optimizer step
+  std::optional<std::uint64_t> images;         ///< --images: images (Llama-4: tiles) per sequence
   std::optional<activation_formula> formula;   ///< --activation-formula
   std::optional<attention_impl> attention;     ///< --attention
   std::optional<checkpointing> ckpt;           ///< --checkpointing
@@ -73,6 +76,7 @@ struct run_request {
   d.adapter_dtype = adapter_precision::base;
   d.lora_dropout = 0.0;
   d.prefix_projection = false;
+  d.train_vision_tower = false;  // transformers and LLaMA-Factory freeze a multimodal model's tower
   d.precision = precision_route::bf16_mixed;
   d.optimizer = "adamw_torch";
   d.optim_block_size = 256;  // bitsandbytes >= 0.44 (the course's W06 uses 2048)
@@ -87,6 +91,7 @@ struct run_request {
   d.batch = 1;
   d.seq_len = 2048;
   d.grad_accum = 1;
+  d.images = 0;  // a text-only batch
   d.formula = activation_formula::detailed;
   d.attention = attention_impl::flash;
   d.ckpt = checkpointing::full;  // prefix tuning: none (PEFT refuses it with checkpointing)
@@ -166,6 +171,7 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.init_lora_weights, later.init_lora_weights);
   take_later(m.adapter_dtype, later.adapter_dtype);
   take_later(m.lora_dropout, later.lora_dropout);
+  take_later(m.train_vision_tower, later.train_vision_tower);
   take_later(m.precision, later.precision);
   take_later(m.optimizer, later.optimizer);
   take_later(m.optim_block_size, later.optim_block_size);
@@ -180,6 +186,7 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.batch, later.batch);
   take_later(m.seq_len, later.seq_len);
   take_later(m.grad_accum, later.grad_accum);
+  take_later(m.images, later.images);
   take_later(m.formula, later.formula);
   take_later(m.attention, later.attention);
   take_later(m.ckpt, later.ckpt);
@@ -252,6 +259,10 @@ inline void resolve_method(const run_request& q, const run_request& d, training_
     throw input_error("--prefix-projection", "needs --peft-type prefix-tuning");
   s.lora.prefix_projection = *d.prefix_projection;
   s.nf4.double_quant = *d.double_quant;
+  s.train_vision_tower = *d.train_vision_tower;
+  if (s.train_vision_tower && s.method != training_method::full)
+    throw input_error("--train-vision-tower",
+                      "trains the tower by full fine-tuning (--method full); adapters leave it frozen");
 }
 
 /// Precision, optimizer and runtime.
@@ -275,6 +286,7 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
   r.activations.batch = *d.batch;
   r.activations.seq_len = *d.seq_len;
   r.grad_accum_steps = *d.grad_accum;
+  r.activations.images = *d.images;
   r.activations.formula = *d.formula;
   r.activations.attention = *d.attention;
   // PEFT refuses prefix tuning with gradient checkpointing: unless somebody asked for it, it trains without.

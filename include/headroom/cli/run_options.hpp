@@ -336,6 +336,8 @@ inline void workload_flags(const run_options& o, run_request& q) {
   if (o.given("--batch")) q.batch = parse_count("--batch", o.batch, max_solver_batch);
   if (o.given("--seq-len")) q.seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
   if (o.given("--grad-accum")) q.grad_accum = parse_count("--grad-accum", o.grad_accum, 1u << 20);
+  if (o.given("--images")) q.images = parse_count("--images", o.images, max_images_per_sequence);
+  if (o.train_vision_tower) q.train_vision_tower = true;
   if (o.given("--activation-formula"))
     q.formula = parse_choice(activation_formula_names, o.formula, "--activation-formula");
   if (o.eager_attention) q.attention = attention_impl::eager;
@@ -530,11 +532,6 @@ inline bytes gb_flag(const std::string& flag, const std::string& text, bool zero
   return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
 }
 
-/// The device and torch generation (--device, --torch); shared with a training-args run.
-inline runtime_config runtime_from(const run_options& o) {
-  return {parse_choice(device_names, o.device, "--device"), parse_choice(torch_names, o.torch, "--torch")};
-}
-
 /// The run from a training-args file, with the machine flags (--gpu, --overhead-gb) applied.
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu);
 
@@ -553,16 +550,8 @@ inline run_config run_from(const run_options& o, const std::optional<gpu_info>& 
 }
 
 namespace detail {
-/// --images, --train-vision-tower, and --device cpu against --gpu.
-inline void apply_device_flags(run_config& r, const run_options& o, const std::optional<gpu_info>& gpu) {
-  r.setup.runtime = runtime_from(o);
-  if (!o.images.empty()) r.activations.images = parse_count("--images", o.images, max_images_per_sequence);
-  if (o.train_vision_tower) {
-    if (r.setup.method != training_method::full)
-      throw input_error("--train-vision-tower",
-                        "trains the tower by full fine-tuning (--method full); adapters leave it frozen");
-    r.setup.train_vision_tower = true;
-  }
+/// --device cpu against --gpu (the device itself is a request knob).
+inline void check_device_against_gpu(const run_config& r, const std::optional<gpu_info>& gpu) {
   if (r.setup.runtime.device == device_kind::cpu && gpu)
     throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
 }
@@ -658,7 +647,7 @@ inline void apply_overhead_flags(run_config& r, const run_options& o, const std:
 }  // namespace detail
 
 inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
-  detail::apply_device_flags(r, o, gpu);
+  detail::check_device_against_gpu(r, gpu);
   detail::apply_parallel_flags(r, o);
   detail::apply_comm_flags(r, o);
   detail::apply_offload_flags(r, o);
