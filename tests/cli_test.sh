@@ -264,7 +264,10 @@ expect "recipe missing" 2 'cannot open file' -- --recipe "$rec/nope.yaml"
 expect "framework torchtune" 0 'profile: torchtune' -- --framework torchtune --method lora
 expect "framework keeps flags" 0 'attention eager' -- --framework torchtune --method lora --attention eager
 expect "framework unknown" 2 'valid: hf-trainer, trl, peft, torchtune, axolotl, llama-factory, unsloth' -- --framework deepspeed
-expect "framework excludes recipe" 2 'excludes' -- --framework trl --recipe "$rec/lf_qwen3_lora_sft.yaml"
+expect "framework excludes recipe" 2 "--framework: 'trl' differs from the recipe's framework, llama-factory" -- --framework trl --recipe "$rec/lf_qwen3_lora_sft.yaml"
+expect "framework of the recipe" 0 'profile    llama-factory' -- --framework llama-factory --recipe "$rec/lf_qwen3_lora_sft.yaml"
+expect "framework of the args file" 0 'profile: trl' -- --framework trl --training-args "$data/args/sft-qlora.json"
+expect "framework against args file" 2 "differs from the training-args file \(SFTConfig\)'s framework, trl" -- --framework torchtune --training-args "$data/args/sft-qlora.json"
 expect "assumed profile" 0 'profile    none given' --
 expect "profile sensitivity" 0 'under --framework torchtune +[0-9.]+ GB \(-[0-9]+%\)' --
 expect "accelerate fsdp" 0 'sharding full_shard' -- --preset qwen3-1.7b --accelerate-config "$rec/acc_fsdp.yaml"

@@ -270,9 +270,8 @@ inline void add_file_options(CLI::App& app, run_options& o) {
     app.get_option("--accelerate-config")->excludes(app.get_option(flag));
   app.add_option("--framework", o.framework,
                  "hf-trainer | trl | peft | torchtune | axolotl | llama-factory | unsloth: that framework's "
-                 "defaults for every choice the flags leave unset (docs/frameworks.md)")
-      ->excludes(args)
-      ->excludes(recipe);
+                 "defaults for every choice the flags leave unset (docs/frameworks.md); with a file, its own "
+                 "framework only");
 }
 
 /// Every run flag, in --help's order within each group.
@@ -435,6 +434,24 @@ struct loaded_run {
   std::optional<framework> source;  ///< the framework whose file it was (a recipe)
 };
 
+/// The frameworks a file is read under: a recipe's own; a training-args file's config class's (SFTConfig:
+/// TRL; TrainingArguments: the Trainer, or PEFT on it). --framework may name one of them; another would be a
+/// second set of defaults for one file, so it is refused.
+inline void check_framework_of_file(const run_options& o, const loaded_run& in) {
+  const std::optional<framework> named = framework_flag(o);
+  if (!named || (!in.source && !in.args)) return;
+  const bool sft = in.args && in.args->config_class == "SFTConfig";
+  const framework own = in.source ? *in.source : sft ? framework::trl : framework::hf_trainer;
+  if (*named == own || (!in.source && !sft && *named == framework::peft)) return;
+  const std::string file =
+      in.source ? "the recipe" : "the training-args file (" + in.args->config_class + ")";
+  throw input_error("--framework",
+                    "'" + o.framework + "' differs from " + file + "'s framework, " +
+                        std::string(choice_name(framework_names, own)) +
+                        ": a file is read with its own framework's defaults (drop --framework, "
+                        "or describe the run with flags)");
+}
+
 inline loaded_run load_run(const run_options& o, const std::vector<std::filesystem::path>& dirs) {
   loaded_run out;
   if (!o.recipe.empty()) {
@@ -449,11 +466,13 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     out.model = std::move(r.model);
     out.args = std::move(r.args);
     out.source = r.source;
+    check_framework_of_file(o, out);
     return out;
   }
   out.model = o.load_model(dirs);
   // The flags given over the file, knob by knob (merge(file, flags): docs/run-request.md).
   if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model, request_from_flags(o));
+  check_framework_of_file(o, out);
   return out;
 }
 
