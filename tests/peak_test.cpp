@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // The peak over the phases of a step, fits(), and the exact solvers.
+#include <optional>
+
 #include <headroom/peak.hpp>
 
 #include "catch.hpp"
@@ -299,4 +301,34 @@ TEST_CASE("DoRA's weight-norm transient joins forward_end and the recompute mome
   CHECK(fwd.activations == e.activations.kept + e.activations.module_transient);
   const memory_buckets& bwd = e.phases[static_cast<std::size_t>(step_phase::backward_start)];
   CHECK(bwd.activations >= e.activations.kept + e.activations.recompute + e.activations.module_transient);
+}
+
+TEST_CASE("The solvers' search: exact on any monotone total, three probes on an affine one", "[peak][fit]") {
+  int probes = 0;
+  // An affine total (bytes = 1e9 + 250,000 per token): the budget line is met at 92,000 tokens exactly.
+  const auto affine = [&](std::uint64_t v) -> std::optional<std::uint64_t> {
+    ++probes;
+    return 1'000'000'000 + 250'000 * v;
+  };
+  CHECK(detail::largest_within(1 << 20, 24'000'000'000, affine) == 92'000);
+  CHECK(probes <= 5);  // both ends, then at most three inside (bisection: 22)
+  // A quadratic total with steps, checked against a scan; totals past 2^40 read as overflow (nullopt).
+  const auto bumpy = [](std::uint64_t v) -> std::optional<std::uint64_t> {
+    if (v > (std::uint64_t{1} << 19)) return std::nullopt;
+    return 5'000 * v + (v / 64) * 70'000 + v * v / 3;
+  };
+  for (const std::uint64_t budget : {std::uint64_t{4'999}, std::uint64_t{5'000}, std::uint64_t{123'456'789},
+                                     std::uint64_t{9'000'000'000}, std::uint64_t{1} << 45}) {
+    std::uint64_t scan = 0;
+    for (std::uint64_t v = 1; v <= (std::uint64_t{1} << 20); v *= 2) {
+      // the answer lies between two powers of two: scan that stretch one by one
+      if (bumpy(v) && *bumpy(v) <= budget) continue;
+      for (std::uint64_t w = v / 2 == 0 ? 1 : v / 2; w <= v; ++w)
+        if (bumpy(w) && *bumpy(w) <= budget) scan = w;
+      break;
+    }
+    INFO(budget);
+    CHECK(detail::largest_within(1 << 20, budget, bumpy) == scan);
+  }
+  CHECK(detail::largest_within(1000, 2'000'000'000, affine) == 1000);  // the whole range fits
 }
