@@ -182,6 +182,40 @@ TEST_CASE("Adapters of a 16-bit model are fp32 by PEFT's autocast_adapter_dtype,
   CHECK(a.run.setup.lora.dtype == adapter_precision::base);  // an fp32 model's adapters are fp32 already
 }
 
+TEST_CASE("The trainer's own choices: QLoRA adapters kept fp32, torchao's NF4 load, an unfrozen tower",
+          "[training_args][request]") {
+  const loaded_model m = preset("llama-3.1-8b-like");
+  const nlohmann::json qlora = {{"config_class", "TrainingArguments"},
+                                {"model_init_kwargs", {{"dtype", "bfloat16"}}},
+                                {"peft_config", {{"r", 16}, {"target_modules", "all-linear"}}},
+                                {"quantization_config", {{"load_in_4bit", true}}}};
+  trainer_behaviour axolotl;  // calls get_peft_model itself: nothing casts the adapters back to bf16
+  axolotl.keeps_fp32_qlora_adapters = "the trainer calls get_peft_model";
+  axolotl.qlora_load = load_path::torchao_nf4;
+  training_args a = training_args_from_json(qlora, m, "inline", {}, axolotl);
+  CHECK(a.run.setup.lora.dtype == adapter_precision::fp32);
+  CHECK(a.run.load == load_path::torchao_nf4);
+  CHECK(a.notes.back() == "QLoRA adapters in fp32: the trainer calls get_peft_model");
+  run_request later;  // the caller's adapter dtype, or another method, wins
+  later.adapter_dtype = adapter_precision::base;
+  CHECK(training_args_from_json(qlora, m, "inline", later, axolotl).run.setup.lora.dtype ==
+        adapter_precision::base);
+  later = {};
+  later.method = training_method::lora;
+  a = training_args_from_json(qlora, m, "inline", later, axolotl);
+  CHECK(a.run.load == load_path::none);
+  CHECK(a.run.setup.lora.dtype == adapter_precision::fp32);  // PEFT's upcast of a 16-bit model's LoRA
+  // An unfrozen vision tower trains in a full fine-tune of a multimodal model; otherwise a warning says so.
+  const loaded_model gemma3 = load_model_config(data_dir / "configs" / "gemma-3-4b-it.json");
+  trainer_behaviour unfrozen;
+  unfrozen.unfrozen_vision_tower = "recipe.yaml:7: freeze_vision_tower";
+  const nlohmann::json full = {{"config_class", "TrainingArguments"}};
+  CHECK(training_args_from_json(full, gemma3, "inline", {}, unfrozen).run.setup.train_vision_tower);
+  a = training_args_from_json(full, m, "inline", {}, unfrozen);  // no tower
+  CHECK_FALSE(a.run.setup.train_vision_tower);
+  CHECK(a.warnings.back().rfind("recipe.yaml:7: freeze_vision_tower: false changes nothing priced", 0) == 0);
+}
+
 TEST_CASE("Flags over a training-args file: the later source wins knob by knob", "[training_args][request]") {
   const loaded_model m = preset("qwen3-4b");
   run_request flags;

@@ -130,6 +130,17 @@ inline void read_prompt_encoder(const nlohmann::json& peft, const std::string& p
 }
 }  // namespace detail
 
+/// What the trainer that runs a training-args file does beyond its keys. The defaults are TRL's SFTTrainer
+/// (and the Trainer's); a recipe reader names its framework's (recipes/recipe.hpp).
+struct trainer_behaviour {
+  /// Why the trainer keeps a QLoRA run's adapters in PEFT's fp32 upcast (get_peft_model's
+  /// autocast_adapter_dtype); empty: it casts QLoRA's trainable parameters to bf16, as TRL's SFTTrainer does
+  /// (sft_trainer.py).
+  std::string keeps_fp32_qlora_adapters;
+  load_path qlora_load = load_path::bnb_4bit;  ///< how a 4-bit base is loaded (torchtune: torchao's NF4)
+  std::string unfrozen_vision_tower;  ///< where the file unfreezes a multimodal model's tower ("": frozen)
+};
+
 namespace detail {
 /// What the sections of one training-args file share: the file, its class, the precision it chose, and the
 /// run as it fills: `q` what the file says (with what its keys imply), `defaults` its config class's defaults
@@ -139,6 +150,7 @@ struct args_reading {
   const std::string& origin;
   const loaded_model& model;
   const run_request& later;
+  const trainer_behaviour& trainer;
   run_request q{};
   run_request defaults{};
   bool sft = true;             ///< SFTConfig (TRL's defaults) rather than TrainingArguments
@@ -529,7 +541,8 @@ inline void read_quantization_config(args_reading& in) {
     throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
   in.q.double_quant = read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
   in.q.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
-  in.load = load_path::bnb_4bit;                // from_pretrained quantises each Linear weight as it arrives
+  in.load =
+      in.trainer.qlora_load;  // bitsandbytes: from_pretrained quantises each Linear weight as it arrives
 }
 
 /// torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
@@ -597,6 +610,33 @@ inline run_request file_under(args_reading& in) {
   run_request asked = merge(file, in.later);
   if (asked.offload_wraps && asked.ckpt && !offloads_activations(*asked.ckpt)) asked.offload_wraps.reset();
   return asked;
+}
+
+/// What the trainer decides for the method the run resolves to: a QLoRA run's adapters kept in fp32 (unless
+/// the caller sets their dtype), a multimodal model's tower trained by a full fine-tune. Returns the notes
+/// and warnings to add once the rest of the file is read.
+struct trainer_choices {
+  std::string note;
+  std::string warning;
+};
+inline trainer_choices read_trainer_choices(args_reading& in, bool autocast_adapters) {
+  trainer_choices out;
+  const training_method method = in.effective(&run_request::method).value_or(training_method::full);
+  const trainer_behaviour& t = in.trainer;
+  if (!t.keeps_fp32_qlora_adapters.empty() && autocast_adapters && method == training_method::qlora &&
+      !in.later.adapter_dtype) {
+    in.q.adapter_dtype = adapter_precision::fp32;
+    out.note = "QLoRA adapters in fp32: " + t.keeps_fp32_qlora_adapters;
+  }
+  if (t.unfrozen_vision_tower.empty()) return out;
+  if (method == training_method::full && in.model.spec.vision.params != 0)
+    in.q.train_vision_tower = true;
+  else
+    out.warning =
+        t.unfrozen_vision_tower +
+        ": false changes nothing priced here (only full fine-tuning of a multimodal model trains its "
+        "tower); the tower is priced frozen";
+  return out;
 }
 
 /// torch_compile: Inductor's fusions where headroom models them; otherwise priced eager, said so.
@@ -672,7 +712,8 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
 /// file's documented order (docs/training-args.md).
 [[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
                                                            const std::string& origin,
-                                                           const run_request& later = {}) {
+                                                           const run_request& later = {},
+                                                           const trainer_behaviour& trainer = {}) {
   if (!j.is_object())
     throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
   training_args a;
@@ -680,7 +721,7 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
     throw input_error(origin + ": /config_class",
                       "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
-  detail::args_reading in{j, origin, model, later};
+  detail::args_reading in{j, origin, model, later, trainer};
   in.sft = a.config_class == "SFTConfig";
   in.defaults = config_class_defaults(in.sft);
   in.q.basis = params_basis::exact;  // a real config: exact counts
@@ -705,6 +746,7 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   if (in.effective(&run_request::method) == training_method::lora && !in.fp32_load && autocast_adapters)
     in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
   detail::read_torchtune_loss(in);
+  const detail::trainer_choices chose = detail::read_trainer_choices(in, autocast_adapters);
   a.run = resolve_over(in.defaults, detail::file_under(in));
   a.run.parallel = in.parallel;
   a.run.load = in.load;
@@ -719,6 +761,8 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
         "TRL passes False only under DeepSpeed ZeRO-3)");
   detail::apply_args_compile(in, a);
   detail::list_args_ignored(in, a);
+  if (!chose.note.empty()) a.notes.push_back(chose.note);
+  if (!chose.warning.empty()) a.warnings.push_back(chose.warning);
   return a;
 }
 

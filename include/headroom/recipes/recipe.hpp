@@ -112,7 +112,7 @@ inline training_args resolve_translation(const yaml_doc& d, translation& t, cons
                                          const run_request& later) {
   training_args a;
   try {
-    a = training_args_from_json(t.args, model, d.file, merge(t.request, later));
+    a = training_args_from_json(t.args, model, d.file, merge(t.request, later), t.trainer);
   } catch (const input_error& e) {
     const std::string prefix = d.file + ": /";
     const std::string& f = e.field();
@@ -149,14 +149,6 @@ inline recipe recipe_for(framework f, const yaml_doc& d, const nlohmann::json& s
   if (out.model_id.empty()) throw input_error(d.at(key), "is required: the model to fine-tune");
   out.model = model_named(out.model_id, d.at(key), opt);
   return out;
-}
-
-/// QLoRA adapters left in fp32: PEFT's get_peft_model upcasts them, and only TRL's SFTTrainer casts them back
-/// to bf16 (sft_trainer.py); a framework that calls get_peft_model itself keeps the fp32 copy.
-inline void keep_fp32_qlora_adapters(recipe& out, const recipe_options& opt, const char* why) {
-  if (out.args.run.setup.method != training_method::qlora || opt.later.adapter_dtype) return;
-  out.args.run.setup.lora.dtype = adapter_precision::fp32;
-  out.args.notes.push_back(std::string("QLoRA adapters in fp32: ") + why);
 }
 
 /// The BitsAndBytesConfig the frameworks build for a 4-bit base: NF4 with double quantisation.
@@ -361,11 +353,9 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
   torchtune_distributed(d, j, opt, t);
   sort_torchtune_keys(d, j, m, t);
   if (fused) t.request.optim_impl = optimizer_impl::fused;
+  // torchtune's QLoRA builders quantise with torchao's NF4 as the weights load
+  if (method == "qlora") t.trainer.qlora_load = load_path::torchao_nf4;
   out.args = resolve_translation(d, t, out.model, opt.later);
-  run_config& r = out.args.run;
-  // torchtune's QLoRA builders quantise with torchao's NF4 as the weights load, unless --method says
-  // otherwise
-  if (method == "qlora" && r.setup.method == training_method::qlora) r.load = load_path::torchao_nf4;
   if (packed) {
     out.args.packing = true;
     out.args.batching.layout = batch_layout::packed;
@@ -529,10 +519,11 @@ inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, transl
   axolotl_kernels(d, j, t);
   axolotl_adapter(d, j, t);
   sort_axolotl_keys(d, j, t);
+  // PEFT's get_peft_model upcasts the adapters (peft_autocast_adapter_dtype, default true) and nothing casts
+  // a QLoRA run's back: only TRL's SFTTrainer does (sft_trainer.py)
+  t.trainer.keeps_fp32_qlora_adapters =
+      "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)";
   out.args = resolve_translation(d, t, out.model, opt.later);
-  if (yaml_bool(d, j, "peft_autocast_adapter_dtype", "peft_autocast_adapter_dtype", true))
-    keep_fp32_qlora_adapters(out, opt,
-                             "axolotl's load_lora calls get_peft_model (autocast_adapter_dtype=True)");
   return out;
 }
 
@@ -682,15 +673,11 @@ inline void sort_llama_factory_keys(const yaml_doc& d, const nlohmann::json& j, 
             t);
 }
 
-/// finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector.
-inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& j, recipe& out) {
-  if (yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true)) return;
-  if (out.args.run.setup.method == training_method::full && out.model.spec.vision.params != 0)
-    out.args.run.setup.train_vision_tower = true;
-  else
-    out.args.warnings.push_back(d.at("freeze_vision_tower") +
-                                ": false changes nothing priced here (only full fine-tuning of a multimodal "
-                                "model trains its tower); the tower is priced frozen");
+/// finetuning_args.py: freeze_vision_tower True; false lets full fine-tuning train the tower and projector
+/// (the training-args reader decides once the method is known).
+inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& j, translation& t) {
+  if (!yaml_bool(d, j, "freeze_vision_tower", "freeze_vision_tower", true))
+    t.trainer.unfrozen_vision_tower = d.at("freeze_vision_tower");
 }
 }  // namespace detail
 
@@ -713,10 +700,10 @@ inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& 
   llama_factory_kernels(d, j, stage, t);
   llama_factory_adapter(d, j, type, bits, t);
   sort_llama_factory_keys(d, j, t);
-  out.args = resolve_translation(d, t, out.model, opt.later);
-  llama_factory_vision_tower(d, j, out);
+  llama_factory_vision_tower(d, j, t);
   if (upcast)
-    keep_fp32_qlora_adapters(out, opt, "LLaMA-Factory's init_adapter casts trainable parameters to fp32");
+    t.trainer.keeps_fp32_qlora_adapters = "LLaMA-Factory's init_adapter casts trainable parameters to fp32";
+  out.args = resolve_translation(d, t, out.model, opt.later);
   return out;
 }
 

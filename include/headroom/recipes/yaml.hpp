@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 
 #include "../io/config.hpp"
+#include "../io/training_args.hpp"
 #include "../request.hpp"
 
 namespace headroom {
@@ -226,6 +227,7 @@ inline std::vector<std::string> yaml_names(const yaml_doc& d, const nlohmann::js
 struct translation {
   nlohmann::json args = nlohmann::json::object();
   run_request request;  ///< what the framework decides beyond the training-args keys (its optimizer, loss)
+  trainer_behaviour trainer;  ///< what its trainer does that no training-args key says (io/training_args.hpp)
   std::map<std::string, std::string> from;  ///< translated key ("peft_config/r") → "file:LINE: yaml key"
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
