@@ -279,6 +279,15 @@ inline loaded_model llama4_multimodal(const nlohmann::json& j, const std::string
   read_meta(out, j, origin);
   return out;
 }
+/// The multimodal config classes: a text_config of a supported family beside a vision tower, one reader each.
+struct multimodal_architecture {
+  std::string_view model_type;
+  loaded_model (*read)(const nlohmann::json& j, const std::string& origin);
+};
+inline constexpr std::array<multimodal_architecture, 2> multimodal_architectures{{
+    {"gemma3", gemma3_multimodal},  // Gemma3ForConditionalGeneration: gemma3_text + SigLIP
+    {"llama4", llama4_multimodal},  // Llama4ForConditionalGeneration: llama4_text + its vision model
+}};
 }  // namespace detail
 
 /// Builds a model from a parsed config.json object. `origin` names the file in errors.
@@ -433,8 +442,8 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
   out.model_type = detail::read_string_or(j, "model_type", origin, "");
   const detail::family_choice choice = detail::family_of(j, origin, out.model_type);
   const bool forced = choice.forced;
-  if (out.model_type == "gemma3" && !forced) return detail::gemma3_multimodal(j, origin);
-  if (out.model_type == "llama4" && !forced) return detail::llama4_multimodal(j, origin);
+  for (const detail::multimodal_architecture& mm : detail::multimodal_architectures)
+    if (mm.model_type == out.model_type && !forced) return mm.read(j, origin);
   const architecture& arch = detail::architecture_of(origin, out.model_type, choice);
   detail::check_shape_keys(j, origin, arch, choice.family);
   model_shape& m = out.spec.shape;
