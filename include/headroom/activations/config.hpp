@@ -271,13 +271,11 @@ struct block_context {
   bool full;             ///< every weight trains (full fine-tuning)
   std::uint64_t scalar;  ///< bytes of a saved Python-scalar operand (CPU only)
   std::uint64_t mask;    ///< bytes per element of a dropout mask: the input's on a CPU, 1 on CUDA (0 = input)
+  lora_targets adapted_modules;  ///< the modules an adapter wraps in this block (adapted_in), computed once
   bool input_grad =
       true;  ///< the block's input requires grad (false: the first layer over frozen embeddings)
 
-  [[nodiscard]] constexpr bool adapted(module_name mod) const {
-    if (mod == module_name::router && !router_is_linear(m)) return false;  // nn.Parameter, or Llama-4's pair
-    return !full && adapts_linears(s.lora) && s.lora.targets.contains(mod);
-  }
+  [[nodiscard]] constexpr bool adapted(module_name mod) const { return adapted_modules.contains(mod); }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
   [[nodiscard]] constexpr bool norm_weights_train() const { return full || norms_train(s.lora); }
   /// Whether a linear's output requires grad: its input does, it trains, or it is adapted; q, k and v also
@@ -288,6 +286,14 @@ struct block_context {
     return input_grad || full || adapted(mod) || (qkv_part && fused_qkv(m) && adapted(block_modules(m).qkv));
   }
 };
+/// The modules an adapter wraps in a block of `m`: the targets, under a method that adapts linears (not
+/// full fine-tuning); never a router that is an nn.Parameter (or Llama-4's, which returns a pair).
+constexpr lora_targets adapted_in(const model_shape& m, const training_setup& s) {
+  if (s.method == training_method::full || !adapts_linears(s.lora)) return {};
+  lora_targets t = s.lora.targets;
+  if (!router_is_linear(m)) t.mask &= ~(1u << static_cast<unsigned>(module_name::router));
+  return t;
+}
 constexpr block_context context_of(const model_shape& m, const training_setup& s, const activation_config& c,
                                    bool input_grad = true) {
   return {m,
@@ -297,6 +303,7 @@ constexpr block_context context_of(const model_shape& m, const training_setup& s
           s.method == training_method::full,
           saved_scalar_bytes(s.runtime),
           s.runtime.device == device_kind::cpu ? 0u : 1u,
+          adapted_in(m, s),
           input_grad};
 }
 /// The first layer's input requires grad only when the embeddings train or the caller asks for it:

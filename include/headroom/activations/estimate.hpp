@@ -471,10 +471,14 @@ constexpr void add_mlp_terms(Out& out, const block_context& k, const block_conte
 }
 
 /// The projections read the input norm's output, which requires grad when the block input does or when the
-/// norm trains (LN tuning: even over frozen embeddings); OLMo-2's read the block input itself.
-constexpr block_context projections_context(block_context k0) {
-  if (k0.norm_weights_train() && k0.m.residual != residual_layout::post_norms) k0.input_grad = true;
-  return k0;
+/// norm trains (LN tuning: even over frozen embeddings); OLMo-2's read the block input itself. Calls
+/// `f(context)` with that context (a copy only when it differs from the block's).
+template <class F>
+constexpr void with_projections_context(const block_context& k0, F&& f) {
+  if (k0.input_grad || !k0.norm_weights_train() || k0.m.residual == residual_layout::post_norms) return f(k0);
+  block_context k = k0;
+  k.input_grad = true;
+  f(k);
 }
 /// The first half of a block: the input norm and the attention half, which read the block input (whether it
 /// requires grad: `k0.input_grad`).
@@ -485,7 +489,7 @@ constexpr void block_front_terms(Out& out, const block_context& k0) {
   // OLMo-2 has no norm before the projections: they read the block input itself.
   if (m.residual != residual_layout::post_norms)
     add_norm(out, "input_layernorm", t, m.hidden_size, k0.dt.stream, k0, k0.input_grad);
-  add_attention_terms(out, projections_context(k0), t);
+  with_projections_context(k0, [&](const block_context& k) { add_attention_terms(out, k, t); });
 }
 /// Whether the second half of a block reads the block input (a parallel block's MLP and its norm); a
 /// sequential block's second half is the same whether or not the input requires grad.
@@ -497,15 +501,15 @@ constexpr bool back_reads_block_input(const model_shape& m) {
 template <class Out>
 constexpr void block_back_terms(Out& out, const block_context& k0) {
   const model_shape& m = k0.m;
-  const block_context k = projections_context(k0);
   const std::uint64_t t = checked_mul(k0.c.batch, k0.c.seq_len, "tokens");
   block_context rest = k0;
   rest.input_grad = true;
   out.add("residual add", bytes(0), "x + f(x) saves nothing");
-  if (m.scalar_multipliers && k.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
-    out.add("residual multiplier", bytes(2 * k.scalar), "the Python float, saved by the two branch products");
+  if (m.scalar_multipliers && k0.scalar != 0)  // GraniteDecoderLayer: residual + f(x)·residual_multiplier
+    out.add("residual multiplier", bytes(2 * k0.scalar),
+            "the Python float, saved by the two branch products");
   add_post_attention_norms(out, k0, rest, t, k0.input_grad);
-  add_mlp_terms(out, k, rest, t);
+  with_projections_context(k0, [&](const block_context& k) { add_mlp_terms(out, k, rest, t); });
 }
 /// Per-tensor inventory of one decoder block without recomputation, into `out`: the input norm, the
 /// attention half, the residual, the post-attention norms, the MLP half.
