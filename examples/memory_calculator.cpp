@@ -382,8 +382,9 @@ void describe_inputs(report& out, const prepared_run& p, const options& o, const
     if (o.explain) out.text += "           formula: " + std::string(peak_batch_formula(b.layout)) + "\n";
   }
   if (o.explain) {
-    out.json["explain"] = explanation_json(explain_estimate(p.in.model, p.run, e));
-    out.text += "\n" + format_explanation(p.in.model, p.run, e);
+    const explanation values = explain_estimate(p.in.model, p.run, e);  // one list, printed both ways
+    out.json["explain"] = explanation_json(values);
+    out.text += "\n" + format_explanation(p.in.model, p.run, values);
   }
   if (const std::optional<training_args>& args = p.in.args) {  // what it said, assumed and ignored
     out.json["training_args"] = {{"config_class", args->config_class},

@@ -40,6 +40,8 @@ struct architecture {
   std::uint64_t norms_per_layer;  ///< 2, 4 for Gemma-2/3 (pre/post attention and FFN), 1 for Cohere
   bool qkv_bias;                  ///< Qwen2 hard-codes bias=True on q/k/v
   bool tie_default;               ///< tie_word_embeddings default of the config class
+  bool bias_default;              ///< attention_bias default (GptOssConfig, GPTNeoXConfig: true)
+  bool softcap_default;           ///< the logit soft-caps' default (Gemma2Config: on, 50.0 and 30.0)
   std::uint64_t head_dim_default;  ///< 0 = hidden_size / num_attention_heads
   std::string_view experts_key;    ///< "" for dense; key holding the routed expert count
   std::string_view expert_width_key;
@@ -57,45 +59,46 @@ inline constexpr std::array<architecture, 22> architectures = [] {
   using rl = residual_layout;
   using mo = moe_layout;
   return std::array<architecture, 22>{{
-    // model_type, attention, q/k norm, MLP, norm, residual, experts; norms per layer, q/k/v bias, tied by
-    // default, head_dim default (0: hidden / heads), the experts' count key and width key ("": dense), the
-    // extra shape keys its reader takes, and that reader (family_fields.hpp)
-    {"llama",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
-    {"mistral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
-    {"qwen2",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "",                  "", "", nullptr},
-    {"qwen3",       al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "",                  "", "", nullptr},
-    {"qwen3_moe",   al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 128, "num_experts",       "moe_intermediate_size", "", nullptr},
-    {"mixtral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "num_local_experts", "intermediate_size", "", detail::read_mixtral_keys},
+    // model_type, attention, q/k norm, MLP, norm, residual, experts; norms per layer, q/k/v bias, the
+    // defaults of tie_word_embeddings, attention_bias and the soft-caps, head_dim default (0: hidden / heads),
+    // the experts' count key and width key ("": dense), the extra shape keys its reader takes, and that reader
+    // (family_fields.hpp)
+    {"llama",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", nullptr},
+    {"mistral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", nullptr},
+    {"qwen2",       al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, false, false, 0,   "",                  "", "", nullptr},
+    {"qwen3",       al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 128, "",                  "", "", nullptr},
+    {"qwen3_moe",   al::q_k_v,           qk::per_head,   ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 128, "num_experts",       "moe_intermediate_size", "", nullptr},
+    {"mixtral",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "num_local_experts", "intermediate_size", "", detail::read_mixtral_keys},
     // GemmaRMSNorm: x·(1 + w) in fp32; Gemma-2/3 add post-attention and post-feedforward norms.
-    {"gemma",       al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 2, false, true,  256, "",                  "", "", detail::read_gemma_keys},
-    {"gemma2",      al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  "", "", detail::read_gemma2_keys},
-    {"gemma3_text", al::q_k_v,           qk::per_head,   ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  256, "",                  "", "", detail::read_gemma_keys},
-    {"phi3",        al::qkv_proj,        qk::none,       ml::gate_up_proj,  nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_phi3_keys},
+    {"gemma",       al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 2, false, true,  false, false, 256, "",                  "", "", detail::read_gemma_keys},
+    {"gemma2",      al::q_k_v,           qk::none,       ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  false, true,  256, "",                  "", "", detail::read_gemma_keys},
+    {"gemma3_text", al::q_k_v,           qk::per_head,   ml::gated,         nk::gemma_rms,      rl::sequential, mo::linear_experts, 4, false, true,  false, false, 256, "",                  "", "", detail::read_gemma_keys},
+    {"phi3",        al::qkv_proj,        qk::none,       ml::gate_up_proj,  nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", detail::read_phi3_keys},
     // Olmo2Config: post-norms, full-width q/k norms, Olmo2RMSNorm (w · x in fp32). GraniteConfig: Llama
-    // shapes, four scalar multipliers (its reader). GptOssConfig: sinks, biased router, 3-D experts.
-    {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, 0,   "",                  "", "", nullptr},
-    {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_granite_keys},
-    {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, 64,  "num_local_experts", "intermediate_size", "", detail::read_gpt_oss_keys},
+    // shapes, four scalar multipliers (its reader). GptOssConfig: biased attention by default, sinks, biased router, 3-D experts.
+    {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", nullptr},
+    {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", detail::read_granite_keys},
+    {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, true,  false, 64,  "num_local_experts", "intermediate_size", "", detail::read_gpt_oss_keys},
     // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (its reader).
-    {"starcoder2",  al::q_k_v,           qk::none,       ml::c_fc,          nk::layer_norm,     rl::sequential, mo::linear_experts, 2, false, true,  0,   "",                  "", "", detail::read_starcoder2_keys},
+    {"starcoder2",  al::q_k_v,           qk::none,       ml::c_fc,          nk::layer_norm,     rl::sequential, mo::linear_experts, 2, false, true,  false, false, 0,   "",                  "", "", detail::read_starcoder2_keys},
     // GPTNeoXConfig: LayerNorms, fused query_key_value, parallel blocks, partial rotary, untied (its reader).
-    {"gpt_neox",    al::query_key_value, qk::none,       ml::dense_h_to_4h, nk::layer_norm,     rl::parallel,   mo::linear_experts, 2, false, false, 0,   "",                  "", "", detail::read_gpt_neox_keys},
+    {"gpt_neox",    al::query_key_value, qk::none,       ml::dense_h_to_4h, nk::layer_norm,     rl::parallel,   mo::linear_experts, 2, false, false, true,  false, 0,   "",                  "", "", detail::read_gpt_neox_keys},
     // CohereConfig: one CohereLayerNorm per parallel block, tied, logits · logit_scale, use_qk_norm (its
     // reader). Cohere2Config (Command-R7B, Command-A): Cohere's block; sliding-window layers with RoPE, every
     // sliding_window_pattern-th layer global without it.
-    {"cohere",      al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  "", "", detail::read_cohere_keys},
-    {"cohere2",     al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  0,   "",                  "", "", detail::read_cohere_keys},
+    {"cohere",      al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  false, false, 0,   "",                  "", "", detail::read_cohere_keys},
+    {"cohere2",     al::q_k_v,           qk::none,       ml::gated,         nk::cohere,         rl::parallel,   mo::linear_experts, 1, false, true,  false, false, 0,   "",                  "", "", detail::read_cohere_keys},
     // DeepseekV3Config (Kimi-K2 ships the same modeling code), DeepseekV2Config: MLA, dense first layers,
     // routed and shared experts (its reader).
-    {"deepseek_v3", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
-    {"kimi_k2",     al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
-    {"deepseek_v2", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v2_keys},
+    {"deepseek_v3", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
+    {"kimi_k2",     al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v3_keys},
+    {"deepseek_v2", al::mla,             qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::deepseek,       2, false, false, false, false, 0,   "n_routed_experts",  "moe_intermediate_size", detail::deepseek_shape_keys, detail::read_deepseek_v2_keys},
     // Qwen2MoeConfig: Qwen2's q/k/v biases, routed experts, a shared expert behind a sigmoid gate.
-    {"qwen2_moe",   al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, 0,   "num_experts",       "moe_intermediate_size", "", nullptr},
+    {"qwen2_moe",   al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, true,  false, false, false, 0,   "num_experts",       "moe_intermediate_size", "", nullptr},
     // Llama4TextConfig: MoE every interleave_moe_layer_step-th layer (3-D experts, a shared expert), the
     // others a dense MLP of intermediate_size_mlp; NoPE every no_rope_layer_interval-th layer; the L2 q/k norm
     // (use_qk_norm; its reader).
-    {"llama4_text", al::q_k_v,           qk::l2,         ml::gated,         nk::rms,            rl::sequential, mo::llama4,         2, false, false, 128, "num_local_experts", "intermediate_size", detail::llama4_shape_keys, detail::read_llama4},
+    {"llama4_text", al::q_k_v,           qk::l2,         ml::gated,         nk::rms,            rl::sequential, mo::llama4,         2, false, false, false, false, 128, "num_local_experts", "intermediate_size", detail::llama4_shape_keys, detail::read_llama4},
   }};
 }();
 // clang-format on
@@ -371,8 +374,7 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, max_layers);
   m.vocab_size = read_count(j, "vocab_size", origin);
   m.tie_word_embeddings = read_bool_or(j, "tie_word_embeddings", origin, arch.tie_default);
-  // false in most config classes (gpt-oss's and GPT-NeoX's readers read it with their default, true)
-  const bool attention_bias = read_bool_or(j, "attention_bias", origin, false);
+  const bool attention_bias = read_bool_or(j, "attention_bias", origin, arch.bias_default);
   m.attention_bias = arch.qkv_bias || attention_bias;
   m.o_proj_bias = attention_bias;  // LlamaAttention: attention_bias applies to q, k, v and o
   m.mlp_bias = read_bool_or(j, "mlp_bias", origin, false);
@@ -405,10 +407,12 @@ inline void read_dropout_and_window(const nlohmann::json& j, const std::string& 
         "its masks are priced in the activations (bool on CUDA)");
 }
 
-/// Logit soft-caps (Gemma-2's reader turns their default on; every other config class leaves them off).
-inline void read_softcaps(const nlohmann::json& j, const std::string& origin, model_shape& m) {
-  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, false);
-  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, false);
+/// Logit soft-caps: on by default in Gemma2Config (50.0, 30.0), null in Gemma3TextConfig, absent elsewhere.
+inline void read_softcaps(const nlohmann::json& j, const std::string& origin, const architecture& arch,
+                          model_shape& m) {
+  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, arch.softcap_default);
+  m.final_logit_softcapping =
+      read_optional_number(j, "final_logit_softcapping", origin, arch.softcap_default);
 }
 
 /// A dense MLP's width, or the routed experts (count, top-k, width, a shared expert).
@@ -448,7 +452,7 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
   detail::check_shape_keys(j, origin, arch, choice.family);
   model_shape& m = out.spec.shape;
   detail::read_common_shape(j, origin, arch, m);
-  detail::read_softcaps(j, origin, m);
+  detail::read_softcaps(j, origin, arch, m);
   detail::read_mlp_or_experts(j, origin, arch, m);
   if (arch.read_keys != nullptr) arch.read_keys(j, origin, m, out.notes);  // the family's own keys
   detail::read_dropout_and_window(j, origin, m, out.notes);

@@ -170,6 +170,10 @@ struct args_reading {
     if (q.*knob) return q.*knob;
     return defaults.*knob;
   }
+  /// The method as it will resolve (full fine-tuning, headroom's default, when nobody says).
+  [[nodiscard]] training_method method() const {
+    return effective(&run_request::method).value_or(*headroom_defaults().method);
+  }
 };
 
 /// Batch and length (TrainingArguments: per_device_train_batch_size 8; SFTConfig max_length 1024).
@@ -515,8 +519,7 @@ inline void read_peft_config(args_reading& in, training_args& a) {
 /// turns it off when nobody asked for it), an explicit true is an error (validate_prefix).
 inline void note_prefix_checkpointing(const args_reading& in, training_args& a) {
   const bool prefix =
-      in.effective(&run_request::method).value_or(training_method::full) != training_method::full &&
-      in.effective(&run_request::peft) == peft_type::prefix_tuning;
+      in.method() != training_method::full && in.effective(&run_request::peft) == peft_type::prefix_tuning;
   if (!prefix || in.q.ckpt || in.later.ckpt || in.defaults.ckpt != checkpointing::full) return;
   a.notes.emplace_back(
       "gradient_checkpointing off: PEFT raises 'PREFIX_TUNING does not work with gradient checkpointing' "
@@ -621,7 +624,7 @@ struct trainer_choices {
 };
 inline trainer_choices read_trainer_choices(args_reading& in, bool autocast_adapters) {
   trainer_choices out;
-  const training_method method = in.effective(&run_request::method).value_or(training_method::full);
+  const training_method method = in.method();
   const trainer_behaviour& t = in.trainer;
   if (!t.keeps_fp32_qlora_adapters.empty() && autocast_adapters && method == training_method::qlora &&
       !in.later.adapter_dtype) {
@@ -743,7 +746,7 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
   // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
   const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
-  if (in.effective(&run_request::method) == training_method::lora && !in.fp32_load && autocast_adapters)
+  if (in.method() == training_method::lora && !in.fp32_load && autocast_adapters)
     in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
   detail::read_torchtune_loss(in);
   const detail::trainer_choices chose = detail::read_trainer_choices(in, autocast_adapters);

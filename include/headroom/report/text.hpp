@@ -252,10 +252,9 @@ inline void loss_event_lines(text_lines& line, const loss_timeline& events) {
 /// Every bucket followed by its formula, the shapes it used and its source (--explain): the shapes, then
 /// explain_estimate's values section by section, each section followed by its itemised inventory.
 [[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
-                                                    const training_estimate& e) {
+                                                    const explanation& values) {
   detail::text_lines line;
   detail::explain_shapes(line, model);
-  const explanation values = explain_estimate(model, r, e);
   const activation_config a = with_image_tokens(model.spec, r.activations);  // + a multimodal batch's images
   for (const std::string_view section : {"model", "activations", "logits", "step"}) {
     for (const explained_value& v : values)
@@ -266,6 +265,11 @@ inline void loss_event_lines(text_lines& line, const loss_timeline& events) {
       detail::loss_event_lines(line, logits_inventory(model.spec.shape, r.setup, a, r.loss));
   }
   return line.out;
+}
+/// The same, explaining `e` (explain_estimate) on the way.
+[[nodiscard]] inline std::string format_explanation(const loaded_model& model, const run_config& r,
+                                                    const training_estimate& e) {
+  return format_explanation(model, r, explain_estimate(model, r, e));
 }
 
 }  // namespace headroom

@@ -165,11 +165,9 @@ inline void read_mixtral_keys(const json& /*j*/, const std::string& /*origin*/, 
                               std::vector<std::string>& /*notes*/) {
   m.norm_topk_prob = true;
 }
-/// GptOssConfig: attention_bias defaults to true; GptOssAttention.sinks, GptOssTopKRouter (biased),
-/// GptOssExperts.
-inline void read_gpt_oss_keys(const json& j, const std::string& origin, model_shape& m,
+/// GptOssAttention.sinks, GptOssTopKRouter (biased), GptOssExperts.
+inline void read_gpt_oss_keys(const json& /*j*/, const std::string& /*origin*/, model_shape& m,
                               std::vector<std::string>& notes) {
-  m.attention_bias = m.o_proj_bias = read_bool_or(j, "attention_bias", origin, true);
   m.attention_sinks = true;
   m.router_bias = true;
   notes.emplace_back(
@@ -185,10 +183,9 @@ inline void read_starcoder2_keys(const json& j, const std::string& origin, model
   m.embedding_dropout = read_dropout(j, "embedding_dropout", origin);
   require_gelu(j, "gelu_pytorch_tanh", origin);
 }
-/// GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased; attention_bias defaults to true).
+/// GPTNeoXLayer, GPTNeoXAttention, GPTNeoXMLP (nn.Linear: biased).
 inline void read_gpt_neox_keys(const json& j, const std::string& origin, model_shape& m,
                                std::vector<std::string>& /*notes*/) {
-  m.attention_bias = m.o_proj_bias = read_bool_or(j, "attention_bias", origin, true);
   m.mlp_bias = true;
   if (!read_bool_or(j, "use_parallel_residual", origin, true)) m.residual = residual_layout::sequential;
   // hidden_dropout: post_attention_dropout, post_mlp_dropout and emb_dropout
@@ -221,17 +218,11 @@ inline void read_granite_keys(const json& j, const std::string& origin, model_sh
     if (!read_optional_number(j, key, origin, true))
       throw input_error(key_path(origin, key), "must be a positive number, got null");
 }
-/// GemmaModel: embeddings · sqrt(hidden_size) (Gemma, Gemma-3; their soft-caps default to off).
+/// GemmaModel: embeddings · sqrt(hidden_size) (Gemma, Gemma-2, Gemma-3; the soft-caps' defaults are in their
+/// rows).
 inline void read_gemma_keys(const json& /*j*/, const std::string& /*origin*/, model_shape& m,
                             std::vector<std::string>& /*notes*/) {
   m.scaled_embeddings = true;
-}
-/// Gemma2Config: Gemma's scaled embeddings, and both logit soft-caps on by default (50.0, 30.0).
-inline void read_gemma2_keys(const json& j, const std::string& origin, model_shape& m,
-                             std::vector<std::string>& notes) {
-  read_gemma_keys(j, origin, m, notes);
-  m.attn_logit_softcapping = read_optional_number(j, "attn_logit_softcapping", origin, true);
-  m.final_logit_softcapping = read_optional_number(j, "final_logit_softcapping", origin, true);
 }
 /// The shape keys DeepSeek's and Llama-4's readers take (check_shape_keys refuses them elsewhere).
 inline constexpr std::string_view deepseek_shape_keys =
