@@ -257,17 +257,6 @@ struct prepared_run {
   std::optional<fit_dimension> fit;  ///< --fit, parsed once
 };
 
-// A DeepSpeed config beside the flags or the training-args file: "auto" values from the run so far.
-void add_deepspeed_flag(prepared_run& p, const options& o) {
-  if (o.run.deepspeed.empty()) return;
-  if (p.in.args && p.in.args->deepspeed)
-    throw input_error("--deepspeed",
-                      "the training-args file names a DeepSpeed config already (\"deepspeed\")");
-  add_deepspeed(
-      load_deepspeed(o.run.deepspeed, cli::deepspeed_inputs_of(p.run, o.run, p.in.model.spec.shape)), p.run,
-      p.ds_notes, p.ds_warnings, p.ds_ignored);
-}
-
 // A dataset's lengths: the micro-batch that sets the peak replaces --batch x --seq-len.
 void apply_lengths(prepared_run& p, const options& o) {
   run_config& r = p.run;
@@ -296,12 +285,17 @@ void apply_lengths(prepared_run& p, const options& o) {
 }
 
 // The run from what prepare loaded: the file's or the flags' (under `under`'s profile when given, else
-// --framework's), the launcher, DeepSpeed, a dataset's lengths.
+// --framework's), launched (the launcher, DeepSpeed), then a dataset's lengths.
 void build_run(prepared_run& p, const options& o, std::optional<framework> under = std::nullopt) {
-  const std::optional<training_args>& args = p.in.args;
-  p.run = under ? cli::run_under(o.run, p.gpu, under) : cli::run_from(o.run, p.gpu, args ? &*args : nullptr);
-  cli::apply_launch(p.run, o.run, p.in.model.spec.shape, args && args->deepspeed, p.launch_notes);
-  add_deepspeed_flag(p, o);
+  const training_args* args = p.in.args && !under ? &*p.in.args : nullptr;
+  cli::launched_run l =
+      cli::launch(o.run, cli::layers_of(o.run, args, under ? under : cli::framework_flag(o.run)),
+                  p.in.model.spec.shape, p.in.args && p.in.args->deepspeed, p.gpu);
+  p.run = std::move(l.run);
+  p.launch_notes = std::move(l.launch_notes);
+  p.ds_notes = std::move(l.ds_notes);
+  p.ds_warnings = std::move(l.ds_warnings);
+  p.ds_ignored = std::move(l.ds_ignored);
   apply_lengths(p, o);
 }
 
@@ -317,7 +311,7 @@ std::string profile_summary(const prepared_run& p, const options& opts, nlohmann
   }
   if (!o.framework.empty()) {
     j["profile"] = {{"framework", o.framework}, {"from", "--framework"}};
-    return "";  // apply_launch's note names it
+    return "";  // cli::launch's note names it
   }
   if (in.args) {
     const bool sft = in.args->config_class == "SFTConfig";

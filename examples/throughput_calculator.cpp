@@ -172,10 +172,7 @@ void profile_section(report& out, const cli::run_options& o, const model_spec& s
   out.text += std::string("profile    ") + cli::assumed_profile + "\n";
   nlohmann::json moves = nlohmann::json::array();
   const auto run_under = [&](framework f) {  // the same command line under f's profile
-    run_config alt = cli::run_under(o, gpu, f);
-    std::vector<std::string> notes;
-    cli::apply_launch(alt, o, spec.shape, false, notes);
-    return alt;
+    return cli::run_under(o, spec.shape, gpu, f);
   };
   for (const cli::profile_move& m : cli::profile_moves(r, run_under, [&](const run_config& run) {
          return predict_throughput(spec, run, gpu, rc).tokens_per_second;
@@ -195,9 +192,10 @@ int calculate(const options& o) {
   const gpu_info gpu = load_gpu(o.run.gpu, dirs);
   const cli::loaded_run in = cli::load_run(o.run, dirs);
   const loaded_model& model = in.model;
-  run_config r = cli::run_from(o.run, gpu, in.args ? &*in.args : nullptr);
-  std::vector<std::string> launch_notes;  // --framework, --accelerate-config: their effect is in r
-  cli::apply_launch(r, o.run, model.spec.shape, in.args && in.args->deepspeed, launch_notes);
+  const training_args* args = in.args ? &*in.args : nullptr;
+  run_config r = cli::launch(o.run, cli::layers_of(o.run, args, cli::framework_flag(o.run)), model.spec.shape,
+                             args != nullptr && args->deepspeed, gpu)
+                     .run;  // the launch notes are the memory calculator's to print
   roofline_config rc = roofline_from(o);
   report out;
   const std::optional<padding_summary> pad = padding(o, r, rc, out);

@@ -32,7 +32,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     std::optional<headroom::gpu_info> gpu;
     if (!o.gpu.empty()) gpu = headroom::load_gpu(o.gpu, dirs);
     const headroom::loaded_model model = o.load_model(dirs);
-    (void)headroom::estimate_training(model.spec, headroom::cli::run_from(o, gpu));
+    (void)headroom::estimate_training(
+        model.spec, headroom::cli::run_under(o, model.spec.shape, gpu, headroom::cli::framework_flag(o)));
   } catch (const CLI::Error&) {
   } catch (const headroom::input_error&) {
   }

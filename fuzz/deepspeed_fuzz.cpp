@@ -17,10 +17,13 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const headroom::deepspeed_inputs in{2, 4, 0, true, false, model.spec.shape.hidden_size};
     const headroom::deepspeed_config ds = headroom::deepspeed_from_json(j, in, "fuzz");
-    headroom::run_config r;
-    r.parallel.data_parallel = 8;
+    headroom::run_request q;
+    q.gpus = 8;
+    q.method = headroom::training_method::lora;
     std::vector<std::string> notes, warnings, ignored;
-    headroom::add_deepspeed(ds, r, notes, warnings, ignored);
+    q = headroom::merge(
+        q, headroom::deepspeed_request(ds, headroom::training_method::lora, notes, warnings, ignored));
+    const headroom::run_config r = headroom::resolve(q);
     (void)headroom::estimate_training(model.spec, r);
   } catch (const headroom::input_error&) {
   }

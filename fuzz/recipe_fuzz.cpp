@@ -17,9 +17,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
     const headroom::detail::yaml_doc d = headroom::detail::parse_yaml_text(text, "fuzz.yaml");
     if (d.root.contains("distributed_type")) {
       const headroom::accelerate_config a = headroom::accelerate_from_yaml(d);
-      headroom::run_config r;
       std::vector<std::string> notes;
-      headroom::apply_accelerate(a, r, notes);
+      const headroom::run_config r = headroom::resolve(headroom::accelerate_request(a, notes));
       (void)headroom::estimate_training(headroom::load_preset("qwen3-1.7b", options.preset_dirs).spec, r);
     } else {
       const headroom::recipe rec = headroom::recipe_from_yaml(d, options);

@@ -258,16 +258,14 @@ TEST_CASE("accelerate configs: processes, FSDP and DeepSpeed plugin keys", "[rec
   CHECK(fsdp.shard == sharding::fsdp_full);
   CHECK_FALSE(fsdp.offload);
   CHECK(test::mentions(fsdp.ignored, "fsdp_config.fsdp_state_dict_type"));
-  run_config r;
   std::vector<std::string> notes;
-  apply_accelerate(fsdp, r, notes);
+  const run_config r = resolve(accelerate_request(fsdp, notes));
   CHECK(r.parallel.data_parallel == 2);
   CHECK(r.parallel.shard == sharding::fsdp_full);
   CHECK(test::mentions(notes, "mixed_precision bf16"));
 
   const accelerate_config two = load_accelerate_config(recipes / "acc_fsdp2_offload.yaml");
-  run_config r2;
-  apply_accelerate(two, r2, notes);
+  const run_config r2 = resolve(accelerate_request(two, notes));
   CHECK(r2.parallel.data_parallel == 8);
   CHECK(r2.parallel.fsdp_version == 2);
   CHECK(r2.parallel.offload_params);

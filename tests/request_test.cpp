@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
 // One road in (request.hpp): a request's unset knobs take headroom's defaults or a framework profile's, the
 // knobs it sets are kept, merge() lets the later source win, and the cross-knob rules hold for every caller.
+#include <headroom/io/gpu.hpp>
 #include <headroom/peak.hpp>
 #include <headroom/request.hpp>
 
@@ -139,6 +140,42 @@ TEST_CASE("Cross-knob rules, once for every caller", "[request]") {
   CHECK(resolve(run_request{}).activations.images == 0);
   tower.method = training_method::lora;
   test::require_input_error([&] { (void)resolve(tower); }, "--train-vision-tower", "--method full");
+}
+
+TEST_CASE("The machine is knobs of the request too; on_gpu places a resolved run on a GPU", "[request]") {
+  const run_config one = resolve(run_request{});
+  CHECK(one.parallel.data_parallel == 1);
+  CHECK(one.parallel.shard == sharding::none);
+  CHECK(one.load == load_path::none);
+  CHECK_FALSE(one.overhead.override_total);
+  run_request q;
+  q.gpus = 8;
+  q.shard = sharding::zero3;
+  q.offload_optimizer = true;
+  q.overhead_total = bytes(2'000'000'000);
+  const run_config r = resolve(q);
+  CHECK(r.parallel.data_parallel == 8);
+  CHECK(r.parallel.shard == sharding::zero3);
+  CHECK(r.parallel.offload_optimizer);
+  CHECK(r.overhead.override_total);
+  CHECK(r.overhead.total_override == bytes(2'000'000'000));
+  run_request flags;
+  flags.gpus = 4;  // the later source wins here as everywhere
+  CHECK(resolve(merge(q, flags)).parallel.data_parallel == 4);
+  // A CPU run has no CUDA context, workspaces or allocator; a GPU refuses it, and bf16 where it has none.
+  run_request cpu;
+  cpu.device = device_kind::cpu;
+  const run_config on_cpu = resolve(cpu);
+  CHECK(on_cpu.overhead.override_total);
+  CHECK(on_cpu.overhead.total_override == bytes(0));
+  const gpu_info h100 = load_gpu("h100-sxm", {HEADROOM_PRESET_SOURCE_DIR});
+  const gpu_info v100 = load_gpu("v100", {HEADROOM_PRESET_SOURCE_DIR});
+  test::require_input_error([&] { (void)on_gpu(on_cpu, h100); }, "--device", "cannot be combined");
+  test::require_input_error([&] { (void)on_gpu(one, v100); }, "--gpu", "no bf16 support");
+  const run_config placed = on_gpu(r, h100);
+  CHECK(placed.overhead.cc_major == h100.cc_major);
+  CHECK(placed.overhead.total_override == bytes(2'000'000'000));  // a measured overhead is kept
+  CHECK(on_gpu(one, h100).overhead.cc_major == 9);
 }
 
 TEST_CASE("The config classes' defaults, written once, as a layer under the request", "[request]") {

@@ -590,9 +590,12 @@ TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as 
     CHECK(z3.offload_optimizer);
     CHECK(z3.offload_params);
     CHECK(z3.reduce_bucket_elements == 2048u * 2048u);
-    run_config r;
     std::vector<std::string> notes, warnings, ignored;
-    add_deepspeed(z3, r, notes, warnings, ignored);
+    run_request lora;
+    lora.method = training_method::lora;
+    const run_config r =
+        resolve(merge(lora, deepspeed_request(z3, training_method::lora, notes, warnings, ignored)));
+    CHECK(r.setup.lora.dtype == adapter_precision::base);  // the engine casts the adapters to 16 bits
     CHECK(r.parallel.shard == sharding::zero3);
     CHECK(r.parallel.offload_params);
     CHECK(r.setup.precision == precision_route::bf16_mixed);
@@ -643,6 +646,24 @@ TEST_CASE("A training-args file's deepspeed field: the file beside it, \"auto\" 
   CHECK(a.run.activations.batch == 2);
   CHECK(a.run.grad_accum_steps == 4);
   CHECK(a.run.setup.precision == precision_route::bf16_mixed);
+  // DeepSpeed's decisions are knobs of the file's request: its layers resolve to its run, offloading included
+  // (the CLI puts a launcher over the same layers).
+  CHECK(a.request.offload_params == std::optional<bool>(true));
+  const run_config again = resolve_over(a.defaults, a.request);
+  CHECK(again.parallel.offload_params);
+  CHECK(estimate_training(m.spec, again).total_bytes() == estimate_training(m.spec, a.run).total_bytes());
+  // An explicit train_batch_size says how many GPUs: a caller's GPU count is checked against it, as DeepSpeed
+  // checks it, not written over it.
+  const nlohmann::json explicit_size = nlohmann::json::parse(
+      R"({"per_device_train_batch_size": 4, "gradient_accumulation_steps": 8, "bf16": true,
+          "deepspeed": {"train_batch_size": 64, "zero_optimization": {"stage": 2}}})");
+  run_request eight, two;
+  eight.gpus = 8;
+  two.gpus = 2;
+  test::require_input_error([&] { (void)training_args_from_json(explicit_size, m, "x.json", eight); },
+                            "train_batch_size", "implies 2 GPUs, not the 8 given");
+  CHECK(training_args_from_json(explicit_size, m, "x.json", two).run.parallel.data_parallel == 2);
+  CHECK(training_args_from_json(explicit_size, m, "x.json").run.parallel.data_parallel == 2);
   CHECK(std::any_of(a.warnings.begin(), a.warnings.end(), [](const std::string& w) {
     return w.find("stage3_prefetch_bucket_size") != std::string::npos;
   }));

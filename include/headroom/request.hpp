@@ -15,11 +15,12 @@
 
 #include "framework.hpp"
 #include "optimizer.hpp"
+#include "throughput.hpp"
 
 namespace headroom {
 
-/// A run's choices as one source stated them: the flags, a file, a library caller. The machine (GPU, GPUs,
-/// sharding, overhead) is described apart, and the model is loaded apart.
+/// A run's choices as one source stated them: the flags, a file, a launcher or DeepSpeed config, a library
+/// caller. The model and the GPU are loaded apart (on_gpu places a resolved run on one).
 struct run_request {
   // Method and adapters.
   std::optional<training_method> method;             ///< --method
@@ -34,6 +35,7 @@ struct run_request {
   std::optional<adapter_precision> adapter_dtype;    ///< --adapter-dtype
   std::optional<double> lora_dropout;                ///< --lora-dropout: a fraction in [0, 1)
   std::optional<bool> train_vision_tower;            ///< --train-vision-tower: full fine-tuning trains it too
+  std::optional<lora_targets> modules_to_save;       ///< PEFT modules_to_save: full trainable copies
   // Precision and optimizer.
   std::optional<precision_route> precision;       ///< --precision
   std::optional<std::string> optimizer;           ///< --optimizer: a transformers `optim` string
@@ -62,6 +64,22 @@ struct run_request {
   std::optional<loss_impl> loss;               ///< --loss (--ce-chunk: chunked; --fused-ce: liger or cce)
   std::optional<std::uint64_t> chunk_tokens;   ///< --ce-chunk: tokens per chunk
   std::optional<std::uint64_t> output_chunks;  ///< --output-chunks: torchtune's num_output_chunks
+  // Machine: the parallel layout, sharding, offloading, the load and the overhead.
+  std::optional<std::uint64_t> gpus;                    ///< --gpus: data-parallel ranks
+  std::optional<std::uint64_t> tensor_parallel;         ///< --tp
+  std::optional<std::uint64_t> pipeline_parallel;       ///< --pp
+  std::optional<bool> sequence_parallel;                ///< --sp
+  std::optional<sharding> shard;                        ///< --zero, --fsdp
+  std::optional<std::uint64_t> fsdp_version;            ///< --fsdp-version
+  std::optional<std::uint64_t> prefetch_units;          ///< --fsdp-prefetch: FSDP units gathered ahead
+  std::optional<std::uint64_t> reduce_bucket_elements;  ///< --reduce-bucket-size
+  std::optional<comm_switch> overlap_comm;              ///< --overlap-comm
+  std::optional<std::uint64_t> nccl_channels;           ///< --nccl-channels
+  std::optional<bool> gradient_as_bucket_view;          ///< --ddp-bucket-view
+  std::optional<bool> offload_optimizer;                ///< --offload-optimizer
+  std::optional<bool> offload_params;                   ///< --offload-params
+  std::optional<load_path> load;                        ///< --load-path
+  std::optional<bytes> overhead_total;  ///< --overhead-gb: one measured number replaces the model
 };
 
 /// headroom's defaults, the course's setup: what every knob is when nobody set it and no framework profile is
@@ -77,6 +95,7 @@ struct run_request {
   d.lora_dropout = 0.0;
   d.prefix_projection = false;
   d.train_vision_tower = false;  // transformers and LLaMA-Factory freeze a multimodal model's tower
+  d.modules_to_save = lora_targets{};
   d.precision = precision_route::bf16_mixed;
   d.optimizer = "adamw_torch";
   d.optim_block_size = 256;  // bitsandbytes >= 0.44 (the course's W06 uses 2048)
@@ -101,6 +120,21 @@ struct run_request {
   d.loss = loss_impl::naive;
   d.chunk_tokens = loss_config{}.chunk_tokens;
   d.output_chunks = loss_config{}.output_chunks;
+  const parallel_config one{};  // one GPU, no sharding: parallel.hpp's defaults
+  d.gpus = one.data_parallel;
+  d.tensor_parallel = one.tensor_parallel;
+  d.pipeline_parallel = one.pipeline_parallel;
+  d.sequence_parallel = one.sequence_parallel;
+  d.shard = one.shard;
+  d.fsdp_version = one.fsdp_version;
+  d.prefetch_units = one.prefetch_units;
+  d.reduce_bucket_elements = one.reduce_bucket_elements;
+  d.overlap_comm = one.overlap_comm;
+  d.nccl_channels = one.nccl_channels;
+  d.gradient_as_bucket_view = one.gradient_as_bucket_view;
+  d.offload_optimizer = one.offload_optimizer;
+  d.offload_params = one.offload_params;
+  d.load = load_path::none;  // the model is in memory before the step (no loading transient priced)
   return d;
 }
 
@@ -172,6 +206,7 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.adapter_dtype, later.adapter_dtype);
   take_later(m.lora_dropout, later.lora_dropout);
   take_later(m.train_vision_tower, later.train_vision_tower);
+  take_later(m.modules_to_save, later.modules_to_save);
   take_later(m.precision, later.precision);
   take_later(m.optimizer, later.optimizer);
   take_later(m.optim_block_size, later.optim_block_size);
@@ -197,6 +232,21 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.loss, later.loss);
   take_later(m.chunk_tokens, later.chunk_tokens);
   take_later(m.output_chunks, later.output_chunks);
+  take_later(m.gpus, later.gpus);
+  take_later(m.tensor_parallel, later.tensor_parallel);
+  take_later(m.pipeline_parallel, later.pipeline_parallel);
+  take_later(m.sequence_parallel, later.sequence_parallel);
+  take_later(m.shard, later.shard);
+  take_later(m.fsdp_version, later.fsdp_version);
+  take_later(m.prefetch_units, later.prefetch_units);
+  take_later(m.reduce_bucket_elements, later.reduce_bucket_elements);
+  take_later(m.overlap_comm, later.overlap_comm);
+  take_later(m.nccl_channels, later.nccl_channels);
+  take_later(m.gradient_as_bucket_view, later.gradient_as_bucket_view);
+  take_later(m.offload_optimizer, later.offload_optimizer);
+  take_later(m.offload_params, later.offload_params);
+  take_later(m.load, later.load);
+  take_later(m.overhead_total, later.overhead_total);
   return m;
 }
 
@@ -227,6 +277,7 @@ inline void drop_adapter_knobs(run_request& q) {
   q.encoder_hidden_size.reset();
   q.prefix_projection.reset();
   q.init_lora_weights.reset();
+  q.modules_to_save.reset();
 }
 
 /// The method and its adapters. `q` is the request as given (its unset knobs matter to the rules); `d` is
@@ -260,6 +311,7 @@ inline void resolve_method(const run_request& q, const run_request& d, training_
   s.lora.prefix_projection = *d.prefix_projection;
   s.nf4.double_quant = *d.double_quant;
   s.train_vision_tower = *d.train_vision_tower;
+  s.lora.modules_to_save = *d.modules_to_save;
   if (s.train_vision_tower && s.method != training_method::full)
     throw input_error("--train-vision-tower",
                       "trains the tower by full fine-tuning (--method full); adapters leave it frozen");
@@ -304,7 +356,46 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
   }
   r.loss = {*d.loss, *d.chunk_tokens, *d.output_chunks};
 }
+
+/// The parallel layout, sharding, offloading, the load and the overhead (a CPU run has none: no CUDA
+/// context, workspaces or caching allocator; a measured --overhead-gb replaces the model).
+inline void resolve_machine(const run_request& d, run_config& r) {
+  parallel_config& p = r.parallel;
+  p.data_parallel = *d.gpus;
+  p.tensor_parallel = *d.tensor_parallel;
+  p.pipeline_parallel = *d.pipeline_parallel;
+  p.sequence_parallel = *d.sequence_parallel;
+  p.shard = *d.shard;
+  p.fsdp_version = *d.fsdp_version;
+  p.prefetch_units = *d.prefetch_units;
+  p.reduce_bucket_elements = *d.reduce_bucket_elements;
+  p.overlap_comm = *d.overlap_comm;
+  p.nccl_channels = *d.nccl_channels;
+  p.gradient_as_bucket_view = *d.gradient_as_bucket_view;
+  p.offload_optimizer = *d.offload_optimizer;
+  p.offload_params = *d.offload_params;
+  r.load = *d.load;
+  if (d.overhead_total || r.setup.runtime.device == device_kind::cpu) {
+    r.overhead.override_total = true;
+    r.overhead.total_override = d.overhead_total ? *d.overhead_total : bytes(0);
+  }
+}
 }  // namespace detail
+
+/// A resolved run placed on `gpu`: its CUDA overhead (the workspaces by compute capability; a measured total
+/// is kept), and the two things a GPU refuses: a CPU run, and bf16 where the GPU has none.
+[[nodiscard]] inline run_config on_gpu(run_config r, const gpu_info& gpu) {
+  if (r.setup.runtime.device == device_kind::cpu)
+    throw input_error("--device", "cpu cannot be combined with --gpu " + gpu.name);
+  if (!gpu.bf16 && compute_dtype_for(r.setup.precision) == compute_dtype::bf16)
+    throw input_error(
+        "--gpu", gpu.name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
+  overhead_config o = overhead_for(gpu);
+  o.override_total = r.overhead.override_total;
+  o.total_override = r.overhead.total_override;
+  r.overhead = o;
+  return r;
+}
 
 /// The run `q` describes over a layer of `defaults` (a file's config class: SFTConfig, TrainingArguments)
 /// between headroom_defaults() and `q`: every knob from q, else from `defaults`, else headroom's; the
@@ -316,13 +407,13 @@ inline void resolve_workload(const run_request& q, const run_request& d, run_con
   detail::resolve_method(q, d, r.setup);
   detail::resolve_optimizer(d, r.setup);
   detail::resolve_workload(q, d, r);
+  detail::resolve_machine(d, r);
   return r;
 }
 
 /// The run a request describes: every knob it leaves unset from `profile`'s defaults where the framework
-/// decides it (profile_defaults), else from headroom_defaults(); then every cross-knob rule. The machine
-/// (GPUs, sharding, overhead) keeps its defaults: the front end applies it. "What would framework X do" is
-/// resolve(q, X).
+/// decides it (profile_defaults), else from headroom_defaults(); then every cross-knob rule. on_gpu places
+/// the result on a GPU. "What would framework X do" is resolve(q, X).
 [[nodiscard]] inline run_config resolve(const run_request& q,
                                         std::optional<framework> profile = std::nullopt) {
   return resolve_over(profile ? profile_defaults(profile_of(*profile), q) : run_request{}, q);

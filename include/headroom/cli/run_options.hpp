@@ -364,11 +364,67 @@ inline void workload_flags(const run_options& o, run_request& q) {
   }
 }
 
+/// Bytes from a decimal GB flag value (positive, or >= 0 where zero is meaningful).
+inline bytes gb_flag(const std::string& flag, const std::string& text, bool zero_allowed = false) {
+  const double gb = zero_allowed ? parse_nonnegative(flag, text) : parse_positive(flag, text);
+  if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
+  return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
+}
+
+/// --gpus, --tp, --pp, --sp, --zero, --fsdp and --load-path given, as a request's knobs.
+inline void layout_flags(const run_options& o, run_request& q) {
+  if (o.given("--gpus")) q.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
+  if (o.given("--tp")) q.tensor_parallel = parse_count("--tp", o.tp, 1024);
+  if (o.given("--pp")) q.pipeline_parallel = parse_count("--pp", o.pp, 1024);
+  if (o.sp) q.sequence_parallel = true;
+  if (!o.zero.empty()) {
+    if (o.zero != "1" && o.zero != "2" && o.zero != "3")
+      throw input_error("--zero", "unknown '" + o.zero + "'; valid: 1, 2, 3");
+    q.shard = parse_choice(sharding_names, "zero" + o.zero, "--zero");
+  }
+  if (!o.fsdp.empty()) {
+    q.shard = parse_choice(sharding_names, o.fsdp, "--fsdp");
+    if (*q.shard == sharding::none || headroom::detail::is_deepspeed(*q.shard))
+      throw input_error("--fsdp", "unknown '" + o.fsdp + "'; valid: full_shard, shard_grad_op, hybrid_shard");
+  }
+  if (o.load_path.empty()) return;
+  q.load = parse_choice(load_path_names, o.load_path, "--load-path");
+  if (*q.load == load_path::none)
+    throw input_error("--load-path", "'none' is the default: leave the flag out");
+}
+
+/// The communication knobs (--fsdp-version, --fsdp-prefetch, --reduce-bucket-size, --overlap-comm,
+/// --nccl-channels, --ddp-bucket-view), offloading and --overhead-gb given, as a request's knobs.
+inline void comm_flags(const run_options& o, run_request& q) {
+  if (!o.fsdp_version.empty()) {
+    if (o.fsdp_version != "1" && o.fsdp_version != "2")
+      throw input_error("--fsdp-version", "unknown '" + o.fsdp_version + "'; valid: 1, 2");
+    q.fsdp_version = o.fsdp_version == "2" ? 2 : 1;
+  }
+  if (!o.fsdp_prefetch.empty())  // 0: no prefetch (FSDP1 backward_prefetch=None)
+    q.prefetch_units = o.fsdp_prefetch == "0" ? 0 : parse_count("--fsdp-prefetch", o.fsdp_prefetch, 64);
+  if (!o.reduce_bucket.empty())
+    q.reduce_bucket_elements = parse_count("--reduce-bucket-size", o.reduce_bucket, std::uint64_t{1} << 40);
+  if (!o.overlap_comm.empty()) {
+    if (o.overlap_comm != "on" && o.overlap_comm != "off")
+      throw input_error("--overlap-comm", "unknown '" + o.overlap_comm + "'; valid: on, off");
+    q.overlap_comm = o.overlap_comm == "on" ? comm_switch::on : comm_switch::off;
+  }
+  if (!o.nccl_channels.empty()) q.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
+  if (o.ddp_bucket_view) q.gradient_as_bucket_view = true;
+  if (o.offload_optimizer) q.offload_optimizer = true;
+  if (o.offload_params) q.offload_params = true;
+  if (!o.overhead_gb.empty())
+    q.overhead_total = gb_flag("--overhead-gb", o.overhead_gb, true);  // 0: a measured nothing
+}
+
 /// The run flags on the command line as a request: a flag left out leaves its knob unset.
 inline run_request request_from_flags(const run_options& o) {
   run_request q;
   method_flags(o, q);
   workload_flags(o, q);
+  layout_flags(o, q);
+  comm_flags(o, q);
   return q;
 }
 
@@ -507,124 +563,30 @@ std::vector<profile_move> profile_moves(const run_config& r, RunUnder&& run_unde
   return moves;
 }
 
-/// --accelerate-config applied to a run built from the flags (or a file), and the note of --framework (whose
-/// profile run_from resolved the flags under); notes say what.
-inline void apply_launch(run_config& r, const run_options& o, const model_shape& m, bool file_deepspeed,
-                         std::vector<std::string>& notes) {
-  if (const std::optional<framework> f = framework_flag(o))
-    notes.push_back("profile: " + o.framework + " (" + std::string(profile_of(*f).source) +
-                    "); flags given on the command line take precedence");
-  if (!o.accelerate.empty()) {
-    const accelerate_config a = load_accelerate_config(o.accelerate);
-    if (o.given("--gpus") && parse_count("--gpus", o.gpus, max_parallel_gpus) != a.processes)
-      throw input_error("--gpus", "differs from " + o.accelerate + "'s num_processes (" +
-                                      std::to_string(a.processes) + ")");
-    // DeepSpeed from --deepspeed or the training arguments, and a launcher that says otherwise: two answers.
-    const bool deepspeed = !o.deepspeed.empty() || file_deepspeed;
-    if (deepspeed &&
-        (a.distributed_type == "FSDP" || (a.distributed_type == "DEEPSPEED" && a.deepspeed_file.empty())))
-      throw input_error("--accelerate-config",
-                        o.accelerate + " sets " +
-                            (a.distributed_type == "FSDP" ? "FSDP" : "its own ZeRO stage") +
-                            ", and a DeepSpeed config is given too (--deepspeed or the "
-                            "training arguments' deepspeed)");
-    apply_accelerate(a, r, notes);
-    for (std::string& line :
-         file_report("accelerate: ", {}, a.warnings, "accelerate: ignored keys", a.ignored))
-      notes.push_back(std::move(line));
-    if (!a.deepspeed_file.empty()) {
-      if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
-      std::vector<std::string> ds_notes, warnings, ignored;
-      deepspeed_inputs in = deepspeed_inputs_of(r, o, m);
-      in.world_size = a.processes;
-      add_deepspeed(load_deepspeed(a.deepspeed_file, in), r, ds_notes, warnings, ignored);
-      for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
-        notes.push_back(std::move(line));
-    }
-  }
-}
+/// The two layers a run resolves from: the request (a file's keys with the flags over them, or the flags) and
+/// the defaults under it (the file's config class, or --framework's profile).
+struct request_layers {
+  run_request defaults;
+  run_request request;
+};
 
-/// Bytes from a decimal GB flag value (positive, or >= 0 where zero is meaningful).
-inline bytes gb_flag(const std::string& flag, const std::string& text, bool zero_allowed = false) {
-  const double gb = zero_allowed ? parse_nonnegative(flag, text) : parse_positive(flag, text);
-  if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
-  return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
-}
-
-/// The run from a training-args file, with the machine flags (--gpu, --overhead-gb) applied.
-inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu);
-
-/// The flags' run resolved over framework `f`'s profile (headroom's defaults without one), then the machine
-/// flags. "What would framework X do" is run_under(o, gpu, X): the same request under X's profile.
-inline run_config run_under(const run_options& o, const std::optional<gpu_info>& gpu,
-                            std::optional<framework> f) {
+/// The layers of the command line: a file's (training_args keeps them), or the flags' under `under`'s
+/// profile.
+inline request_layers layers_of(const run_options& o, const training_args* args,
+                                std::optional<framework> under) {
+  if (args != nullptr) return {args->defaults, args->request};
   const run_request q = request_from_flags(o);
-  return apply_machine(resolve_over(flag_defaults(o, q, f), q), o, gpu);
-}
-/// The run: a file's, or the flags' under --framework's profile; then the machine flags.
-inline run_config run_from(const run_options& o, const std::optional<gpu_info>& gpu,
-                           const training_args* args = nullptr) {
-  if (args != nullptr) return apply_machine(args->run, o, gpu);
-  return run_under(o, gpu, framework_flag(o));
+  return {flag_defaults(o, q, under), q};
 }
 
 namespace detail {
-/// --device cpu against --gpu (the device itself is a request knob).
-inline void check_device_against_gpu(const run_config& r, const std::optional<gpu_info>& gpu) {
-  if (r.setup.runtime.device == device_kind::cpu && gpu)
-    throw input_error("--device", "cpu cannot be combined with --gpu " + gpu->name);
-}
-
-/// --gpus, --tp, --pp, --sp, --zero, --fsdp and --load-path.
-inline void apply_parallel_flags(run_config& r, const run_options& o) {
-  // Without --gpus the run keeps its own count (1, or what a DeepSpeed train_batch_size implies).
-  if (o.given("--gpus") || r.parallel.data_parallel == 0)
-    r.parallel.data_parallel = parse_count("--gpus", o.gpus, max_parallel_gpus);
-  r.parallel.tensor_parallel = parse_count("--tp", o.tp, 1024);
-  r.parallel.pipeline_parallel = parse_count("--pp", o.pp, 1024);
-  r.parallel.sequence_parallel = o.sp;
-  if (!o.zero.empty()) {
-    if (o.zero != "1" && o.zero != "2" && o.zero != "3")
-      throw input_error("--zero", "unknown '" + o.zero + "'; valid: 1, 2, 3");
-    r.parallel.shard = parse_choice(sharding_names, "zero" + o.zero, "--zero");
-  }
-  if (!o.fsdp.empty()) {
-    r.parallel.shard = parse_choice(sharding_names, o.fsdp, "--fsdp");
-    if (r.parallel.shard == sharding::none || headroom::detail::is_deepspeed(r.parallel.shard))
-      throw input_error("--fsdp", "unknown '" + o.fsdp + "'; valid: full_shard, shard_grad_op, hybrid_shard");
-  }
-  if (o.load_path.empty()) return;
-  r.load = parse_choice(load_path_names, o.load_path, "--load-path");
-  if (r.load == load_path::none)
-    throw input_error("--load-path", "'none' is the default: leave the flag out");
-  if (load_not_modelled(r))
+/// The machine flags' combinations, on the run the flags and the file describe (before a launcher or
+/// DeepSpeed config adds its own layout): each tuning knob needs the sharding it tunes.
+inline void check_machine_flags(const run_config& r, const run_options& o) {
+  if (!o.load_path.empty() && load_not_modelled(r))
     throw input_error(
         "--load-path",
         "prices one GPU's whole model; it cannot be combined with --zero, --fsdp, --tp or --pp");
-}
-
-/// The communication knobs (--fsdp-version, --fsdp-prefetch, --reduce-bucket-size, --overlap-comm,
-/// --nccl-channels, --ddp-bucket-view), each refused without the sharding it tunes.
-inline void apply_comm_flags(run_config& r, const run_options& o) {
-  if (!o.fsdp_version.empty()) {
-    if (o.fsdp_version != "1" && o.fsdp_version != "2")
-      throw input_error("--fsdp-version", "unknown '" + o.fsdp_version + "'; valid: 1, 2");
-    r.parallel.fsdp_version = o.fsdp_version == "2" ? 2 : 1;
-  }
-  if (!o.fsdp_prefetch.empty())  // 0: no prefetch (FSDP1 backward_prefetch=None)
-    r.parallel.prefetch_units =
-        o.fsdp_prefetch == "0" ? 0 : parse_count("--fsdp-prefetch", o.fsdp_prefetch, 64);
-  if (!o.reduce_bucket.empty())
-    r.parallel.reduce_bucket_elements =
-        parse_count("--reduce-bucket-size", o.reduce_bucket, std::uint64_t{1} << 40);
-  if (!o.overlap_comm.empty()) {
-    if (o.overlap_comm != "on" && o.overlap_comm != "off")
-      throw input_error("--overlap-comm", "unknown '" + o.overlap_comm + "'; valid: on, off");
-    r.parallel.overlap_comm = o.overlap_comm == "on" ? comm_switch::on : comm_switch::off;
-  }
-  if (!o.nccl_channels.empty())
-    r.parallel.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
-  if (o.ddp_bucket_view) r.parallel.gradient_as_bucket_view = true;
   if ((!o.fsdp_version.empty() || !o.fsdp_prefetch.empty()) && !headroom::detail::is_fsdp(r.parallel.shard))
     throw input_error(o.fsdp_version.empty() ? "--fsdp-prefetch" : "--fsdp-version", "needs --fsdp");
   if ((!o.reduce_bucket.empty() || !o.overlap_comm.empty()) &&
@@ -632,12 +594,6 @@ inline void apply_comm_flags(run_config& r, const run_options& o) {
     throw input_error(o.reduce_bucket.empty() ? "--overlap-comm" : "--reduce-bucket-size", "needs --zero");
   if (o.ddp_bucket_view && r.parallel.shard != sharding::none)
     throw input_error("--ddp-bucket-view", "applies to DDP (no --zero or --fsdp)");
-}
-
-/// --offload-optimizer and --offload-params; sharding over one GPU is refused unless it offloads.
-inline void apply_offload_flags(run_config& r, const run_options& o) {
-  r.parallel.offload_optimizer = o.offload_optimizer;
-  r.parallel.offload_params = o.offload_params;
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if ((!o.zero.empty() || !o.fsdp.empty()) && r.parallel.data_parallel == 1 && !o.offload_optimizer &&
@@ -648,30 +604,81 @@ inline void apply_offload_flags(run_config& r, const run_options& o) {
         "--offload-optimizer / --offload-params to offload on one GPU)");
 }
 
-/// The GPU's CUDA overhead (none on a CPU), --overhead-gb, and bf16 on a GPU without it.
-inline void apply_overhead_flags(run_config& r, const run_options& o, const std::optional<gpu_info>& gpu) {
-  if (gpu) r.overhead = overhead_for(*gpu);
-  if (r.setup.runtime.device == device_kind::cpu) {  // no CUDA context, workspaces or caching allocator
-    r.overhead.override_total = true;
-    r.overhead.total_override = bytes(0);
-  }
-  if (!o.overhead_gb.empty()) {
-    r.overhead.override_total = true;
-    r.overhead.total_override = gb_flag("--overhead-gb", o.overhead_gb, true);  // 0: a measured nothing
-  }
-  if (gpu && !gpu->bf16 && compute_dtype_for(r.setup.precision) == compute_dtype::bf16)
+/// --accelerate-config's layout (and a DeepSpeed config it names) over request `q`, resolved over
+/// `defaults` for the "auto" values; notes say what.
+inline run_request add_accelerate(const run_options& o, const run_request& defaults, run_request q,
+                                  const model_shape& m, bool file_deepspeed,
+                                  std::vector<std::string>& notes) {
+  const accelerate_config a = load_accelerate_config(o.accelerate);
+  if (o.given("--gpus") && parse_count("--gpus", o.gpus, max_parallel_gpus) != a.processes)
     throw input_error(
-        "--gpu", gpu->name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
+        "--gpus", "differs from " + o.accelerate + "'s num_processes (" + std::to_string(a.processes) + ")");
+  // DeepSpeed from --deepspeed or the training arguments, and a launcher that says otherwise: two answers.
+  const bool deepspeed = !o.deepspeed.empty() || file_deepspeed;
+  if (deepspeed &&
+      (a.distributed_type == "FSDP" || (a.distributed_type == "DEEPSPEED" && a.deepspeed_file.empty())))
+    throw input_error("--accelerate-config",
+                      o.accelerate + " sets " +
+                          (a.distributed_type == "FSDP" ? "FSDP" : "its own ZeRO stage") +
+                          ", and a DeepSpeed config is given too (--deepspeed or the "
+                          "training arguments' deepspeed)");
+  q = merge(q, accelerate_request(a, notes));
+  for (std::string& line : file_report("accelerate: ", {}, a.warnings, "accelerate: ignored keys", a.ignored))
+    notes.push_back(std::move(line));
+  if (a.deepspeed_file.empty()) return q;
+  if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
+  std::vector<std::string> ds_notes, warnings, ignored;
+  const run_config so_far = resolve_over(defaults, q);
+  deepspeed_inputs in = deepspeed_inputs_of(so_far, o, m);
+  in.world_size = a.processes;
+  q = merge(q, deepspeed_request(load_deepspeed(a.deepspeed_file, in), so_far.setup.method, ds_notes,
+                                 warnings, ignored));
+  for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
+    notes.push_back(std::move(line));
+  return q;
 }
 }  // namespace detail
 
-inline run_config apply_machine(run_config r, const run_options& o, const std::optional<gpu_info>& gpu) {
-  detail::check_device_against_gpu(r, gpu);
-  detail::apply_parallel_flags(r, o);
-  detail::apply_comm_flags(r, o);
-  detail::apply_offload_flags(r, o);
-  detail::apply_overhead_flags(r, o, gpu);
-  return r;
+/// A run as the command line launches it, with what its launcher and DeepSpeed files said.
+struct launched_run {
+  run_config run;
+  std::vector<std::string> launch_notes;                       ///< --framework, --accelerate-config
+  std::vector<std::string> ds_notes, ds_warnings, ds_ignored;  ///< --deepspeed
+};
+
+/// The run: the layers' request, then what the launcher (--accelerate-config) and DeepSpeed (--deepspeed)
+/// decide from that run merged over it (docs/run-request.md), resolved once and placed on `gpu`. The machine
+/// flags' combinations and the GPU's refusals are checked on the run as the flags and the file describe it.
+inline launched_run launch(const run_options& o, const request_layers& layers, const model_shape& m,
+                           bool file_deepspeed, const std::optional<gpu_info>& gpu) {
+  launched_run out;
+  const run_config described = resolve_over(layers.defaults, layers.request);
+  detail::check_machine_flags(described, o);
+  if (gpu) (void)on_gpu(described, *gpu);
+  if (const std::optional<framework> f = framework_flag(o))
+    out.launch_notes.push_back("profile: " + o.framework + " (" + std::string(profile_of(*f).source) +
+                               "); flags given on the command line take precedence");
+  run_request q = layers.request;
+  if (!o.accelerate.empty())
+    q = detail::add_accelerate(o, layers.defaults, q, m, file_deepspeed, out.launch_notes);
+  if (!o.deepspeed.empty()) {
+    if (file_deepspeed)
+      throw input_error("--deepspeed",
+                        "the training-args file names a DeepSpeed config already (\"deepspeed\")");
+    const run_config so_far = resolve_over(layers.defaults, q);
+    q = merge(q, deepspeed_request(load_deepspeed(o.deepspeed, deepspeed_inputs_of(so_far, o, m)),
+                                   so_far.setup.method, out.ds_notes, out.ds_warnings, out.ds_ignored));
+  }
+  out.run = resolve_over(layers.defaults, q);
+  if (gpu) out.run = on_gpu(out.run, *gpu);
+  return out;
+}
+
+/// The command line's run under framework `f`'s profile (headroom's defaults without one): "what would
+/// framework X do" is the same request resolved under X's profile, launched the same way.
+inline run_config run_under(const run_options& o, const model_shape& m, const std::optional<gpu_info>& gpu,
+                            std::optional<framework> f) {
+  return launch(o, layers_of(o, nullptr, f), m, false, gpu).run;
 }
 
 }  // namespace headroom::cli

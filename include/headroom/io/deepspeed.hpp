@@ -19,6 +19,7 @@
 #include "../parallel.hpp"
 #include "../peak.hpp"
 #include "../precision.hpp"
+#include "../request.hpp"
 #include "config.hpp"
 
 namespace headroom {
@@ -277,40 +278,41 @@ inline void ds_zero_keys(const nlohmann::json& z, deepspeed_config& out) {
   return out;
 }
 
-/// Applies a resolved DeepSpeed config to a run: the ZeRO stage and offloading, the buckets, the micro-batch
-/// and accumulation, and the precision DeepSpeed trains in (its engine casts the whole module, adapters
-/// included, to bf16 / fp16 and keeps fp32 master partitions: the bf16-mixed route's bytes).
-inline void apply_deepspeed(const deepspeed_config& ds, run_config& r, std::vector<std::string>& notes) {
-  r.parallel.shard = ds.stage == 0   ? sharding::none
-                     : ds.stage == 1 ? sharding::zero1
-                     : ds.stage == 2 ? sharding::zero2
-                                     : sharding::zero3;
-  r.parallel.offload_optimizer = ds.offload_optimizer;
-  r.parallel.offload_params = ds.offload_params;
-  r.parallel.reduce_bucket_elements = ds.reduce_bucket_elements;
-  r.parallel.overlap_comm = ds.overlap_comm;
-  r.activations.batch = ds.micro_batch;
-  r.grad_accum_steps = ds.grad_accum;
-  if (ds.world_size > 1) r.parallel.data_parallel = ds.world_size;
+/// What a resolved DeepSpeed config decides, as a request to merge over the run it was resolved against: the
+/// ZeRO stage and offloading, the buckets, the micro-batch and accumulation, the GPUs an explicit
+/// train_batch_size implies, and the precision DeepSpeed trains in (its engine casts the whole module, a
+/// `method`'s adapters included, to bf16 / fp16 and keeps fp32 master partitions: the bf16-mixed route's
+/// bytes). The config's notes, warnings and ignored keys are added to the caller's lists.
+[[nodiscard]] inline run_request deepspeed_request(const deepspeed_config& ds, training_method method,
+                                                   std::vector<std::string>& notes,
+                                                   std::vector<std::string>& warnings,
+                                                   std::vector<std::string>& ignored) {
+  run_request q;
+  q.shard = ds.stage == 0   ? sharding::none
+            : ds.stage == 1 ? sharding::zero1
+            : ds.stage == 2 ? sharding::zero2
+                            : sharding::zero3;
+  q.offload_optimizer = ds.offload_optimizer;
+  q.offload_params = ds.offload_params;
+  q.reduce_bucket_elements = ds.reduce_bucket_elements;
+  q.overlap_comm = ds.overlap_comm;
+  q.batch = ds.micro_batch;
+  q.grad_accum = ds.grad_accum;
+  if (ds.world_size > 1) q.gpus = ds.world_size;
   if (ds.precision == deepspeed_precision::fp32) {
-    r.setup.precision = precision_route::fp32;
+    q.precision = precision_route::fp32;
   } else {
-    r.setup.precision = precision_route::bf16_mixed;
-    r.setup.lora.dtype = adapter_precision::base;
+    q.precision = precision_route::bf16_mixed;
+    if (method != training_method::full) q.adapter_dtype = adapter_precision::base;
     notes.emplace_back(
         std::string("DeepSpeed ") + (ds.precision == deepspeed_precision::bf16 ? "bf16" : "fp16") +
         ": the engine casts the model to 16 bits — adapters too, whatever dtype PEFT gave them — and keeps "
         "fp32 master partitions (bf16-mixed bytes)");
   }
-}
-
-/// apply_deepspeed, with the config's notes, warnings and ignored keys added to a run's lists.
-inline void add_deepspeed(const deepspeed_config& ds, run_config& r, std::vector<std::string>& notes,
-                          std::vector<std::string>& warnings, std::vector<std::string>& ignored) {
-  apply_deepspeed(ds, r, notes);
   for (const std::string& n : ds.notes) notes.push_back("deepspeed: " + n);
   for (const std::string& w : ds.warnings) warnings.push_back("deepspeed: " + w);
   for (const std::string& k : ds.ignored) ignored.push_back("deepspeed." + k);
+  return q;
 }
 
 /// Reads a ds_config file (errors name the file, line and key).

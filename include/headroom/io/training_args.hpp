@@ -28,7 +28,9 @@ namespace headroom {
 
 /// A training config, resolved: the run, the schedule, and what was assumed or ignored.
 struct training_args {
-  run_config run{};
+  run_config run{};          ///< resolve_over(defaults, request)
+  run_request request{};     ///< what the file said, with the caller's knobs (`later`) merged over it
+  run_request defaults{};    ///< the config class's defaults (config_class_defaults) under the request
   std::string config_class;  ///< "SFTConfig" (default) or "TrainingArguments"
   std::string lr_scheduler_type = "linear";
   double learning_rate = 5e-5;
@@ -159,10 +161,6 @@ struct args_reading {
   bool fp32_load = false;      ///< the model is loaded in float32
   bool liger = false;          ///< use_liger_kernel
   json init = json::object();  ///< model_init_kwargs
-  // What the file sets beyond the request: the machine and the load.
-  parallel_config parallel{};
-  load_path load = load_path::none;
-  lora_targets modules_to_save{};
   /// A knob as it will resolve: the caller's, else the file's, else the class default.
   template <class T>
   [[nodiscard]] std::optional<T> effective(std::optional<T> run_request::*knob) const {
@@ -356,7 +354,7 @@ inline void read_args_packing(args_reading& in, training_args& a) {
 
 /// FSDP through TrainingArguments' `fsdp` words ("full_shard auto_wrap", ...; transformers training_args.py;
 /// the world size comes from the launcher: --gpus).
-inline void read_args_fsdp_words(const args_reading& in, parallel_config& p) {
+inline void read_args_fsdp_words(args_reading& in) {
   const auto f = in.j.find("fsdp");
   if (f == in.j.end() || f->is_null()) return;
   std::string words;
@@ -373,9 +371,9 @@ inline void read_args_fsdp_words(const args_reading& in, parallel_config& p) {
       continue;
     }
     if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard")
-      p.shard = parse_choice(sharding_names, word, "fsdp");
+      in.q.shard = parse_choice(sharding_names, word, "fsdp");
     else if (word == "offload")
-      p.offload_optimizer = p.offload_params = true;
+      in.q.offload_optimizer = in.q.offload_params = true;
     else if (!word.empty() && word != "auto_wrap")
       throw input_error(
           key_path(in.origin, "fsdp"),
@@ -390,14 +388,13 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
   if (fc == in.j.end() || fc->is_null()) return;
   const std::string fo = in.origin + ": /fsdp_config";
   if (!fc->is_object()) throw input_error(fo, "must be an object");
-  parallel_config& p = in.parallel;
-  p.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
+  in.q.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
   const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
   if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
     throw input_error(fo + "/backward_prefetch",
                       "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
-  p.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
-  if (p.shard == sharding::none)
+  in.q.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
+  if (!in.q.shard)
     a.notes.emplace_back(
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
 }
@@ -471,7 +468,7 @@ inline void read_peft_options(const json& peft, const std::string& po, peft_meth
         "are counted (docs/activations.md)");
   if (const auto mts = peft.find("modules_to_save"); mts != peft.end() && !mts->is_null()) {
     if (!mts->is_array()) throw input_error(po + "/modules_to_save", "must be a list of module names");
-    if (!mts->empty()) in.modules_to_save = read_peft_modules(*mts, po + "/modules_to_save");
+    if (!mts->empty()) in.q.modules_to_save = read_peft_modules(*mts, po + "/modules_to_save");
   }
 }
 
@@ -544,7 +541,7 @@ inline void read_quantization_config(args_reading& in) {
     throw input_error(qo + "/bnb_4bit_quant_type", "unknown '" + qt + "'; valid: nf4, fp4");
   in.q.double_quant = read_bool_or(*q, "bnb_4bit_use_double_quant", qo, false);  // HF default
   in.q.precision = precision_route::bf16_pure;  // TRL casts QLoRA's trainable params to bf16
-  in.load =
+  in.q.load =
       in.trainer.qlora_load;  // bitsandbytes: from_pretrained quantises each Linear weight as it arrives
 }
 
@@ -577,8 +574,12 @@ inline void read_args_deepspeed(const args_reading& in, training_args& a) {
   const auto d = in.j.find("deepspeed");
   if (d == in.j.end() || d->is_null()) return;
   run_config& r = a.run;
-  const deepspeed_inputs ds_in{
-      r.activations.batch, r.grad_accum_steps, 0, in.bf16, in.fp16, in.model.spec.shape.hidden_size};
+  const deepspeed_inputs ds_in{r.activations.batch,
+                               r.grad_accum_steps,
+                               in.later.gpus.value_or(0),
+                               in.bf16,
+                               in.fp16,
+                               in.model.spec.shape.hidden_size};
   deepspeed_config ds;
   if (d->is_object()) {
     ds = deepspeed_from_json(*d, ds_in, in.origin + ": /deepspeed");
@@ -591,7 +592,8 @@ inline void read_args_deepspeed(const args_reading& in, training_args& a) {
     throw input_error(in.origin + ": /deepspeed",
                       "must be a path to a ds_config.json or a DeepSpeed config object");
   }
-  add_deepspeed(ds, r, a.notes, a.warnings, a.ignored);
+  a.request = merge(a.request, deepspeed_request(ds, r.setup.method, a.notes, a.warnings, a.ignored));
+  r = resolve_over(a.defaults, a.request);
   a.deepspeed = true;
 }
 
@@ -603,11 +605,10 @@ inline run_request file_under(args_reading& in) {
   if (const std::optional<training_method> method = in.later.method) {
     if (*method != training_method::qlora) {
       file.double_quant.reset();
-      in.load = load_path::none;
+      file.load.reset();
     }
     if (*method == training_method::full) {
       drop_adapter_knobs(file);
-      in.modules_to_save = {};
     }
   }
   run_request asked = merge(file, in.later);
@@ -647,7 +648,7 @@ inline void apply_args_compile(const args_reading& in, training_args& a) {
   run_config& r = a.run;
   if (!r.activations.compiled) return;
   if (const char* why = compile_not_modelled(in.model.spec.shape, r.setup, r.activations)) {
-    r.activations.compiled = false;
+    a.request.compiled = r.activations.compiled = false;
     a.notes.push_back(std::string("torch_compile: not modelled for ") + why +
                       "; priced eager (an upper bound)");
   }
@@ -737,7 +738,7 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
   detail::read_args_loss(in);
   detail::read_args_optimizer(in, a);
   detail::read_args_packing(in, a);
-  detail::read_args_fsdp_words(in, in.parallel);
+  detail::read_args_fsdp_words(in);
   detail::read_args_fsdp_config(in, a);
   detail::read_peft_config(in, a);
   detail::note_prefix_checkpointing(in, a);
@@ -750,10 +751,9 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
     in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
   detail::read_torchtune_loss(in);
   const detail::trainer_choices chose = detail::read_trainer_choices(in, autocast_adapters);
-  a.run = resolve_over(in.defaults, detail::file_under(in));
-  a.run.parallel = in.parallel;
-  a.run.load = in.load;
-  a.run.setup.lora.modules_to_save = in.modules_to_save;
+  a.defaults = in.defaults;
+  a.request = detail::file_under(in);
+  a.run = resolve_over(a.defaults, a.request);
   detail::read_args_deepspeed(in, a);
   run_config& r = a.run;
   if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&

@@ -150,29 +150,32 @@ inline void read_accelerate_deepspeed(const yaml_doc& d, const nlohmann::json& j
   return accelerate_from_yaml(detail::parse_yaml_file(file));
 }
 
-/// Applies the launcher's layout to a run: the GPU count, FSDP sharding and offloading, FSDP's activation
-/// checkpointing (checkpoint_wrapper, non-reentrant). A DeepSpeed file it names is applied by the caller
-/// (add_deepspeed), with the run's own values for "auto". mixed_precision is the Trainer's to decide
+/// The launcher's layout as a request: the GPU count, FSDP sharding and offloading, FSDP's activation
+/// checkpointing (checkpoint_wrapper, non-reentrant). A DeepSpeed file it names is read by the caller
+/// (deepspeed_request), with the run's own values for "auto". mixed_precision is the Trainer's to decide
 /// (TrainingArguments bf16 / fp16 are passed to Accelerator): noted, not applied.
-inline void apply_accelerate(const accelerate_config& a, run_config& r, std::vector<std::string>& notes) {
-  r.parallel.data_parallel = a.processes;
+[[nodiscard]] inline run_request accelerate_request(const accelerate_config& a,
+                                                    std::vector<std::string>& notes) {
+  run_request q;
+  q.gpus = a.processes;
   if (a.distributed_type == "FSDP" || (a.distributed_type == "DEEPSPEED" && a.deepspeed_file.empty())) {
-    r.parallel.shard = a.shard;
-    r.parallel.offload_optimizer = a.offload;
-    r.parallel.offload_params = a.offload_params;
+    q.shard = a.shard;
+    q.offload_optimizer = a.offload;
+    q.offload_params = a.offload_params;
   }
   if (a.distributed_type == "FSDP") {
-    r.parallel.fsdp_version = a.fsdp_version;
-    r.parallel.prefetch_units = a.prefetch_units;
+    q.fsdp_version = a.fsdp_version;
+    q.prefetch_units = a.prefetch_units;
     if (a.activation_checkpointing) {
-      r.activations.ckpt = checkpointing::full;
-      r.activations.reentrant = false;
+      q.ckpt = checkpointing::full;
+      q.reentrant = false;
     }
   }
   if (a.mixed_precision != "no")
     notes.push_back(
         "accelerate: mixed_precision " + a.mixed_precision +
         " is set by the Trainer's own bf16/fp16 arguments when it runs; the run's precision is kept");
+  return q;
 }
 
 }  // namespace headroom
