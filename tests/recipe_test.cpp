@@ -315,6 +315,53 @@ TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors
       "a.yml:2: optimizer", "adamw_fake");
 }
 
+TEST_CASE("TRL script configs (alignment-handbook): ModelConfig's fields built as trl/scripts/sft.py does",
+          "[recipe][trl]") {
+  // zephyr-7b-beta's QLoRA recipe: r 16 on every linear, NF4 without nested quantisation, FlashAttention-2,
+  // max_seq_length 2048 (TRL's name for max_length before #2895).
+  const recipe z = read("trl_zephyr_7b_sft_qlora.yaml");
+  CHECK(z.source == framework::trl);
+  const run_config& r = z.args.run;
+  CHECK(r.setup.method == training_method::qlora);
+  CHECK(r.setup.lora.rank == 16);
+  CHECK(r.setup.lora.dropout == Approx(0.05));
+  CHECK(targets(z) == "q_proj,k_proj,v_proj,o_proj,gate_proj,up_proj,down_proj");
+  CHECK_FALSE(r.setup.nf4.double_quant);  // use_bnb_nested_quant: ModelConfig's default False
+  CHECK(r.activations.attention == attention_impl::flash);
+  CHECK(r.activations.seq_len == 2048);
+  CHECK(r.activations.batch == 4);
+  CHECK(r.grad_accum_steps == 2);
+  CHECK(test::mentions(z.args.notes, "read as: TRL script config"));
+  CHECK(test::mentions(z.args.ignored, "chat_template"));
+  // SmolLM3's SFT recipe: a full fine-tune at 65,536 tokens, packed (ffd: bfd's first name), Liger's loss.
+  const recipe s3 = read("trl_smollm3_sft_full.yaml");
+  CHECK(s3.args.run.setup.method == training_method::full);
+  CHECK(s3.args.run.activations.seq_len == 65536);
+  CHECK(s3.args.run.loss.impl == loss_impl::fused_liger);
+  CHECK(s3.args.batching.layout == batch_layout::padding_free);
+  CHECK(s3.args.run.setup.precision == precision_route::bf16_pure);  // torch_dtype bfloat16 with bf16
+  // The keys decide the kind; a file that names only a model is refused unless --framework says which.
+  const auto ambiguous = detail::parse_yaml_text("model_name_or_path: Qwen/Qwen3-4B\nbf16: true\n", "m.yaml");
+  require_input_error([&] { (void)recipe_from_yaml(ambiguous); }, "m.yaml", "--framework trl");
+  const auto both =
+      detail::parse_yaml_text("model_name_or_path: Qwen/Qwen3-4B\nstage: sft\nuse_peft: true\n", "b.yaml");
+  require_input_error([&] { (void)recipe_from_yaml(both); }, "b.yaml", "--framework llama-factory");
+  recipe_options declared;
+  declared.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  declared.kind = framework::trl;
+  const recipe as_trl = recipe_from_yaml(ambiguous, declared);
+  CHECK(as_trl.source == framework::trl);
+  CHECK(as_trl.args.run.setup.method == training_method::full);
+  CHECK(as_trl.args.run.setup.precision == precision_route::fp32_autocast);  // ModelConfig dtype float32
+  // A bad value is named by the script's own key and line.
+  require_input_error(
+      [] {
+        (void)recipe_from_yaml(detail::parse_yaml_text(
+            "model_name_or_path: Qwen/Qwen3-4B\nuse_peft: true\nlora_r: -4\n", "r.yaml"));
+      },
+      "r.yaml:3: lora_r");
+}
+
 TEST_CASE("Every shipped-style recipe estimates, and its peak grows with the length and the batch",
           "[recipe][property]") {
   for (const char* file :
@@ -323,7 +370,7 @@ TEST_CASE("Every shipped-style recipe estimates, and its peak grows with the len
         "tt_llama3_1_8b_lora_distributed.yaml", "ax_llama3_lora_1b.yml", "ax_llama3_qlora_1b.yml",
         "ax_llama3_8b_lora_linear.yml", "lf_qwen3_lora_sft.yaml", "lf_qwen3_full_sft_ds3.yaml",
         "lf_qwen3_qlora_otfq.yaml", "us_llama3_1_8b_qlora.yaml", "us_qwen3_4b_lora16.yaml",
-        "us_llama3_2_1b_full.yaml"}) {
+        "us_llama3_2_1b_full.yaml", "trl_zephyr_7b_sft_qlora.yaml", "trl_smollm3_sft_full.yaml"}) {
     INFO(file);
     const recipe r = read(file);
     const training_estimate e = estimate_training(r.model.spec, r.args.run);

@@ -494,7 +494,13 @@ TEST_CASE("Packing settings choose how variable-length batches are shaped", "[tr
   a = training_args_from_json(j, m, "inline");
   CHECK(a.batching.layout == batch_layout::padding_free);
   CHECK_FALSE(a.batching.bfd_packed);
+  // "ffd" is bfd's first name (TRL #3696 renamed it); another name is an error listing the valid ones.
   j = {{"packing", true}, {"packing_strategy", "ffd"}};
+  const training_args ffd = training_args_from_json(j, m, "inline");
+  CHECK(ffd.batching.layout == batch_layout::padding_free);
+  CHECK(ffd.batching.bfd_packed);
+  CHECK(test::mentions(ffd.notes, "read as bfd"));
+  j = {{"packing", true}, {"packing_strategy", "greedy"}};
   test::require_input_error([&] { (void)training_args_from_json(j, m, "inline"); }, "/packing_strategy",
                             "bfd_split");
 }
@@ -634,6 +640,49 @@ TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as 
     test::require_input_error([&] { (void)recipe_ds("ds_broken_device.json", args); },
                               "/zero_optimization/offload_optimizer/device", "valid: none, cpu, nvme");
   }
+}
+
+TEST_CASE("TRL's script form in JSON: the ModelConfig fields beside SFTConfig's, as sft.py builds them",
+          "[training_args][trl]") {
+  const loaded_model m = preset("qwen3-4b");
+  const nlohmann::json flat = nlohmann::json::parse(R"({
+      "dtype": "bfloat16", "attn_implementation": "flash_attention_2", "use_peft": true, "lora_r": 32,
+      "lora_target_modules": "all-linear", "load_in_4bit": true, "use_bnb_nested_quant": true,
+      "per_device_train_batch_size": 2, "max_length": 4096, "dataset_name": "trl-lib/Capybara"})");
+  const training_args a = training_args_from_json(flat, m, "s.json");
+  CHECK(a.run.setup.method == training_method::qlora);
+  CHECK(a.run.setup.lora.rank == 32);
+  CHECK(a.run.setup.lora.dropout == Approx(0.05));  // ModelConfig's lora_dropout, not PEFT's 0
+  CHECK(a.run.setup.nf4.double_quant);
+  CHECK(a.run.activations.attention == attention_impl::flash);
+  CHECK(a.run.activations.seq_len == 4096);
+  CHECK(test::mentions(a.ignored, "dataset_name"));
+  // The same keys nested by hand give the same run.
+  const nlohmann::json nested = nlohmann::json::parse(R"({
+      "model_init_kwargs": {"dtype": "bfloat16", "attn_implementation": "flash_attention_2"},
+      "peft_config": {"r": 32, "lora_alpha": 32, "lora_dropout": 0.05, "target_modules": "all-linear"},
+      "quantization_config": {"load_in_4bit": true, "bnb_4bit_quant_type": "nf4",
+                              "bnb_4bit_use_double_quant": true},
+      "per_device_train_batch_size": 2, "max_length": 4096})");
+  CHECK(estimate_training(m.spec, a.run).total_bytes() ==
+        estimate_training(m.spec, training_args_from_json(nested, m, "n.json").run).total_bytes());
+  // LoRA keys without use_peft train nothing of their own: a full fine-tune, the keys listed as unused.
+  const training_args full = training_args_from_json(nlohmann::json::parse(R"({"lora_r": 8})"), m, "f.json");
+  CHECK(full.run.setup.method == training_method::full);
+  CHECK(test::mentions(full.ignored, "lora_r (without use_peft"));
+  // One form or the other; errors name the script's keys.
+  test::require_input_error(
+      [&] {
+        (void)training_args_from_json(nlohmann::json::parse(R"({"use_peft": true, "peft_config": {"r": 8}})"),
+                                      m, "c.json");
+      },
+      "c.json: /peft_config", "give one or the other");
+  test::require_input_error(
+      [&] {
+        (void)training_args_from_json(nlohmann::json::parse(R"({"use_peft": true, "load_in_8bit": true})"), m,
+                                      "e.json");
+      },
+      "e.json: /load_in_8bit", "8-bit");
 }
 
 TEST_CASE("A training-args file's deepspeed field: the file beside it, \"auto\" from its own fields",

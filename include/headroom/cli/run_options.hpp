@@ -258,7 +258,7 @@ inline void add_file_options(CLI::App& app, run_options& o) {
       "given win over its keys");
   auto* recipe = app.add_option(
       "--recipe", o.recipe,
-      "a framework's YAML: torchtune recipe, axolotl or LLaMA-Factory config, Unsloth's calls (the model "
+      "a framework's YAML: torchtune recipe, axolotl, LLaMA-Factory or TRL script config, Unsloth's calls (the model "
       "from the file unless --preset / --config); run flags given win over its keys");
   recipe->excludes(args);
   app.add_option("--set", o.overrides,
@@ -271,7 +271,7 @@ inline void add_file_options(CLI::App& app, run_options& o) {
   app.add_option("--framework", o.framework,
                  "hf-trainer | trl | peft | torchtune | axolotl | llama-factory | unsloth: that framework's "
                  "defaults for every choice the flags leave unset (docs/frameworks.md); with a file, its own "
-                 "framework only");
+                 "framework only (which also says whose a model_name_or_path YAML is when its keys do not)");
 }
 
 /// Every run flag, in --help's order within each group.
@@ -518,6 +518,7 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
     ro.overrides = o.overrides;
     ro.later = request_from_flags(o);  // the flags given over the file's keys (docs/run-request.md)
+    ro.kind = framework_flag(o);       // declares the file's kind where its keys do not
     recipe r = load_recipe(o.recipe, ro);
     out.model = std::move(r.model);
     out.args = std::move(r.args);

@@ -330,7 +330,14 @@ inline void read_args_optimizer(args_reading& in, training_args& a) {
 /// Packing and padding-free batches, and torch_compile (torchtune's recipe key `compile` too).
 inline void read_args_packing(args_reading& in, training_args& a) {
   a.packing = read_bool_or(in.j, "packing", in.origin, false);
-  const std::string strategy = read_string_or(in.j, "packing_strategy", in.origin, "bfd");
+  std::string strategy = read_string_or(in.j, "packing_strategy", in.origin, "bfd");
+  // bfd_split's deprecated spelling (sft_config.py __post_init__), and bfd's first name: TRL #3696 (0353d676)
+  // renamed "ffd" once the algorithm was seen to be best-fit decreasing.
+  if (strategy == "bfd-requeue" || strategy == "ffd") {
+    a.notes.push_back("packing_strategy " + strategy + ": read as " +
+                      (strategy == "ffd" ? "bfd, its name since TRL #3696" : "bfd_split, its name now"));
+    strategy = strategy == "ffd" ? "bfd" : "bfd_split";
+  }
   if (strategy != "bfd" && strategy != "bfd_split" && strategy != "wrapped")
     throw input_error(key_path(in.origin, "packing_strategy"),
                       "unknown '" + strategy + "'; valid: bfd, bfd_split, wrapped");
@@ -710,6 +717,136 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
 }
 }  // namespace detail
 
+namespace detail {
+/// TRL's ModelConfig fields (trl/trainer/model_config.py at f2cd5771) that move memory, and where
+/// trl/scripts/sft.py puts each: model_init_kwargs (dtype, attn_implementation), BitsAndBytesConfig
+/// (get_quantization_config) and LoraConfig (get_peft_config, trl/trainer/utils.py). A data table.
+struct trl_model_key {
+  std::string_view flat;    ///< the script's key
+  std::string_view nested;  ///< where the training-args reader reads it
+};
+inline constexpr std::array<trl_model_key, 14> trl_model_keys{{
+    {"dtype", "model_init_kwargs/dtype"},
+    {"torch_dtype", "model_init_kwargs/dtype"},  // the same field's former name
+    {"attn_implementation", "model_init_kwargs/attn_implementation"},
+    {"lora_r", "peft_config/r"},
+    {"lora_alpha", "peft_config/lora_alpha"},
+    {"lora_dropout", "peft_config/lora_dropout"},
+    {"lora_target_modules", "peft_config/target_modules"},
+    {"lora_modules_to_save", "peft_config/modules_to_save"},
+    {"use_rslora", "peft_config/use_rslora"},
+    {"use_dora", "peft_config/use_dora"},
+    {"load_in_4bit", "quantization_config/load_in_4bit"},
+    {"load_in_8bit", "quantization_config/load_in_8bit"},
+    {"bnb_4bit_quant_type", "quantization_config/bnb_4bit_quant_type"},
+    {"use_bnb_nested_quant", "quantization_config/bnb_4bit_use_double_quant"},
+}};
+/// ModelConfig's other fields: they say which checkpoint and how to wrap it, not how much memory it takes
+/// (lora_target_parameters, which adapts MoE expert parameters, is refused where it is set).
+inline constexpr std::array<std::string_view, 6> trl_model_other_keys{
+    {"use_peft", "model_name_or_path", "model_revision", "lora_task_type", "lora_target_parameters",
+     "bnb_4bit_quant_storage"}};
+
+/// Whether a training-args object is TRL's script form: ModelConfig fields beside SFTConfig's, as TrlParser
+/// reads one YAML or JSON file for trl/scripts/sft.py (alignment-handbook's recipes are this form).
+inline bool is_trl_script(const json& j) {
+  return std::any_of(trl_model_keys.begin(), trl_model_keys.end(),
+                     [&](const trl_model_key& k) { return j.contains(k.flat); }) ||
+         std::any_of(trl_model_other_keys.begin(), trl_model_other_keys.end(),
+                     [&](std::string_view k) { return j.contains(k); });
+}
+
+/// What the script form says, in the sections sft.py builds: `from` maps each built path back to its key.
+struct trl_script {
+  json args = json::object();
+  std::vector<std::pair<std::string, std::string>> from;  ///< built path ("peft_config/r") → script key
+  std::vector<std::string> unused;  ///< LoRA / bitsandbytes keys without use_peft / 4-bit
+  bool renamed = false;             ///< max_seq_length read as max_length
+};
+/// Sets `nested` ("section/key") in `out` to `value`, remembering the script key it came from.
+inline void put_trl(trl_script& out, std::string_view nested, std::string_view flat, const json& value) {
+  const std::size_t slash = nested.find('/');
+  out.args[std::string(nested.substr(0, slash))][std::string(nested.substr(slash + 1))] = value;
+  out.from.emplace_back(std::string(nested), std::string(flat));
+}
+/// sft.py's sections from the script keys: model_init_kwargs always (ModelConfig dtype defaults to float32),
+/// quantization_config with load_in_4bit / load_in_8bit, peft_config with use_peft (ModelConfig's LoRA
+/// defaults r 16, alpha 32, dropout 0.05 — not PEFT's — and PEFT's target modules when none are named).
+inline trl_script from_trl_script(const json& j, const std::string& origin) {
+  for (const char* section : {"model_init_kwargs", "quantization_config", "peft_config"})
+    if (given(j, section))
+      throw input_error(key_path(origin, section),
+                        "TRL's script form (use_peft, lora_r, load_in_4bit, dtype, ...) "
+                        "builds it from the ModelConfig fields: give one or the other");
+  if (given(j, "dtype") && given(j, "torch_dtype"))
+    throw input_error(key_path(origin, "torch_dtype"), "is dtype's former name: give one of them");
+  if (given(j, "lora_target_parameters"))
+    throw input_error(key_path(origin, "lora_target_parameters"),
+                      "adapts MoE expert parameters (PEFT target_parameters): not modelled yet");
+  trl_script out;
+  // alignment-handbook's recipes predate TRL #2895 (be1e3400), which renamed SFTConfig's max_seq_length to
+  // max_length: the script form reads the old name as the length it was.
+  if (given(j, "max_seq_length") && !given(j, "max_length")) {
+    out.args["max_length"] = j.at("max_seq_length");
+    out.from.emplace_back("max_length", "max_seq_length");
+    out.renamed = true;
+  }
+  for (const auto& item : j.items())
+    if (std::none_of(trl_model_keys.begin(), trl_model_keys.end(),
+                     [&](const trl_model_key& k) { return k.flat == item.key(); }) &&
+        std::find(trl_model_other_keys.begin(), trl_model_other_keys.end(), item.key()) ==
+            trl_model_other_keys.end() &&
+        !(out.renamed && item.key() == "max_seq_length"))
+      out.args[item.key()] = item.value();
+  const bool peft = read_bool_or(j, "use_peft", origin, false);
+  const bool four_bit = read_bool_or(j, "load_in_4bit", origin, false);
+  const bool eight_bit = read_bool_or(j, "load_in_8bit", origin, false);
+  put_trl(out, "model_init_kwargs/dtype", "dtype", "float32");
+  if (peft) {
+    put_trl(out, "peft_config/peft_type", "use_peft", "LORA");
+    put_trl(out, "peft_config/r", "lora_r", 16);
+    put_trl(out, "peft_config/lora_alpha", "lora_alpha", 32);
+    put_trl(out, "peft_config/lora_dropout", "lora_dropout", 0.05);
+  }
+  if (four_bit) {
+    put_trl(out, "quantization_config/bnb_4bit_quant_type", "bnb_4bit_quant_type", "nf4");
+    put_trl(out, "quantization_config/bnb_4bit_use_double_quant", "use_bnb_nested_quant", false);
+  }
+  for (const trl_model_key& k : trl_model_keys) {
+    const auto v = j.find(k.flat);
+    if (v == j.end() || v->is_null()) continue;
+    const std::string_view section = k.nested.substr(0, k.nested.find('/'));
+    const bool used = section == "model_init_kwargs" || (section == "peft_config" && peft) ||
+                      (section == "quantization_config" && (four_bit || eight_bit) &&
+                       (k.flat.rfind("load_in", 0) == 0 || four_bit));
+    if (used)
+      put_trl(out, k.nested, k.flat, *v);
+    else
+      out.unused.emplace_back(k.flat);
+  }
+  return out;
+}
+
+/// An error in a built section ("file: /peft_config/r") named by the script key it came from.
+inline input_error trl_script_error(const input_error& e, const std::string& origin, const trl_script& t) {
+  const std::string& field = e.field();
+  const std::string message = std::string(e.what()).substr(field.size() + 2);
+  const std::string prefix = key_path(origin, "");
+  if (field.rfind(prefix, 0) != 0) return e;
+  std::string path;  // "peft_config: /r" (a section's reader nests its paths) → "peft_config/r"
+  for (std::size_t i = prefix.size(); i < field.size(); ++i) {
+    const bool nested = field.compare(i, 3, ": /") == 0;
+    path += nested ? '/' : field[i];
+    if (nested) i += 2;
+  }
+  for (const auto& [built, flat] : t.from)
+    if (path == built || path.rfind(built + "/", 0) == 0) return input_error(key_path(origin, flat), message);
+  for (const auto& [built, flat] : t.from)  // a section's own error ("file: /peft_config")
+    if (path == built.substr(0, built.find('/'))) return input_error(key_path(origin, flat), message);
+  return e;
+}
+}  // namespace detail
+
 /// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets): the
 /// file fills a run_request (docs/run-request.md), `later` (the command line's flags) is merged over it knob
 /// by knob, and resolve fills the rest from the config class's defaults. Each section reads its keys in the
@@ -720,6 +857,22 @@ inline void list_args_ignored(const args_reading& in, training_args& a) {
                                                            const trainer_behaviour& trainer = {}) {
   if (!j.is_object())
     throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
+  if (detail::is_trl_script(j)) {  // read as sft.py builds its sections; errors name the script's keys
+    const detail::trl_script script = detail::from_trl_script(j, origin);
+    training_args a;
+    try {
+      a = training_args_from_json(script.args, model, origin, later, trainer);
+    } catch (const input_error& e) {
+      throw detail::trl_script_error(e, origin, script);
+    }
+    a.notes.insert(a.notes.begin(),
+                   "read as: TRL script config (ModelConfig fields built into model_init_kwargs, "
+                   "quantization_config and peft_config as trl/scripts/sft.py does)");
+    if (script.renamed)
+      a.notes.insert(a.notes.begin() + 1, "max_seq_length: read as max_length, its name since TRL #2895");
+    for (const std::string& k : script.unused) a.ignored.push_back(k + " (without use_peft / load_in_4bit)");
+    return a;
+  }
   training_args a;
   a.config_class = detail::read_string_or(j, "config_class", origin, "SFTConfig");
   if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")

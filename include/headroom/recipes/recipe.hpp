@@ -45,6 +45,7 @@ struct recipe_options {
   std::uint64_t gpus = 1;  ///< processes the launcher starts (tune run --nproc_per_node): above 1, torchtune
                            ///< runs its distributed recipe
   run_request later;       ///< the caller's knobs over the file's, knob by knob (the command line's flags)
+  std::optional<framework> kind;  ///< the file's framework when its keys do not say (the CLI's --framework)
 };
 
 namespace detail {
@@ -136,7 +137,7 @@ inline training_args resolve_translation(const yaml_doc& d, translation& t, cons
   }
   a.notes.insert(a.notes.begin(), t.notes.begin(), t.notes.end());
   a.warnings.insert(a.warnings.end(), t.warnings.begin(), t.warnings.end());
-  a.ignored = t.ignored;
+  a.ignored.insert(a.ignored.end(), t.ignored.begin(), t.ignored.end());
   return a;
 }
 
@@ -786,26 +787,73 @@ inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& 
   return out;
 }
 
-/// Which framework wrote a YAML file, from the keys only it uses.
+/// A TRL script config in YAML (TrlParser's --config for trl/scripts/sft.py; alignment-handbook's recipes):
+/// SFTConfig's and ModelConfig's fields in one mapping, read as the training-args reader reads the same keys
+/// in JSON (its script form: io/training_args.hpp), with the model named by model_name_or_path.
+[[nodiscard]] inline recipe trl_recipe(const detail::yaml_doc& d, const recipe_options& opt) {
+  const nlohmann::json& j = d.root;
+  recipe out = detail::recipe_for(framework::trl, d, j, "model_name_or_path", "model_name_or_path", opt);
+  detail::translation t;
+  t.args = j;
+  for (const auto& item : j.items()) t.from[item.key()] = d.at(item.key());
+  out.args = detail::resolve_translation(d, t, out.model, opt.later);
+  return out;
+}
+
+namespace detail {
+/// Keys only LLaMA-Factory's configs use beside model_name_or_path (hparams/*.py), and keys only TRL's
+/// script configs use (ModelConfig, ScriptArguments): the rule that tells the two apart. A data table.
+inline constexpr std::array<std::string_view, 10> llama_factory_only_keys{
+    {"stage", "finetuning_type", "template", "lora_rank", "lora_target", "quantization_bit", "cutoff_len",
+     "flash_attn", "dataset_dir", "dataset"}};
+inline constexpr std::array<std::string_view, 12> trl_only_keys{
+    {"use_peft", "lora_r", "lora_target_modules", "lora_modules_to_save", "load_in_4bit", "load_in_8bit",
+     "bnb_4bit_quant_type", "use_bnb_nested_quant", "dtype", "torch_dtype", "attn_implementation",
+     "dataset_name"}};
+template <std::size_t N>
+bool has_any(const nlohmann::json& root, const std::array<std::string_view, N>& keys) {
+  return std::any_of(keys.begin(), keys.end(), [&](std::string_view k) { return root.contains(k); });
+}
+}  // namespace detail
+
+/// Which framework wrote a YAML file, from the keys only it uses; a file with model_name_or_path is
+/// LLaMA-Factory's or TRL's by their own keys (detail::llama_factory_only_keys, trl_only_keys). None when no
+/// rule matches, or when both do.
 [[nodiscard]] inline std::optional<framework> recipe_framework(const nlohmann::json& root) {
   if (const auto m = root.find("model"); m != root.end() && m->is_object() && m->contains("_component_"))
     return framework::torchtune;
   if (root.contains("from_pretrained")) return framework::unsloth;
   if (root.contains("base_model")) return framework::axolotl;
-  if (root.contains("model_name_or_path")) return framework::llama_factory;
-  return std::nullopt;
+  if (!root.contains("model_name_or_path")) return std::nullopt;
+  const bool factory = detail::has_any(root, detail::llama_factory_only_keys);
+  const bool trl = detail::has_any(root, detail::trl_only_keys);
+  if (factory == trl) return std::nullopt;
+  return factory ? framework::llama_factory : framework::trl;
 }
 
-/// Reads a torchtune, axolotl, LLaMA-Factory or Unsloth YAML file into the run it describes.
+/// Reads a torchtune, axolotl, LLaMA-Factory, TRL or Unsloth YAML file into the run it describes; a file
+/// whose keys do not say which (or say two) is read as `opt.kind`, or refused asking for it.
 [[nodiscard]] inline recipe recipe_from_yaml(const detail::yaml_doc& d, const recipe_options& opt = {}) {
-  const auto fw = recipe_framework(d.root);
+  std::optional<framework> fw = recipe_framework(d.root);
+  if (!fw && d.root.contains("model_name_or_path")) {
+    if (!opt.kind)
+      throw input_error(
+          d.file,
+          "names model_name_or_path, and its keys do not say whether it is a LLaMA-Factory config "
+          "(stage, finetuning_type, lora_rank, ...) or a TRL script config (use_peft, lora_r, "
+          "dtype, ...): give --framework llama-factory or --framework trl");
+    if (*opt.kind != framework::llama_factory && *opt.kind != framework::trl)
+      throw input_error("--framework", "a file with model_name_or_path is read as llama-factory or trl");
+    fw = opt.kind;
+  }
   if (!fw) {
     if (d.root.contains("distributed_type") || d.root.contains("compute_environment"))
       throw input_error(d.file, "is an accelerate config: give it with --accelerate-config");
-    throw input_error(d.file,
-                      "is not a recipe headroom reads: expected a torchtune recipe (model._component_), an "
-                      "axolotl config (base_model), a LLaMA-Factory config (model_name_or_path) or Unsloth's "
-                      "calls (from_pretrained)");
+    throw input_error(
+        d.file,
+        "is not a recipe headroom reads: expected a torchtune recipe (model._component_), an "
+        "axolotl config (base_model), a LLaMA-Factory or TRL script config (model_name_or_path) "
+        "or Unsloth's calls (from_pretrained)");
   }
   if (*fw == framework::torchtune) {
     if (!d.root.at("model").at("_component_").is_string())
@@ -814,6 +862,7 @@ inline void llama_factory_vision_tower(const yaml_doc& d, const nlohmann::json& 
   }
   if (*fw == framework::axolotl) return axolotl_recipe(d, opt);
   if (*fw == framework::llama_factory) return llama_factory_recipe(d, opt);
+  if (*fw == framework::trl) return trl_recipe(d, opt);
   return unsloth_recipe(d, opt);
 }
 
