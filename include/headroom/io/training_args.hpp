@@ -847,67 +847,45 @@ inline input_error trl_script_error(const input_error& e, const std::string& ori
 }
 }  // namespace detail
 
-/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets): the
-/// file fills a run_request (docs/run-request.md), `later` (the command line's flags) is merged over it knob
-/// by knob, and resolve fills the rest from the config class's defaults. Each section reads its keys in the
-/// file's documented order (docs/training-args.md).
-[[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
-                                                           const std::string& origin,
-                                                           const run_request& later = {},
-                                                           const trainer_behaviour& trainer = {}) {
-  if (!j.is_object())
-    throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
-  if (detail::is_trl_script(j)) {  // read as sft.py builds its sections; errors name the script's keys
-    const detail::trl_script script = detail::from_trl_script(j, origin);
-    training_args a;
-    try {
-      a = training_args_from_json(script.args, model, origin, later, trainer);
-    } catch (const input_error& e) {
-      throw detail::trl_script_error(e, origin, script);
-    }
-    a.notes.insert(a.notes.begin(),
-                   "read as: TRL script config (ModelConfig fields built into model_init_kwargs, "
-                   "quantization_config and peft_config as trl/scripts/sft.py does)");
-    if (script.renamed)
-      a.notes.insert(a.notes.begin() + 1, "max_seq_length: read as max_length, its name since TRL #2895");
-    for (const std::string& k : script.unused) a.ignored.push_back(k + " (without use_peft / load_in_4bit)");
-    return a;
-  }
+namespace detail {
+/// A training-args object in the trainer's own form, each section in the file's documented order.
+inline training_args read_training_args(const json& j, const loaded_model& model, const std::string& origin,
+                                        const run_request& later, const trainer_behaviour& trainer) {
   training_args a;
-  a.config_class = detail::read_string_or(j, "config_class", origin, "SFTConfig");
+  a.config_class = read_string_or(j, "config_class", origin, "SFTConfig");
   if (a.config_class != "SFTConfig" && a.config_class != "TrainingArguments")
     throw input_error(origin + ": /config_class",
                       "unknown '" + a.config_class + "'; valid: SFTConfig, TrainingArguments");
-  detail::args_reading in{j, origin, model, later, trainer};
+  args_reading in{j, origin, model, later, trainer};
   in.sft = a.config_class == "SFTConfig";
   in.defaults = config_class_defaults(in.sft);
   in.q.basis = params_basis::exact;  // a real config: exact counts
-  detail::read_args_batch(in, a);
-  detail::read_args_precision(in, a);
-  detail::read_args_checkpointing(in);
-  detail::read_torchtune_checkpointing(in);
-  detail::read_unsloth_checkpointing(in);
-  detail::read_args_attention(in);
-  detail::read_args_loss(in);
-  detail::read_args_optimizer(in, a);
-  detail::read_args_packing(in, a);
-  detail::read_args_fsdp_words(in);
-  detail::read_args_fsdp_config(in, a);
-  detail::read_peft_config(in, a);
-  detail::note_prefix_checkpointing(in, a);
-  detail::read_quantization_config(in);
+  read_args_batch(in, a);
+  read_args_precision(in, a);
+  read_args_checkpointing(in);
+  read_torchtune_checkpointing(in);
+  read_unsloth_checkpointing(in);
+  read_args_attention(in);
+  read_args_loss(in);
+  read_args_optimizer(in, a);
+  read_args_packing(in, a);
+  read_args_fsdp_words(in);
+  read_args_fsdp_config(in, a);
+  read_peft_config(in, a);
+  note_prefix_checkpointing(in, a);
+  read_quantization_config(in);
   // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
   // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
   // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
-  const bool autocast_adapters = detail::read_bool_or(j, "autocast_adapter_dtype", origin, true);
+  const bool autocast_adapters = read_bool_or(j, "autocast_adapter_dtype", origin, true);
   if (in.method() == training_method::lora && !in.fp32_load && autocast_adapters)
     in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
-  detail::read_torchtune_loss(in);
-  const detail::trainer_choices chose = detail::read_trainer_choices(in, autocast_adapters);
+  read_torchtune_loss(in);
+  const trainer_choices chose = read_trainer_choices(in, autocast_adapters);
   a.defaults = in.defaults;
-  a.request = detail::file_under(in);
+  a.request = file_under(in);
   a.run = resolve_over(a.defaults, a.request);
-  detail::read_args_deepspeed(in, a);
+  read_args_deepspeed(in, a);
   run_config& r = a.run;
   if (r.setup.method == training_method::lora && r.setup.lora.dtype == adapter_precision::fp32 &&
       !in.fp32_load && autocast_adapters)
@@ -915,10 +893,40 @@ inline input_error trl_script_error(const input_error& e, const std::string& ori
         "adapters in fp32: PEFT's get_peft_model upcasts a 16-bit model's adapters "
         "(autocast_adapter_dtype=True; "
         "TRL passes False only under DeepSpeed ZeRO-3)");
-  detail::apply_args_compile(in, a);
-  detail::list_args_ignored(in, a);
+  apply_args_compile(in, a);
+  list_args_ignored(in, a);
   if (!chose.note.empty()) a.notes.push_back(chose.note);
   if (!chose.warning.empty()) a.warnings.push_back(chose.warning);
+  return a;
+}
+}  // namespace detail
+
+/// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets): the
+/// file fills a run_request (docs/run-request.md), `later` (the command line's flags) is merged over it knob
+/// by knob, and resolve fills the rest from the config class's defaults. Each section reads its keys in the
+/// file's documented order (docs/training-args.md). TRL's script form (ModelConfig's flat fields beside
+/// SFTConfig's) is read as trl/scripts/sft.py builds its sections (docs/frameworks.md).
+[[nodiscard]] inline training_args training_args_from_json(const nlohmann::json& j, const loaded_model& model,
+                                                           const std::string& origin,
+                                                           const run_request& later = {},
+                                                           const trainer_behaviour& trainer = {}) {
+  if (!j.is_object())
+    throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
+  if (!detail::is_trl_script(j)) return detail::read_training_args(j, model, origin, later, trainer);
+  // The script form: errors name the script's keys.
+  const detail::trl_script script = detail::from_trl_script(j, origin);
+  training_args a;
+  try {
+    a = detail::read_training_args(script.args, model, origin, later, trainer);
+  } catch (const input_error& e) {
+    throw detail::trl_script_error(e, origin, script);
+  }
+  a.notes.insert(a.notes.begin(),
+                 "read as: TRL script config (ModelConfig fields built into model_init_kwargs, "
+                 "quantization_config and peft_config as trl/scripts/sft.py does)");
+  if (script.renamed)
+    a.notes.insert(a.notes.begin() + 1, "max_seq_length: read as max_length, its name since TRL #2895");
+  for (const std::string& k : script.unused) a.ignored.push_back(k + " (without use_peft / load_in_4bit)");
   return a;
 }
 
