@@ -315,6 +315,42 @@ TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors
       "a.yml:2: optimizer", "adamw_fake");
 }
 
+TEST_CASE("axolotl's FSDP (both versions), its plugins and its activation offloading", "[recipe][axolotl]") {
+  run_request eight;
+  eight.gpus = 8;
+  // FSDP1: `fsdp` words and the deprecated fsdp_-prefixed config; Liger's loss, its other kernels warned.
+  const recipe v1 = read_under("ax_llama3_fft_8b_liger_fsdp.yaml", eight, 8);
+  const parallel_config& p1 = v1.args.run.parallel;
+  CHECK(p1.shard == sharding::fsdp_full);
+  CHECK(p1.data_parallel == 8);
+  CHECK(p1.offload_params);  // fsdp_offload_params: accelerate's CPUOffload
+  CHECK(p1.offload_optimizer);
+  CHECK(p1.fsdp_version == 1);
+  CHECK(v1.args.run.loss.impl == loss_impl::fused_liger);
+  CHECK(test::mentions(v1.args.warnings, "liger_rms_norm"));
+  // FSDP2: reshard_after_forward false is SHARD_GRAD_OP; a full fine-tune's activation offloading keeps
+  // recompute (checkpoint-offload, non-reentrant); Cut Cross-Entropy's plugin prices CCE's loss.
+  const recipe v2 = read("ax_llama3_1b_fft_fsdp2_offload.yml");
+  CHECK(v2.args.run.parallel.shard == sharding::fsdp_grad_op);
+  CHECK(v2.args.run.parallel.fsdp_version == 2);
+  CHECK_FALSE(v2.args.run.parallel.offload_params);
+  CHECK(v2.args.run.activations.ckpt == checkpointing::checkpoint_offload);
+  CHECK_FALSE(v2.args.run.activations.reentrant);
+  CHECK(v2.args.run.loss.impl == loss_impl::fused_cce);
+  CHECK(test::mentions(v2.args.warnings, "KDPlugin is not modelled"));
+  CHECK(test::mentions(v2.args.notes, "priced on one (give --gpus N)"));
+  // Under an adapter the offloader replaces recompute: pure offloading.
+  const recipe lora = recipe_from_yaml(detail::parse_yaml_text(
+      "base_model: meta-llama/Llama-3.2-1B\nadapter: lora\nactivation_offloading: true\n", "o.yml"));
+  CHECK(lora.args.run.activations.ckpt == checkpointing::offload);
+  require_input_error(
+      [] {
+        (void)recipe_from_yaml(detail::parse_yaml_text(
+            "base_model: meta-llama/Llama-3.2-1B\nfsdp_config:\n  sharding_strategy: NO_SHARD\n", "s.yml"));
+      },
+      "s.yml:3: fsdp_config.sharding_strategy", "NO_SHARD");
+}
+
 TEST_CASE("TRL script configs (alignment-handbook): ModelConfig's fields built as trl/scripts/sft.py does",
           "[recipe][trl]") {
   // zephyr-7b-beta's QLoRA recipe: r 16 on every linear, NF4 without nested quantisation, FlashAttention-2,
@@ -370,7 +406,8 @@ TEST_CASE("Every shipped-style recipe estimates, and its peak grows with the len
         "tt_llama3_1_8b_lora_distributed.yaml", "ax_llama3_lora_1b.yml", "ax_llama3_qlora_1b.yml",
         "ax_llama3_8b_lora_linear.yml", "lf_qwen3_lora_sft.yaml", "lf_qwen3_full_sft_ds3.yaml",
         "lf_qwen3_qlora_otfq.yaml", "us_llama3_1_8b_qlora.yaml", "us_qwen3_4b_lora16.yaml",
-        "us_llama3_2_1b_full.yaml", "trl_zephyr_7b_sft_qlora.yaml", "trl_smollm3_sft_full.yaml"}) {
+        "us_llama3_2_1b_full.yaml", "trl_zephyr_7b_sft_qlora.yaml", "trl_smollm3_sft_full.yaml",
+        "ax_llama3_fft_8b_liger_fsdp.yaml", "ax_llama3_1b_fft_fsdp2_offload.yml"}) {
     INFO(file);
     const recipe r = read(file);
     const training_estimate e = estimate_training(r.model.spec, r.args.run);

@@ -410,7 +410,19 @@ inline void axolotl_checkpointing(const yaml_doc& d, const nlohmann::json& j, tr
     if (off->is_boolean() || (off->is_string() && off->get<std::string>() == "legacy")) {
       const bool on = !off->is_boolean() || off->get<bool>();
       t.set("activation_offloading", on, d.at("activation_offloading"));
-      if (on) t.set("gradient_checkpointing", false, d.at("activation_offloading"));  // the TRL offloader
+      // TRL's offloader replaces recompute under adapters; a full fine-tune keeps recompute (checkpoint
+      // wrappers, non-reentrant) and offloads the checkpoints' inputs (loaders/model.py
+      // _apply_activation_checkpointing, axolotl 067b021c).
+      const bool full = yaml_string(d, j, "adapter", "adapter", "").empty();
+      if (on) t.set("gradient_checkpointing", full, d.at("activation_offloading"));
+      if (on && full) {
+        t.set("gradient_checkpointing_kwargs", nlohmann::json{{"use_reentrant", false}},
+              d.at("activation_offloading"));
+        t.notes.emplace_back(
+            "activation_offloading on a full fine-tune: axolotl keeps recompute and offloads the "
+            "checkpointed "
+            "blocks' inputs");
+      }
     } else {
       t.warnings.push_back(d.at("activation_offloading") + " " + off->dump() + " is not modelled");
     }
@@ -436,6 +448,85 @@ inline void axolotl_kernels(const yaml_doc& d, const nlohmann::json& j, translat
   if (yaml_bool(d, j, "liger_fused_linear_cross_entropy", "liger_fused_linear_cross_entropy", false))
     t.set("use_liger_kernel", true, d.at("liger_fused_linear_cross_entropy"));
   set_deepspeed_path(d, j, t);
+}
+
+/// axolotl's FSDP (utils/trainer.py setup_fsdp_envs, schemas/validation.py): `fsdp` words or an
+/// `fsdp_config` turn it on; its keys with or without the deprecated `fsdp_` prefix; the version top-level or
+/// in the config (1 by default); the sharding from the words, `sharding_strategy`, or FSDP2's
+/// `reshard_after_forward` (accelerate's default: full sharding); `offload_params`,
+/// `activation_checkpointing`.
+inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64_t gpus, translation& t) {
+  const auto* words = yaml_find(j, "fsdp");
+  const auto* given_config = yaml_find(j, "fsdp_config");
+  if (words == nullptr && given_config == nullptr) return;
+  nlohmann::json cfg = nlohmann::json::object();
+  if (given_config != nullptr && given_config->is_object())
+    for (const auto& item : given_config->items()) {
+      const std::string& key = item.key();
+      cfg[key.rfind("fsdp_", 0) == 0 && key != "fsdp_version" ? key.substr(5) : key] = item.value();
+    }
+  const std::string where = d.at(given_config != nullptr ? "fsdp_config" : "fsdp");
+  std::uint64_t version = yaml_count(d, j, "fsdp_version", "fsdp_version", 0, 2);
+  if (version == 0) version = yaml_count(d, cfg, "fsdp_config.fsdp_version", "fsdp_version", 0, 2);
+  if (version == 0) version = yaml_count(d, cfg, "fsdp_config.version", "version", 1, 2);
+  std::string shard = "full_shard";
+  bool offload = false;
+  if (words != nullptr)
+    for (const std::string& w : yaml_names(d, *words, "fsdp")) {
+      if (w == "shard_grad_op" || w == "hybrid_shard" || w == "full_shard") shard = w;
+      if (w == "offload") offload = true;
+    }
+  const std::string strategy = yaml_string(d, cfg, "fsdp_config.sharding_strategy", "sharding_strategy", "");
+  if (!strategy.empty() && strategy != "FULL_SHARD" && strategy != "SHARD_GRAD_OP" &&
+      strategy != "HYBRID_SHARD")
+    throw input_error(d.at("fsdp_config.sharding_strategy"),
+                      "'" + strategy + "' is not modelled; valid: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD");
+  if (!strategy.empty()) {
+    shard = strategy;
+    std::transform(shard.begin(), shard.end(), shard.begin(),
+                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  }
+  if (version == 2 && !yaml_bool(d, cfg, "fsdp_config.reshard_after_forward", "reshard_after_forward", true))
+    shard = "shard_grad_op";
+  offload = offload || yaml_bool(d, cfg, "fsdp_config.offload_params", "offload_params", false);
+  t.set("fsdp", shard + " auto_wrap" + (offload ? " offload" : ""), where);
+  t.set("fsdp_config/fsdp_version", version, where);
+  std::string prefetch = yaml_string(d, cfg, "fsdp_config.backward_prefetch", "backward_prefetch", "");
+  std::transform(prefetch.begin(), prefetch.end(), prefetch.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  if (!prefetch.empty()) t.set("fsdp_config/backward_prefetch", prefetch, d.at("fsdp_config"));
+  if (yaml_bool(d, cfg, "fsdp_config.activation_checkpointing", "activation_checkpointing", false)) {
+    t.set("gradient_checkpointing", true, where);  // accelerate's checkpoint_wrapper: non-reentrant
+    t.set("gradient_checkpointing_kwargs", nlohmann::json{{"use_reentrant", false}}, where);
+  }
+  if (gpus <= 1)
+    t.notes.push_back(where + ": FSDP shards over the data-parallel GPUs; priced on one (give --gpus N)");
+}
+
+/// axolotl's plugins: Liger's (its liger_* keys: the fused linear cross-entropy is priced, the other
+/// kernels are not modelled) and Cut Cross-Entropy's (cut_cross_entropy, default true: CCE's loss); any
+/// other plugin changes what runs and is not modelled.
+inline void axolotl_plugins(const yaml_doc& d, const nlohmann::json& j, translation& t) {
+  static constexpr std::string_view liger = "axolotl.integrations.liger.LigerPlugin";
+  static constexpr std::string_view cce = "axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin";
+  bool has_cce = false;
+  if (const auto* p = yaml_find(j, "plugins"))
+    for (const std::string& name : yaml_names(d, *p, "plugins")) {
+      if (name == cce) has_cce = true;
+      if (name != liger && name != cce)
+        t.warnings.push_back(d.at("plugins") + ": " + name + " is not modelled");
+    }
+  for (const char* kernel : {"liger_rope", "liger_rms_norm", "liger_layer_norm", "liger_glu_activation"})
+    if (yaml_bool(d, j, kernel, kernel, false))
+      t.warnings.push_back(d.at(kernel) + ": Liger's kernel changes saved activations and is not modelled");
+  const bool cut = yaml_bool(d, j, "cut_cross_entropy", "cut_cross_entropy", has_cce);
+  if (cut && has_cce) {
+    t.request.loss = loss_impl::fused_cce;
+  } else if (cut) {
+    t.warnings.push_back(d.at("cut_cross_entropy") +
+                         ": needs axolotl.integrations.cut_cross_entropy.CutCrossEntropyPlugin in plugins; "
+                         "priced without it");
+  }
 }
 
 /// axolotl's adapter: lora or qlora (load_in_4bit), and its LoRA keys.
@@ -501,9 +592,18 @@ inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, transl
              "lora_dropout",
              "peft_use_dora",
              "lora_modules_to_save",
-             "peft_autocast_adapter_dtype"},
-            {"fsdp", "fsdp_config", "lora_target_parameters", "layer_offloading", "cut_cross_entropy", "fp8",
-             "tensor_parallel_size", "context_parallel_size", "unfrozen_parameters"},
+             "peft_autocast_adapter_dtype",
+             "fsdp",
+             "fsdp_config",
+             "fsdp_version",
+             "plugins",
+             "cut_cross_entropy",
+             "liger_rope",
+             "liger_rms_norm",
+             "liger_layer_norm",
+             "liger_glu_activation"},
+            {"lora_target_parameters", "layer_offloading", "fp8", "tensor_parallel_size",
+             "context_parallel_size", "unfrozen_parameters"},
             t);
 }
 }  // namespace detail
@@ -518,6 +618,8 @@ inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, transl
   axolotl_workload(d, j, t);
   axolotl_checkpointing(d, j, t);
   axolotl_kernels(d, j, t);
+  axolotl_fsdp(d, j, opt.gpus, t);
+  axolotl_plugins(d, j, t);
   axolotl_adapter(d, j, t);
   sort_axolotl_keys(d, j, t);
   // PEFT's get_peft_model upcasts the adapters (peft_autocast_adapter_dtype, default true) and nothing casts
