@@ -32,6 +32,23 @@ TEST_CASE("Halving the micro-batch doubles accumulation, keeping the effective b
   CHECK(a.config.activations.batch * a.config.grad_accum_steps == 16);
 }
 
+TEST_CASE("The optimizer in backward cannot accumulate: the micro-batch halves alone, and nothing throws",
+          "[advisor]") {
+  run_config r;  // torchtune's full single-device recipe: the step fused into backward
+  r.setup.optim.in_backward = true;
+  r.activations.batch = 16;
+  r.activations.seq_len = 4096;
+  r.activations.ckpt = checkpointing::none;
+  const bytes budget(80'000'000'000);
+  advice a;
+  REQUIRE_NOTHROW(a = advise(qwen4, r, budget));
+  REQUIRE_FALSE(a.steps.empty());
+  CHECK(a.steps.front().lever == "halve the micro-batch");
+  CHECK(a.steps.front().warning.find("effective batch halves") != std::string::npos);
+  CHECK(a.config.grad_accum_steps == 1);
+  if (a.found) CHECK(fits(qwen4, a.config, budget));
+}
+
 TEST_CASE("fp32 training gets bf16 first", "[advisor]") {
   run_config r;
   r.setup.method = training_method::lora;

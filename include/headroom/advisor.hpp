@@ -75,8 +75,18 @@ inline std::string_view lever_for(std::string_view bucket) {
   out.static_alone_too_big = first.statics.buckets.static_bytes() > budget;
   out.config = start;
   run_config& r = out.config;
+  run_config accepted = start;  // the levers so far that the run can take
+  // A lever the run's other settings forbid (an estimate refuses it) is skipped, not an error: the advisor
+  // answers for every valid run.
   auto record = [&](std::string lever, std::string change, std::string warning) {
-    const training_estimate e = estimate_training(spec, r);
+    training_estimate e;
+    try {
+      e = estimate_training(spec, r);
+    } catch (const input_error&) {
+      r = accepted;
+      return false;
+    }
+    accepted = r;
     out.steps.push_back(
         {std::move(lever), std::move(change), std::move(warning), e.total_bytes(), fits(e, budget)});
     out.found = out.steps.back().fits;
@@ -97,17 +107,23 @@ inline std::string_view lever_for(std::string_view bucket) {
     r.setup.precision = precision_route::fp32_autocast;
     if (record("bf16 mixed precision", "fp32 -> bf16 autocast (bf16=True)", "")) return out;
   }
+  // The optimizer stepping in backward cannot accumulate (each gradient is freed as it is made): there the
+  // micro-batch halves alone, and with it the effective batch.
+  const bool accumulates = !r.setup.optim.in_backward;
   while (r.activations.batch > 1) {
     const std::uint64_t b = r.activations.batch, ga = r.grad_accum_steps;
     r.activations.batch = b / 2;
-    r.grad_accum_steps = ga * 2;
+    r.grad_accum_steps = accumulates ? ga * 2 : ga;
     const std::string warn =
-        b % 2 != 0 ? "odd micro-batch: the effective batch shrinks by one sequence per rank" : "";
-    if (record("halve the micro-batch, double accumulation",
+        !accumulates ? "optimizer_in_backward cannot accumulate: the effective batch halves"
+        : b % 2 != 0 ? "odd micro-batch: the effective batch shrinks by one sequence per rank"
+                     : "";
+    if (record(accumulates ? "halve the micro-batch, double accumulation" : "halve the micro-batch",
                "micro-batch " + std::to_string(b) + " -> " + std::to_string(b / 2) + ", accumulation " +
-                   std::to_string(ga) + " -> " + std::to_string(ga * 2),
+                   std::to_string(ga) + " -> " + std::to_string(r.grad_accum_steps),
                warn))
       return out;
+    if (r.activations.batch == b) break;  // refused: the run cannot take it
   }
   if (r.activations.ckpt == checkpointing::none) {
     r.activations.ckpt = checkpointing::full;
