@@ -719,3 +719,16 @@ TEST_CASE("A training-args file's deepspeed field: the file beside it, \"auto\" 
   CHECK(std::find(a.ignored.begin(), a.ignored.end(), "deepspeed.zero_allow_untested_optimizer") !=
         a.ignored.end());
 }
+
+TEST_CASE("torchtune's plain torch.nn.CrossEntropyLoss: transformers' loss, said to be an upper bound",
+          "[training_args][torchtune]") {
+  const loaded_model m = preset("qwen3-4b");
+  nlohmann::json j = {{"loss", {{"_component_", "torch.nn.CrossEntropyLoss"}}},
+                      {"model_init_kwargs", {{"dtype", "bfloat16"}}}};
+  const training_args a = training_args_from_json(j, m, "tt.json");
+  CHECK(a.run.loss.impl == loss_impl::naive);
+  CHECK(test::mentions(a.notes, "an upper bound"));
+  j["loss"] = {{"_component_", "torch.nn.NLLLoss"}};
+  test::require_input_error([&] { (void)training_args_from_json(j, m, "tt.json"); }, "/loss/_component_",
+                            "torch.nn.CrossEntropyLoss");
+}

@@ -554,7 +554,7 @@ inline void read_quantization_config(args_reading& in) {
 
 /// torchtune's recipe loss (`loss: {_component_: ..., num_output_chunks: 8}`), accepted here until recipes
 /// are read natively: its class path names the loss layout.
-inline void read_torchtune_loss(args_reading& in) {
+inline void read_torchtune_loss(args_reading& in, training_args& a) {
   const auto tl = in.j.find("loss");
   if (tl == in.j.end() || tl->is_null()) return;
   const std::string lo = in.origin + ": /loss";
@@ -562,6 +562,17 @@ inline void read_torchtune_loss(args_reading& in) {
   if (in.j.contains("loss_type") || in.liger)
     throw input_error(lo, "a torchtune loss cannot be combined with loss_type or use_liger_kernel");
   const std::string component = read_string_or(*tl, "_component_", lo, "");
+  // A plain torch.nn.CrossEntropyLoss: the recipe flattens the full logits and hands them over
+  // (recipes/full_finetune_single_device.py _loss_step at bd2a0fc7). Priced as transformers' loss, whose fp32
+  // upcast of the logits torch's loss on 16-bit logits does not make: an upper bound, said as such.
+  if (component == "torch.nn.CrossEntropyLoss") {
+    in.q.loss = loss_impl::naive;
+    a.notes.emplace_back(
+        "loss torch.nn.CrossEntropyLoss: priced as transformers' loss, an upper bound (torch's loss on "
+        "16-bit "
+        "logits makes no fp32 copy and keeps its log-softmax in 16 bits)");
+    return;
+  }
   static constexpr std::array<std::pair<std::string_view, loss_impl>, 2> torchtune_losses{
       {{"torchtune.modules.loss.LinearCrossEntropyLoss", loss_impl::linear_ce},
        {"torchtune.modules.loss.CEWithChunkedOutputLoss", loss_impl::chunked_output}}};
@@ -570,7 +581,8 @@ inline void read_torchtune_loss(args_reading& in) {
   if (found == torchtune_losses.end())
     throw input_error(lo + "/_component_", "unknown '" + component +
                                                "'; valid: torchtune.modules.loss.LinearCrossEntropyLoss, "
-                                               "torchtune.modules.loss.CEWithChunkedOutputLoss");
+                                               "torchtune.modules.loss.CEWithChunkedOutputLoss, "
+                                               "torch.nn.CrossEntropyLoss");
   in.q.loss = found->second;
   in.q.output_chunks = args_count(*tl, "num_output_chunks", lo, 8, max_solver_seq_len);  // torchtune: 8
 }
@@ -880,7 +892,7 @@ inline training_args read_training_args(const json& j, const loaded_model& model
   const bool autocast_adapters = read_bool_or(j, "autocast_adapter_dtype", origin, true);
   if (in.method() == training_method::lora && !in.fp32_load && autocast_adapters)
     in.q.adapter_dtype = adapter_precision::fp32;  // said below, unless a DeepSpeed engine casts them back
-  read_torchtune_loss(in);
+  read_torchtune_loss(in, a);
   const trainer_choices chose = read_trainer_choices(in, autocast_adapters);
   a.defaults = in.defaults;
   a.request = file_under(in);
