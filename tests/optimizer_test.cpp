@@ -5,6 +5,8 @@
 
 #include <headroom/memory.hpp>
 #include <headroom/optimizer.hpp>
+#include <headroom/peak.hpp>
+#include <headroom/request.hpp>
 
 #include "catch.hpp"
 #include "shapes.hpp"
@@ -131,4 +133,93 @@ TEST_CASE("A for-loop step's worst tensor holds the previous tensor's denominato
   s.optimizer = optimizer_by_name("adagrad");
   CHECK(estimate_static(model_spec{m, 0}, s, params_basis::exact).for_loop_step ==
         params(128 * 128 + 524'288));
+}
+
+TEST_CASE("torchao's 8- and 4-bit AdamW: codes, one fp32 scale per 256 values and a code book per state",
+          "[optimizer][torchao]") {
+  // torchao/optim/subclass_8bit.py zeros: uint8 codes of full shape, numel/256 fp32 scales, a 256-entry
+  // fp32 qmap; subclass_4bit.py: numel/2 packed codes, the same scales, a 16-entry qmap. Two states (m, v).
+  constexpr std::uint64_t n = 4096ULL * 4096ULL;
+  constexpr bytes eight = optimizer_state_bytes(*find_optimizer("adamw_torch_8bit"), matrix(4096, 4096), 4);
+  static_assert(eight == bytes(2 * (n + 4 * (n / 256) + 4 * 256)));
+  CHECK(eight == bytes(34'080'768));
+  constexpr bytes four = optimizer_state_bytes(*find_optimizer("adamw_torch_4bit"), matrix(4096, 4096), 4);
+  static_assert(four == bytes(2 * (n / 2 + 4 * (n / 256) + 4 * 16)));
+  CHECK(four == bytes(17'301'632));
+  // Under 4096 values, or not a whole number of blocks: zeros_like(p), two states in the parameter dtype.
+  CHECK(optimizer_state_bytes(*find_optimizer("adamw_torch_8bit"), vector(2048), 4) == bytes(2 * 2048 * 4));
+  CHECK(optimizer_state_bytes(*find_optimizer("adamw_torch_8bit"), vector(4100), 2) == bytes(2 * 4100 * 2));
+}
+
+TEST_CASE("Every transformers optim string is priced or refused with its reason", "[optimizer]") {
+  // transformers OptimizerNames (training_args.py @ 00349ae8), as listed in hf-vocabulary.md section 1.1.
+  for (const char* name : {"adamw_torch",
+                           "adamw_torch_fused",
+                           "adamw_torch_xla",
+                           "adamw_torch_npu_fused",
+                           "adamw_apex_fused",
+                           "adafactor",
+                           "adamw_anyprecision",
+                           "adamw_torch_4bit",
+                           "adamw_torch_8bit",
+                           "ademamix",
+                           "sgd",
+                           "adagrad",
+                           "adamw_bnb_8bit",
+                           "adamw_8bit",
+                           "ademamix_8bit",
+                           "lion_8bit",
+                           "lion_32bit",
+                           "paged_adamw_32bit",
+                           "paged_adamw_8bit",
+                           "paged_ademamix_32bit",
+                           "paged_ademamix_8bit",
+                           "paged_lion_32bit",
+                           "paged_lion_8bit",
+                           "rmsprop",
+                           "rmsprop_bnb",
+                           "rmsprop_bnb_8bit",
+                           "rmsprop_bnb_32bit",
+                           "galore_adamw",
+                           "galore_adamw_8bit",
+                           "galore_adafactor",
+                           "galore_adamw_layerwise",
+                           "galore_adamw_8bit_layerwise",
+                           "galore_adafactor_layerwise",
+                           "lomo",
+                           "adalomo",
+                           "grokadamw",
+                           "schedule_free_radam",
+                           "schedule_free_adamw",
+                           "schedule_free_sgd",
+                           "apollo_adamw",
+                           "apollo_adamw_layerwise",
+                           "stable_adamw"}) {
+    INFO(name);
+    if (find_optimizer(name)) continue;
+    try {
+      (void)optimizer_by_name(name);
+      FAIL("neither priced nor refused");
+    } catch (const input_error& e) {
+      const std::string what = e.what();
+      CHECK(what.find("valid:") == std::string::npos);  // a reason, not "unknown"
+    }
+  }
+  test::require_input_error([] { (void)optimizer_by_name("galore_adamw"); }, "GaLore", "not modelled yet");
+}
+
+TEST_CASE("LOMO fuses its update into backward: no state, no gradients kept, accumulation allowed",
+          "[optimizer][lomo]") {
+  run_request q;
+  q.optimizer = "lomo";
+  q.grad_accum = 4;
+  const run_config r = resolve(q);
+  CHECK(r.setup.optim.in_backward);
+  const training_estimate e = estimate_training(test::llama8, r);
+  CHECK(e.statics.buckets.optimizer == bytes(0));
+  // The step in backward keeps no full gradients: far below the 16 GB of bf16 gradients a step after
+  // backward holds.
+  run_request after = q;
+  after.optimizer = "sgd";
+  CHECK(e.at_peak().grads * 10 < estimate_training(test::llama8, resolve(after)).at_peak().grads);
 }

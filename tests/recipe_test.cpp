@@ -284,7 +284,7 @@ TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors
   const auto bad = [](const char* file) { return [file] { (void)read(file); }; };
   require_input_error(bad("tt_broken_rank.yaml"), "tt_broken_rank.yaml:4: model.lora_rank", "-8");
   require_input_error(bad("tt_broken_optimizer.yaml"), ":5: optimizer._component_",
-                      "torchao.optim.AdamW8bit");
+                      "torchao.optim.AdamWFp8");
   require_input_error(bad("tt_broken_model.yaml"), ":2: model._component_", "unknown model 'phi3_mini'");
   require_input_error(bad("tt_broken_syntax.yaml"), "tt_broken_syntax.yaml:3", "malformed YAML");
   require_input_error(bad("tt_broken_batch.yaml"), "batch_size: missing required key");
@@ -313,6 +313,20 @@ TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors
             detail::parse_yaml_text("base_model: Qwen/Qwen3-4B\noptimizer: adamw_fake\n", "a.yml"));
       },
       "a.yml:2: optimizer", "adamw_fake");
+}
+
+TEST_CASE("torchtune's torchao optimizers: AdamW8bit and AdamW4bit with torchao's block sizes",
+          "[recipe][torchtune][torchao]") {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.overrides = {"optimizer._component_=torchao.optim.AdamW4bit"};
+  const recipe four = load_recipe(recipes / "tt_llama3_2_1b_full_single_device.yaml", o);
+  CHECK(four.args.run.setup.optimizer.name == "adamw_torch_4bit");
+  CHECK(four.args.run.setup.optim.block_size == 128);  // torchao's AdamW4bit default
+  o.overrides = {"optimizer._component_=torchao.optim.AdamW8bit"};
+  const recipe eight = load_recipe(recipes / "tt_llama3_2_1b_full_single_device.yaml", o);
+  CHECK(eight.args.run.setup.optimizer.name == "adamw_torch_8bit");
+  CHECK(eight.args.run.setup.optim.block_size == 256);
 }
 
 TEST_CASE("axolotl's FSDP (both versions), its plugins and its activation offloading", "[recipe][axolotl]") {

@@ -140,8 +140,11 @@ inline std::string_view lever_for(std::string_view bucket) {
         return out;
     }
   }
-  if (r.setup.method == training_method::full && r.setup.optimizer.storage != state_storage::blockwise_8bit &&
-      !r.setup.optimizer.factored) {
+  const state_storage storage =
+      r.setup.optimizer.storage;  // 16/32-bit full-size state: an 8-bit one is smaller
+  if (r.setup.method == training_method::full && r.setup.optimizer.states != 0 &&
+      !r.setup.optimizer.factored &&
+      (storage == state_storage::param_dtype || storage == state_storage::fp32)) {
     const std::string was(r.setup.optimizer.name);
     r.setup.optimizer = optimizer_by_name("adamw_8bit");
     if (record("8-bit optimizer", "optim " + was + " -> adamw_8bit", "")) return out;

@@ -21,6 +21,8 @@ enum class state_storage : std::uint8_t {
   param_dtype,     ///< torch optimizers: zeros_like(p), so fp32 master → 4 B, bf16 params → 2 B
   fp32,            ///< always fp32 (bitsandbytes 32-bit, Adafactor, AnyPrecision defaults)
   blockwise_8bit,  ///< bitsandbytes 8-bit: uint8 codes + one fp32 absmax per block
+  torchao_8bit,    ///< torchao OptimState8bit: uint8 codes, one fp32 scale per block, a 256-value fp32 qmap
+  torchao_4bit,    ///< torchao OptimState4bit: packed 4-bit codes, one fp32 scale per block, a 16-value qmap
 };
 
 /// The step's own temporaries, in copies of the trainable values (dtype of the state), per
@@ -52,13 +54,16 @@ struct optimizer_info {
   std::uint8_t step_bytes = 0;  ///< `step` kept as a 0-dim fp32 tensor per parameter (torch Adam(W), Adagrad)
   bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
   bool fused_default = false;   ///< the `optim` string asks for the fused kernel (adamw_torch_fused)
+  bool steps_in_backward = false;  ///< LOMO / AdaLomo: the update is fused into backward (no gradients kept)
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
 inline constexpr std::string_view src_bnb = "bitsandbytes/optim/optimizer.py init_state";
+inline constexpr std::string_view src_torchao =
+    "torchao/optim/adam.py _new_buffer, subclass_{8,4}bit.py zeros (pytorch/ao 36027d82; HF block_size 256)";
 
 /// The catalogue. The first ten are the course's; aliases map to the same layout.
-inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
+inline constexpr std::array<optimizer_info, 32> optimizer_catalog{{
     {"adamw_torch", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam, adam_buffers,
      4, true},
     {"adamw_torch_fused", 2, state_storage::param_dtype, false, false, false, false, src_torch_adam,
@@ -110,6 +115,62 @@ inline constexpr std::array<optimizer_info, 28> optimizer_catalog{{
      "transformers handler: momentum and variance dtypes fp32"},
     {"stable_adamw", 2, state_storage::param_dtype, false, false, true, false,
      "optimi stableadamw.py (+ Kahan buffer for 16-bit params)"},
+    {"adamw_torch_8bit", 2, state_storage::torchao_8bit, false, false, false, false, src_torchao},
+    {"adamw_torch_4bit", 2, state_storage::torchao_4bit, false, false, false, false, src_torchao},
+    {"lomo",
+     0,
+     state_storage::param_dtype,
+     false,
+     false,
+     false,
+     false,
+     "lomo_optim lomo.py (OpenLMLab/LOMO 45d4bac): no state, the update fused into backward hooks",
+     {},
+     0,
+     false,
+     false,
+     true},
+    {"adalomo",
+     0,
+     state_storage::fp32,
+     true,
+     false,
+     false,
+     false,
+     "lomo_optim adalomo.py: fp32 rows + cols second moment, the update fused into backward hooks",
+     {},
+     0,
+     false,
+     false,
+     true},
+}};
+
+/// The transformers `optim` strings headroom refuses, each with the reason (transformers OptimizerNames,
+/// training_args.py @ 00349ae8). A data table.
+struct refused_optimizer {
+  std::string_view name;
+  std::string_view reason;
+};
+inline constexpr std::string_view galore_reason =
+    "GaLore keeps its moments on rank-128 projections of the optim_target_modules' gradients plus the "
+    "projectors (galore_torch): not modelled yet";
+inline constexpr std::string_view apollo_reason =
+    "APOLLO keeps its moments on random rank-128 projections (apollo_torch): not modelled yet";
+inline constexpr std::array<refused_optimizer, 12> refused_optimizers{{
+    {"galore_adamw", galore_reason},
+    {"galore_adamw_8bit", galore_reason},
+    {"galore_adafactor", galore_reason},
+    {"galore_adamw_layerwise", galore_reason},
+    {"galore_adamw_8bit_layerwise", galore_reason},
+    {"galore_adafactor_layerwise", galore_reason},
+    {"apollo_adamw", apollo_reason},
+    {"apollo_adamw_layerwise", apollo_reason},
+    {"grokadamw",
+     "GrokAdamW keeps its three states in host RAM and copies each to the GPU for its step (grokadamw.py): "
+     "not modelled yet"},
+    {"adamw_torch_xla", "runs on an XLA device (TPU), not a CUDA GPU"},
+    {"adamw_torch_npu_fused", "runs on an Ascend NPU, not a CUDA GPU"},
+    {"adamw_apex_fused", "apex FusedAdam's state layout has not been read here: use adamw_torch_fused"},
 }};
 
 /// How a torch.optim optimizer runs its step (the `foreach` / `fused` constructor arguments).
@@ -154,12 +215,16 @@ struct optimizer_options {
 /// Looks an `optim` string up; throws input_error listing the valid names if unknown.
 [[nodiscard]] inline optimizer_info optimizer_by_name(std::string_view name) {
   if (auto o = find_optimizer(name)) return *o;
+  for (const refused_optimizer& r : refused_optimizers)
+    if (r.name == name)
+      throw input_error("optimizer", "'" + std::string(name) + "' " + std::string(r.reason));
   throw input_error("optimizer", "unknown '" + std::string(name) + "'; valid: " + optimizer_names());
 }
 
 namespace detail {
 inline constexpr std::uint64_t fp32_bytes = 4;
-inline constexpr std::uint64_t absmax_bytes = 4;  // bnb 8-bit: one fp32 absmax per block
+inline constexpr std::uint64_t absmax_bytes = 4;              // bnb 8-bit: one fp32 absmax per block
+inline constexpr std::uint64_t torchao_min_quantized = 4096;  // torchao adam.py: "follow bitsandbytes"
 
 /// Bytes of `states` full-size states over n values in the given storage.
 constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n, state_storage s,
@@ -174,6 +239,16 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
       if (n < o.min_8bit_size)  // bnb falls back to fp32 states below min_8bit_size
         return checked_mul(checked_mul(states, n, "optimizer state"), fp32_bytes, "optimizer state");
       return checked_mul(states, n + absmax_bytes * ceil_div(n, o.block_size), "optimizer state");
+    case state_storage::torchao_8bit:
+    case state_storage::torchao_4bit: {
+      // Quantised only when numel >= 4096 and a whole number of blocks; otherwise zeros_like(p).
+      if (n < torchao_min_quantized || n % o.block_size != 0)
+        return checked_mul(checked_mul(states, n, "optimizer state"), param_bytes, "optimizer state");
+      const bool eight = s == state_storage::torchao_8bit;
+      const std::uint64_t codes = eight ? n : n / 2;
+      const std::uint64_t qmap = fp32_bytes * (eight ? 256 : 16);  // the code book, one per state tensor
+      return checked_mul(states, codes + absmax_bytes * (n / o.block_size) + qmap, "optimizer state");
+    }
   }
   return 0;
 }
@@ -318,7 +393,8 @@ inline constexpr std::uint64_t record_function_handle_bytes = 292;
 /// True where every value costs the same state bytes, so the state of a tensor list equals the
 /// state of one tensor of their total size (8-bit blocks and small-tensor fallbacks do not).
 [[nodiscard]] constexpr bool same_bytes_per_value(const optimizer_info& opt) {
-  return !shape_dependent(opt) && opt.storage != state_storage::blockwise_8bit;
+  return !shape_dependent(opt) &&
+         (opt.storage == state_storage::param_dtype || opt.storage == state_storage::fp32);
 }
 
 }  // namespace headroom

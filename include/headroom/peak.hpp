@@ -223,7 +223,8 @@ constexpr step_parts step_parts_of(const model_spec& spec, const run_config& r,
   const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
   p.gathered = p.st.temporaries;
   p.reducing = p.gathered + per_gpu_static.comm.reduce;
-  p.grads_in_forward = r.grad_accum_steps > 1 ? p.st.grads : bytes(0);
+  // Accumulation keeps the gradients through the next forward, unless each was stepped and freed in backward.
+  p.grads_in_forward = r.grad_accum_steps > 1 && !r.setup.optim.in_backward ? p.st.grads : bytes(0);
   p.step_temporaries = step_temporaries_on_gpu(r, statics);
   const bool offloading = r.activations.ckpt == checkpointing::offload;
   p.kept = acts.kept + (offloading ? acts.recompute : bytes(0));  // offloading: the block being moved
@@ -342,7 +343,9 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
                                                 const sharded_state& per_gpu_static) {
   if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
   validate_layout(spec.shape, r.parallel);
-  if (r.setup.optim.in_backward && r.grad_accum_steps > 1)
+  // LOMO's hooks update each parameter as its gradient arrives, micro-batch by micro-batch: nothing to
+  // refuse.
+  if (r.setup.optim.in_backward && !r.setup.optimizer.steps_in_backward && r.grad_accum_steps > 1)
     fail("optimizer_in_backward",
          "cannot be combined with gradient_accumulation_steps > 1: each gradient is freed as it is made "
          "(torchtune's recipes raise the same)");

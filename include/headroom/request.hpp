@@ -325,7 +325,8 @@ inline void resolve_optimizer(const run_request& d, training_setup& s) {
   s.grad_accum_buffer = *d.grad_accum_buffer;
   s.optim.impl = *d.optim_impl;
   s.optim.momentum = *d.sgd_momentum;
-  s.optim.in_backward = *d.optimizer_in_backward;
+  // LOMO and AdaLomo fuse their update into backward hooks: the in-backward step, whatever the knob says.
+  s.optim.in_backward = *d.optimizer_in_backward || s.optimizer.steps_in_backward;
   if (s.optim.momentum && s.optimizer.name != "sgd")
     throw input_error("--sgd-momentum",
                       "applies to --optimizer sgd only (not " + std::string(s.optimizer.name) + ")");

@@ -159,7 +159,9 @@ inline nlohmann::json bnb_nf4_double_quant() {
 
 /// An optimizer class path of a torchtune config in transformers' optim names.
 inline std::string torchtune_optimizer(const std::string& component, const std::string& where) {
-  static constexpr std::array<std::pair<std::string_view, std::string_view>, 7> table{{
+  static constexpr std::array<std::pair<std::string_view, std::string_view>, 9> table{{
+      {"torchao.optim.AdamW8bit", "adamw_torch_8bit"},  // torchao/optim/adam.py (pytorch/ao 36027d82)
+      {"torchao.optim.AdamW4bit", "adamw_torch_4bit"},  // its block_size default 128: set by the caller
       {"torch.optim.AdamW", "adamw_torch"},
       {"torch.optim.Adam", "adamw_torch"},
       {"torch.optim.SGD", "sgd"},
@@ -266,6 +268,11 @@ inline bool torchtune_training(const yaml_doc& d, const nlohmann::json& j, trans
   if (o == nullptr) return false;
   const std::string comp = yaml_string(d, *o, "optimizer._component_", "_component_", "");
   t.set("optim", torchtune_optimizer(comp, d.at("optimizer._component_")), d.at("optimizer"));
+  // torchao's AdamW4bit blocks 128 values unless told otherwise (AdamW8bit: 256, headroom's default).
+  if (comp == "torchao.optim.AdamW4bit")
+    t.request.optim_block_size = yaml_count(d, *o, "optimizer.block_size", "block_size", 128, 1u << 20);
+  else if (comp == "torchao.optim.AdamW8bit")
+    t.request.optim_block_size = yaml_count(d, *o, "optimizer.block_size", "block_size", 256, 1u << 20);
   return yaml_bool(d, *o, "optimizer.fused", "fused", false);
 }
 

@@ -163,6 +163,10 @@ inline void explain_trainable_state(explanation& out, const training_setup& s, c
                            static_cast<int>(s.optimizer.states),
                            s.optimizer.storage == state_storage::blockwise_8bit
                                ? "uint8 + fp32 absmax per " + std::to_string(s.optim.block_size) + " values"
+                           : s.optimizer.storage == state_storage::torchao_8bit
+                               ? "uint8 + fp32 scale per " + std::to_string(s.optim.block_size) + " values"
+                           : s.optimizer.storage == state_storage::torchao_4bit
+                               ? "4-bit + fp32 scale per " + std::to_string(s.optim.block_size) + " values"
                            : s.optimizer.factored                       ? "factored rows + cols in fp32"
                            : s.optimizer.storage == state_storage::fp32 ? "fp32"
                                                                         : "in the parameter dtype",
