@@ -246,6 +246,10 @@ TEST_CASE("Unpriced architectures are refused with the feature named, loaded pla
   const nlohmann::json llava = {{"model_type", "llava"}, {"text_config", {{"model_type", "llama"}}}};
   test::require_input_error([&] { (void)model_from_config(llava, "l.json"); }, "unsupported 'llava'",
                             "vision tower");
+  // A family plus one feature: the message names both and the escape hatch that prices the family's count.
+  const nlohmann::json smol = {{"model_type", "smollm3"}, {"hidden_size", 2048}};
+  test::require_input_error([&] { (void)model_from_config(smol, "s.json"); }, "unsupported 'smollm3'",
+                            "llama plus layers without RoPE", "\"architecture\": \"llama\"");
 }
 
 TEST_CASE("Gemma-3 multimodal: the language model from text_config, the SigLIP tower and projector frozen",

@@ -132,13 +132,25 @@ inline constexpr std::array<std::string_view, 18> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 5> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 6> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
+    {"qwen3_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
 }};
+/// model_types that are a supported family plus one feature headroom does not price: the escape hatch
+/// prices the family's parameters (exact), and the message says what it leaves out. A data table.
+struct near_architecture {
+  std::string_view model_type, family, feature;
+};
+inline constexpr std::array<near_architecture, 1> near_architectures{{
+    // SmolLM3 (transformers models/smollm3): Llama's tensors; no_rope_layers marks the layers without RoPE.
+    {"smollm3", "llama",
+     "layers without RoPE (no_rope_layers): their activations would be priced with RoPE's"},
+}};
+
 /// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
 inline std::string read_config_text(const std::filesystem::path& file) {
   std::error_code ec;
@@ -340,6 +352,14 @@ inline const architecture& architecture_of(const std::string& origin, const std:
     throw input_error(key_path(origin, "model_type"),
                       "unsupported '" + family + "': its " + std::string(unpriced->second) +
                           " are not priced yet; supported: " + supported_model_types());
+  const auto near = std::find_if(near_architectures.begin(), near_architectures.end(),
+                                 [&](const near_architecture& n) { return n.model_type == family; });
+  if (arch == architectures.end() && near != near_architectures.end())
+    throw input_error(key_path(origin, "model_type"),
+                      "unsupported '" + family + "': it is " + std::string(near->family) + " plus " +
+                          std::string(near->feature) + "; \"_headroom\": {\"architecture\": \"" +
+                          std::string(near->family) + "\"} prices it as " + std::string(near->family) +
+                          " (its parameters exactly)");
   if (arch == architectures.end())
     throw input_error(key_path(origin, "model_type"),
                       "unsupported '" + family + "'; supported: " + supported_model_types() +
