@@ -283,8 +283,7 @@ TEST_CASE("Broken recipes name the file, the line and the key", "[recipe][errors
   using test::require_input_error;
   const auto bad = [](const char* file) { return [file] { (void)read(file); }; };
   require_input_error(bad("tt_broken_rank.yaml"), "tt_broken_rank.yaml:4: model.lora_rank", "-8");
-  require_input_error(bad("tt_broken_optimizer.yaml"), ":5: optimizer._component_",
-                      "torchao.optim.AdamWFp8");
+  require_input_error(bad("tt_broken_optimizer.yaml"), ":5: optimizer._component_", "torchao.optim.AdamWFp8");
   require_input_error(bad("tt_broken_model.yaml"), ":2: model._component_", "unknown model 'phi3_mini'");
   require_input_error(bad("tt_broken_syntax.yaml"), "tt_broken_syntax.yaml:3", "malformed YAML");
   require_input_error(bad("tt_broken_batch.yaml"), "batch_size: missing required key");

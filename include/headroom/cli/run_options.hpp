@@ -256,10 +256,11 @@ inline void add_file_options(CLI::App& app, run_options& o) {
       "--training-args", o.args_file,
       "TrainingArguments / SFTConfig JSON (with peft_config, quantization_config sections); run flags "
       "given win over its keys");
-  auto* recipe = app.add_option(
-      "--recipe", o.recipe,
-      "a framework's YAML: torchtune recipe, axolotl, LLaMA-Factory or TRL script config, Unsloth's calls (the model "
-      "from the file unless --preset / --config); run flags given win over its keys");
+  auto* recipe =
+      app.add_option("--recipe", o.recipe,
+                     "a framework's YAML: torchtune recipe, axolotl, LLaMA-Factory or TRL script config, "
+                     "Unsloth's calls (the model "
+                     "from the file unless --preset / --config); run flags given win over its keys");
   recipe->excludes(args);
   app.add_option("--set", o.overrides,
                  "key.path=value: override a recipe key, as `tune run ... compile=True` does (repeatable)")
