@@ -142,7 +142,7 @@ TEST_CASE("Cross-knob rules, once for every caller", "[request]") {
   test::require_input_error([&] { (void)resolve(tower); }, "--train-vision-tower", "--method full");
 }
 
-TEST_CASE("The machine is knobs of the request too; on_gpu places a resolved run on a GPU", "[request]") {
+TEST_CASE("The machine is knobs of the request too, and on_gpu places a resolved run on a GPU", "[request]") {
   const run_config one = resolve(run_request{});
   CHECK(one.parallel.data_parallel == 1);
   CHECK(one.parallel.shard == sharding::none);
