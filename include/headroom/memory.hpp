@@ -474,8 +474,9 @@ inline constexpr std::array<bucket_field, 9> bucket_fields{{
     notes.emplace_back(std::string("torchao ") +
                        (s.optimizer.storage == state_storage::torchao_8bit ? "8" : "4") +
                        "-bit state: one fp32 scale per " + std::to_string(s.optim.block_size) +
-                       "-value block and a code book per state tensor; tensors under 4096 values, or not a "
-                       "whole number of blocks, keep state in the parameter dtype");
+                       "-value block and a code book per state tensor; tensors under " +
+                       std::to_string(detail::torchao_min_quantized) +
+                       " values, or not a whole number of blocks, keep state in the parameter dtype");
   if (s.optimizer.steps_in_backward)
     notes.emplace_back(std::string(s.optimizer.name) +
                        " fuses its update into backward: no gradient is kept past its own step");

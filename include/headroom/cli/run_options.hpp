@@ -606,6 +606,19 @@ inline void check_machine_flags(const run_config& r, const run_options& o) {
         "--offload-optimizer / --offload-params to offload on one GPU)");
 }
 
+/// `q` with what DeepSpeed config `file` decides merged over it: its "auto" values from the run `q` resolves
+/// to over `defaults` (the GPU count from --gpus, or `world_size` when a launcher says it).
+inline run_request add_deepspeed_file(const run_options& o, const run_request& defaults, const run_request& q,
+                                      const model_shape& m, const std::string& file,
+                                      std::optional<std::uint64_t> world_size,
+                                      std::vector<std::string>& notes, std::vector<std::string>& warnings,
+                                      std::vector<std::string>& ignored) {
+  const run_config so_far = resolve_over(defaults, q);
+  deepspeed_inputs in = deepspeed_inputs_of(so_far, o, m);
+  if (world_size) in.world_size = *world_size;
+  return merge(q, deepspeed_request(load_deepspeed(file, in), so_far.setup.method, notes, warnings, ignored));
+}
+
 /// --accelerate-config's layout (and a DeepSpeed config it names) over request `q`, resolved over
 /// `defaults` for the "auto" values; notes say what.
 inline run_request add_accelerate(const run_options& o, const run_request& defaults, run_request q,
@@ -630,11 +643,7 @@ inline run_request add_accelerate(const run_options& o, const run_request& defau
   if (a.deepspeed_file.empty()) return q;
   if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
   std::vector<std::string> ds_notes, warnings, ignored;
-  const run_config so_far = resolve_over(defaults, q);
-  deepspeed_inputs in = deepspeed_inputs_of(so_far, o, m);
-  in.world_size = a.processes;
-  q = merge(q, deepspeed_request(load_deepspeed(a.deepspeed_file, in), so_far.setup.method, ds_notes,
-                                 warnings, ignored));
+  q = add_deepspeed_file(o, defaults, q, m, a.deepspeed_file, a.processes, ds_notes, warnings, ignored);
   for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
     notes.push_back(std::move(line));
   return q;
@@ -667,11 +676,11 @@ inline launched_run launch(const run_options& o, const request_layers& layers, c
     if (file_deepspeed)
       throw input_error("--deepspeed",
                         "the training-args file names a DeepSpeed config already (\"deepspeed\")");
-    const run_config so_far = resolve_over(layers.defaults, q);
-    q = merge(q, deepspeed_request(load_deepspeed(o.deepspeed, deepspeed_inputs_of(so_far, o, m)),
-                                   so_far.setup.method, out.ds_notes, out.ds_warnings, out.ds_ignored));
+    q = detail::add_deepspeed_file(o, layers.defaults, q, m, o.deepspeed, std::nullopt, out.ds_notes,
+                                   out.ds_warnings, out.ds_ignored);
   }
-  out.run = resolve_over(layers.defaults, q);
+  // Without a launcher or DeepSpeed file the request is the one described: resolved already.
+  out.run = o.accelerate.empty() && o.deepspeed.empty() ? described : resolve_over(layers.defaults, q);
   if (gpu) out.run = on_gpu(out.run, *gpu);
   return out;
 }

@@ -828,9 +828,10 @@ inline trl_script from_trl_script(const json& j, const std::string& origin) {
     const auto v = j.find(k.flat);
     if (v == j.end() || v->is_null()) continue;
     const std::string_view section = k.nested.substr(0, k.nested.find('/'));
+    // bitsandbytes' keys build a config only with a quantised load, the 4-bit ones only with load_in_4bit.
+    const bool load_key = k.flat.rfind("load_in", 0) == 0;
     const bool used = section == "model_init_kwargs" || (section == "peft_config" && peft) ||
-                      (section == "quantization_config" && (four_bit || eight_bit) &&
-                       (k.flat.rfind("load_in", 0) == 0 || four_bit));
+                      (section == "quantization_config" && (load_key ? four_bit || eight_bit : four_bit));
     if (used)
       put_trl(out, k.nested, k.flat, *v);
     else

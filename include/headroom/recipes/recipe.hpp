@@ -68,9 +68,15 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> k
     {"mistral-7b-v0.3", "mistral-7b-v0.3"},
     {"gemma-2-2b", "gemma-2-2b"},
 }};
+/// `text` in lower case (ASCII: Hub ids, accelerate's upper-case enum names).
+inline std::string lower_case(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  return text;
+}
 inline std::string normalise_model_id(std::string id) {
   if (const auto slash = id.rfind('/'); slash != std::string::npos) id = id.substr(slash + 1);
-  std::transform(id.begin(), id.end(), id.begin(), [](char c) { return static_cast<char>(std::tolower(c)); });
+  id = lower_case(std::move(id));
   for (bool changed = true; changed;) {
     changed = false;
     for (std::string_view suffix : {"-bnb-4bit", "-unsloth", "-instruct", "-it", "-hf", "-base"})
@@ -268,11 +274,10 @@ inline bool torchtune_training(const yaml_doc& d, const nlohmann::json& j, trans
   if (o == nullptr) return false;
   const std::string comp = yaml_string(d, *o, "optimizer._component_", "_component_", "");
   t.set("optim", torchtune_optimizer(comp, d.at("optimizer._component_")), d.at("optimizer"));
-  // torchao's AdamW4bit blocks 128 values unless told otherwise (AdamW8bit: 256, headroom's default).
-  if (comp == "torchao.optim.AdamW4bit")
-    t.request.optim_block_size = yaml_count(d, *o, "optimizer.block_size", "block_size", 128, 1u << 20);
-  else if (comp == "torchao.optim.AdamW8bit")
-    t.request.optim_block_size = yaml_count(d, *o, "optimizer.block_size", "block_size", 256, 1u << 20);
+  // torchao's AdamW4bit blocks 128 values unless told otherwise, its AdamW8bit 256 (torchao/optim/adam.py).
+  if (comp == "torchao.optim.AdamW4bit" || comp == "torchao.optim.AdamW8bit")
+    t.request.optim_block_size = yaml_count(d, *o, "optimizer.block_size", "block_size",
+                                            comp == "torchao.optim.AdamW4bit" ? 128 : 256, 1u << 20);
   return yaml_bool(d, *o, "optimizer.fused", "fused", false);
 }
 
@@ -488,19 +493,14 @@ inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64
       strategy != "HYBRID_SHARD")
     throw input_error(d.at("fsdp_config.sharding_strategy"),
                       "'" + strategy + "' is not modelled; valid: FULL_SHARD, SHARD_GRAD_OP, HYBRID_SHARD");
-  if (!strategy.empty()) {
-    shard = strategy;
-    std::transform(shard.begin(), shard.end(), shard.begin(),
-                   [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
-  }
+  if (!strategy.empty()) shard = lower_case(strategy);
   if (version == 2 && !yaml_bool(d, cfg, "fsdp_config.reshard_after_forward", "reshard_after_forward", true))
     shard = "shard_grad_op";
   offload = offload || yaml_bool(d, cfg, "fsdp_config.offload_params", "offload_params", false);
   t.set("fsdp", shard + " auto_wrap" + (offload ? " offload" : ""), where);
   t.set("fsdp_config/fsdp_version", version, where);
-  std::string prefetch = yaml_string(d, cfg, "fsdp_config.backward_prefetch", "backward_prefetch", "");
-  std::transform(prefetch.begin(), prefetch.end(), prefetch.begin(),
-                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  const std::string prefetch =
+      lower_case(yaml_string(d, cfg, "fsdp_config.backward_prefetch", "backward_prefetch", ""));
   if (!prefetch.empty()) t.set("fsdp_config/backward_prefetch", prefetch, d.at("fsdp_config"));
   if (yaml_bool(d, cfg, "fsdp_config.activation_checkpointing", "activation_checkpointing", false)) {
     t.set("gradient_checkpointing", true, where);  // accelerate's checkpoint_wrapper: non-reentrant
