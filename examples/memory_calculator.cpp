@@ -427,14 +427,34 @@ int solve_gpus(report& out, const prepared_run& p, const options& o) {
   return cli::exit_ok;
 }
 
-// --fit: the exact boundary (the answer fits, one more does not).
+// The advisor's answer for a run over budget, into the report.
+advice add_advice(report& out, const prepared_run& p, const run_config& r) {
+  advice a = advise(p.in.model.spec, r, *p.budget, advisor_options{!p.gpu || p.gpu->bf16});
+  out.json["advice"] = advice_json(a);
+  out.text += format_advice(a, *p.budget);
+  return a;
+}
+
+// --fit: the exact boundary (the answer fits, one more does not). When not even 1 fits, the advisor's lever
+// at 1, and the boundary that lever gives.
 int fit(report& out, const prepared_run& p, fit_dimension d) {
+  const bool seq = d == fit_dimension::seq_len;
   const fit_answer a = fit_largest(p.in.model.spec, p.run, *p.budget, d);
-  out.json[d == fit_dimension::seq_len ? "max_seq_len" : "max_batch"] = a.largest;
-  out.text += fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n",
-                          d == fit_dimension::seq_len ? "seq-len" : "micro-batch", gb_text(*p.budget),
-                          a.largest, a.largest + 1, gb_text(a.next_total));
-  return a.largest == 0 ? cli::exit_does_not_fit : cli::exit_ok;
+  out.json[seq ? "max_seq_len" : "max_batch"] = a.largest;
+  out.text +=
+      fmt::format("fit        longest {} that fits {}: {} ({} needs {})\n", seq ? "seq-len" : "micro-batch",
+                  gb_text(*p.budget), a.largest, a.largest + 1, gb_text(a.next_total));
+  if (a.largest != 0) return cli::exit_ok;
+  run_config smallest = p.run;
+  (seq ? smallest.activations.seq_len : smallest.activations.batch) = 1;
+  const advice advised = add_advice(out, p, smallest);
+  if (advised.found) {
+    const std::uint64_t with = fit_largest(p.in.model.spec, advised.config, *p.budget, d).largest;
+    out.json[seq ? "max_seq_len_with_advice" : "max_batch_with_advice"] = with;
+    out.text += fmt::format("fit        with that advice, the longest {} that fits: {}\n",
+                            seq ? "seq-len" : "micro-batch", with);
+  }
+  return cli::exit_does_not_fit;
 }
 
 // The question the flags asked beyond the estimate: GPUs, a boundary, or (over budget) what to change.
@@ -443,9 +463,7 @@ int answer(report& out, const prepared_run& p, const options& o, const CLI::App&
   if (app.count("--solve-gpus") > 0) return solve_gpus(out, p, o);
   if (p.fit) return fit(out, p, *p.fit);
   if (!p.budget || fits(e, *p.budget)) return cli::exit_ok;
-  const advice a = advise(p.in.model.spec, p.run, *p.budget);
-  out.json["advice"] = advice_json(a);
-  out.text += format_advice(a, *p.budget);
+  (void)add_advice(out, p, p.run);
   return cli::exit_does_not_fit;
 }
 

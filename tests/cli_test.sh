@@ -123,7 +123,7 @@ expect "offload scope needs offload" 2 '--offload-scope: needs an offloading mod
 expect "load fp32-cast peak" 0 'peak phase: load' -- --method lora --load-path fp32-cast
 expect "load explain" 0 'load     torchao-nf4: weights 4\.127 GB \+ transient 0\.363 GB' -- --method qlora --load-path torchao-nf4 --explain
 expect "load json" 0 '"transient_bytes": 124780544' -- --method qlora --load-path bnb-4bit --json
-expect "load advice" 1 'lever      load in bf16: fp32 checkpoint cast on the GPU' -- --method lora --load-path fp32-cast --budget-gb 30
+expect "load advice" 1 'one lever  load in bf16: fp32 checkpoint cast on the GPU' -- --method lora --load-path fp32-cast --budget-gb 30
 expect "load wrong method" 2 'load_path: bnb-4bit loads a 4-bit base' -- --method full --load-path bnb-4bit
 expect "load sharded" 2 '--load-path: prices one GPU' -- --method lora --load-path direct --gpus 2 --zero 3
 expect "load unknown" 2 "--load-path: unknown 'safetensors'" -- --load-path safetensors
@@ -172,6 +172,15 @@ expect "offload host" 0 'in pinned host RAM' -- --preset qwen3-4b --checkpointin
 expect "advisor" 1 'biggest bucket at the peak: optimizer' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor fits" 1 'fits with +--method lora' -- "${p8[@]}" --method full --budget-gb 24
 expect "advisor json" 1 '"found": true' -- "${p8[@]}" --method full --budget-gb 24 --json
+# Issue 28: full fine-tuning keeps its method while a static-state lever fits; one lever at a time; a lever when
+# --fit finds nothing; the optimizer in backward never exits 2; the chunked-loss note only where it helps.
+expect "advisor stays full" 1 'one lever  optimizer offload: .* -> 31\.495 GB, fits' -- --preset qwen3-8b --seq-len 4096 --gpu h100-sxm
+expect "advisor offload flags" 1 'fits with +--method full .* --zero 3 --offload-optimizer' -- --preset qwen3-8b --seq-len 4096 --gpu h100-sxm
+expect "advisor combined" 1 'no lever fits alone; the cheapest combination' -- --preset qwen3-4b --method lora --batch 16 --seq-len 8192 --no-checkpointing --budget-gb 24
+expect "advisor in backward" 1 'one lever  halve the micro-batch: micro-batch 4 -> 2, accumulation 1 -> 1' -- --recipe "$data/recipes/tt_llama3_2_1b_full_single_device.yaml" --gpu rtx-3090
+expect "fit zero lever" 1 'fit        with that advice, the longest seq-len that fits: [1-9]' -- --preset llama-3.1-70b-like --method lora --fit seq-len --gpu h100-sxm
+expect "fit zero json" 1 '"max_seq_len_with_advice": [1-9]' -- --preset llama-3.1-70b-like --method lora --fit seq-len --gpu h100-sxm --json
+expect "chunked note helps" 0 'chunked_nll, which lowers this peak to' -- --preset qwen3-4b --method lora --seq-len 8192
 expect "bf16 on T4" 2 'no bf16 support: use fp16 with loss scaling' -- --gpu t4
 expect "unknown gpu" 2 "gpu: unknown 'h300'; valid: a100-40gb" -- --gpu h300
 expect "fit needs budget" 2 '--fit: needs a budget' -- --fit seq-len

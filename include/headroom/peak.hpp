@@ -695,16 +695,27 @@ inline std::string impl_reason(const training_setup& s) {
         "activations by the course's Korthikanti formula (a GPT block with a 4h GELU MLP, +-30% "
         "for SwiGLU/GQA models); the default detailed inventory follows the real tensors");
   if (r.loss.impl == loss_impl::naive)
-    notes.emplace_back(
-        "loss: naive (bf16 logits, fp32 upcast, fp32 log-softmax and its gradients); TRL's "
-        "SFTTrainer defaults to chunked_nll (--ce-chunk 256)");
+    notes.emplace_back("loss: naive (bf16 logits, fp32 upcast, fp32 log-softmax and its gradients)");
   return notes;
+}
+/// TRL's chunked_nll (SFTTrainer's default loss) against a naive loss: a note only where it lowers the peak
+/// (its fp32 copy of the head can make a large-vocabulary, large-hidden model's peak higher).
+[[nodiscard]] inline std::optional<std::string> chunked_loss_note(const model_spec& spec, const run_config& r,
+                                                                  const training_estimate& e) {
+  if (r.loss.impl != loss_impl::naive) return std::nullopt;
+  run_config chunked = r;
+  chunked.loss.impl = loss_impl::chunked;
+  const bytes total = estimate_training(spec, chunked).total_bytes();
+  if (total >= e.total_bytes()) return std::nullopt;
+  return "loss: TRL's SFTTrainer defaults to chunked_nll, which lowers this peak to " + gb_text(total) +
+         " (--ce-chunk " + std::to_string(r.loss.chunk_tokens) + ")";
 }
 /// The notes, and those that need the model: whether the optimizer implementation moves the peak.
 [[nodiscard]] inline std::vector<std::string> training_notes(const model_spec& spec,
                                                              const training_estimate& e,
                                                              const run_config& r) {
   std::vector<std::string> notes = training_notes(e, r);
+  if (auto n = chunked_loss_note(spec, r, e)) notes.push_back(std::move(*n));
   if (auto n = optimizer_impl_note(spec, r, e)) notes.push_back(std::move(*n));
   return notes;
 }

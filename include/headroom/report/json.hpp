@@ -209,6 +209,7 @@ inline void impl_peaks_and_notes_json(nlohmann::json& j, const loaded_model& mod
         {{"impl", choice_name(optimizer_impl_names, p.impl)}, {"total_bytes", p.total.count()}});
   j["optimizer_impl_peaks"] = impl_peaks;
   std::vector<std::string> notes = training_notes(e, r);
+  if (auto n = chunked_loss_note(model.spec, r, e)) notes.push_back(std::move(*n));
   if (auto n = optimizer_impl_note(peaks, r))
     notes.push_back(std::move(*n));  // the same peaks, not re-estimated
   j["notes"] = notes;
@@ -255,19 +256,25 @@ inline void impl_peaks_and_notes_json(nlohmann::json& j, const loaded_model& mod
   return j;
 }
 
-/// The advisor's answer: triage, each lever with its effect, and the configuration that fits.
+/// The advisor's answer: triage, each lever tried alone, the answer's levers, and the configuration that
+/// fits.
 [[nodiscard]] inline nlohmann::json advice_json(const advice& a) {
-  nlohmann::json steps = nlohmann::json::array();
-  for (const advice_step& s : a.steps)
-    steps.push_back({{"lever", s.lever},
-                     {"change", s.change},
-                     {"warning", s.warning},
-                     {"total_bytes", s.total.count()},
-                     {"fits", s.fits}});
+  auto steps_json = [](const std::vector<advice_step>& steps) {
+    nlohmann::json j = nlohmann::json::array();
+    for (const advice_step& s : steps)
+      j.push_back({{"lever", s.lever},
+                   {"change", s.change},
+                   {"warning", s.warning},
+                   {"total_bytes", s.total.count()},
+                   {"fits", s.fits}});
+    return j;
+  };
   nlohmann::json j{{"biggest_bucket", a.biggest_bucket},
                    {"first_lever", a.first_lever},
                    {"static_alone_too_big", a.static_alone_too_big},
-                   {"steps", steps},
+                   {"alone", steps_json(a.alone)},
+                   {"steps", steps_json(a.steps)},
+                   {"combined", a.combined},
                    {"found", a.found}};
   if (a.found) {
     const run_config& r = a.config;
@@ -277,7 +284,10 @@ inline void impl_peaks_and_notes_json(nlohmann::json& j, const loaded_model& mod
                    {"batch", r.activations.batch},
                    {"grad_accum_steps", r.grad_accum_steps},
                    {"seq_len", r.activations.seq_len},
-                   {"checkpointing", choice_name(checkpointing_names, r.activations.ckpt)}};
+                   {"checkpointing", choice_name(checkpointing_names, r.activations.ckpt)},
+                   {"gpus", r.parallel.data_parallel},
+                   {"sharding", choice_name(sharding_names, r.parallel.shard)},
+                   {"offload_optimizer", r.parallel.offload_optimizer}};
   }
   return j;
 }

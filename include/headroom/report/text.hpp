@@ -164,7 +164,26 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   return line.out;
 }
 
-/// The advisor's answer as text.
+namespace detail {
+/// The flags that select a run's parallel layout, as the advisor may have changed it ("" for one plain GPU).
+inline std::string layout_flags(const parallel_config& p) {
+  std::string flags;
+  if (p.data_parallel > 1) flags += " --gpus " + std::to_string(p.data_parallel);
+  if (is_deepspeed(p.shard)) flags += fmt::format(" --zero {}", static_cast<int>(p.shard));
+  if (p.shard != sharding::none && !is_deepspeed(p.shard))
+    flags += " --fsdp " + std::string(choice_name(sharding_names, p.shard));
+  if (p.offload_optimizer) flags += " --offload-optimizer";
+  return flags;
+}
+inline void advice_line(text_lines& line, std::string_view label, const advice_step& s) {
+  line(fmt::format("{:<11}{}: {} -> {}, {}", label, s.lever, s.change, gb_text(s.total),
+                   s.fits ? "fits" : "does not fit"));
+  if (!s.warning.empty()) line(fmt::format("           warning: {}", s.warning));
+}
+}  // namespace detail
+
+/// The advisor's answer as text: the triage, each lever tried alone, the combination when none fits alone,
+/// and the flags of the run that fits.
 [[nodiscard]] inline std::string format_advice(const advice& a, bytes budget) {
   detail::text_lines line;
   line(fmt::format("triage     biggest bucket at the peak: {}; first lever: {}", a.biggest_bucket,
@@ -172,25 +191,26 @@ inline std::string header_row(const std::vector<std::string>& titles, bool with_
   if (a.static_alone_too_big)
     line(fmt::format("           the static state alone exceeds {}: no activation lever can make this fit",
                      gb_text(budget)));
-  for (const advice_step& s : a.steps) {
-    line(fmt::format("lever      {}: {} -> {}, {}", s.lever, s.change, gb_text(s.total),
-                     s.fits ? "fits" : "does not fit"));
-    if (!s.warning.empty()) line(fmt::format("           warning: {}", s.warning));
+  for (const advice_step& s : a.alone) detail::advice_line(line, "one lever", s);
+  if (a.combined) {
+    line("           no lever fits alone; the cheapest combination that fits:");
+    for (const advice_step& s : a.steps) detail::advice_line(line, "combined", s);
   }
   if (a.found) {
     const run_config& r = a.config;
     line(fmt::format(
         "fits with  --method {} --precision {} --optimizer {} --batch {} --grad-accum {} --seq-len {} "
-        "--checkpointing {}{}",
+        "--checkpointing {}{}{}",
         choice_name(method_names, r.setup.method), choice_name(precision_names, r.setup.precision),
         r.setup.optimizer.name, r.activations.batch, r.grad_accum_steps, r.activations.seq_len,
-        choice_name(checkpointing_names, r.activations.ckpt),
+        choice_name(checkpointing_names, r.activations.ckpt), detail::layout_flags(r.parallel),
         r.load == load_path::none ? ""
                                   : " --load-path " + std::string(choice_name(load_path_names, r.load))));
   } else {
     line(
-        "no single-GPU configuration on the checklist fits: shard across GPUs (ZeRO-3 / FSDP) or use a "
-        "larger GPU");
+        fmt::format("no lever on the checklist, alone or combined, fits {}: more GPUs (--solve-gpus) or a "
+                    "larger GPU",
+                    gb_text(budget)));
   }
   return line.out;
 }
