@@ -21,6 +21,7 @@ int main(int argc, char** argv) {
     fmt::print("{} recipe, model {}: {} x {} tokens, accumulation {}\n",
                choice_name(framework_names, r.source), r.model.name, r.args.run.activations.batch,
                r.args.run.activations.seq_len, r.args.run.grad_accum_steps);
+    fmt::print("  read as: {}\n", r.args.read_as);
     for (const std::string& note : r.args.notes) fmt::print("  note: {}\n", note);
 
     // 2. Estimate the step's peak on one GPU.

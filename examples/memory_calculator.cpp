@@ -381,12 +381,14 @@ void describe_inputs(report& out, const prepared_run& p, const options& o, const
     out.text += "\n" + format_explanation(p.in.model, p.run, values);
   }
   if (const std::optional<training_args>& args = p.in.args) {  // what it said, assumed and ignored
-    out.json["training_args"] = {{"config_class", args->config_class},
+    out.json["training_args"] = {{"read_as", args->read_as},
+                                 {"config_class", args->config_class},
                                  {"notes", args->notes},
                                  {"warnings", args->warnings},
                                  {"ignored_fields", args->ignored},
                                  {"lr_scheduler_type", args->lr_scheduler_type},
                                  {"learning_rate", args->learning_rate}};
+    out.text += "args: read as: " + args->read_as + "\n";
     for (const std::string& line :
          cli::file_report("args: ", args->notes, args->warnings, "args: ignored fields", args->ignored))
       out.text += line + "\n";

@@ -380,7 +380,7 @@ TEST_CASE("TRL script configs (alignment-handbook): ModelConfig's fields built a
   CHECK(r.activations.seq_len == 2048);
   CHECK(r.activations.batch == 4);
   CHECK(r.grad_accum_steps == 2);
-  CHECK(test::mentions(z.args.notes, "read as: TRL script config"));
+  CHECK(z.args.read_as.rfind("TRL script config (model_name_or_path with ModelConfig keys", 0) == 0);
   CHECK(test::mentions(z.args.ignored, "chat_template"));
   // SmolLM3's SFT recipe: a full fine-tune at 65,536 tokens, packed (ffd: bfd's first name), Liger's loss.
   const recipe s3 = read("trl_smollm3_sft_full.yaml");
@@ -477,4 +477,37 @@ TEST_CASE("YAML scalars are typed as YAML reads them, and quoted text stays text
   CHECK(d.at("h") == "t.yml:8: h");
   CHECK(detail::normalise_model_id("unsloth/Meta-Llama-3.1-8B-Instruct-bnb-4bit") == "llama-3.1-8b");
   CHECK(detail::normalise_model_id("Qwen/Qwen3-4B-Instruct-2507") == "qwen3-4b");
+}
+
+TEST_CASE("Every recipe says what it was read as, and by which rule", "[recipe]") {
+  CHECK(read("tt_qwen3_8b_lora.yaml").args.read_as == "torchtune recipe (model._component_ names a builder)");
+  CHECK(read("ax_llama3_lora_1b.yml").args.read_as == "axolotl config (base_model)");
+  CHECK(
+      read("lf_qwen3_lora_sft.yaml").args.read_as ==
+      "LLaMA-Factory config (model_name_or_path with its own keys: stage, finetuning_type, lora_rank, ...)");
+  CHECK(read("us_qwen3_4b_lora16.yaml").args.read_as ==
+        "Unsloth calls (from_pretrained, get_peft_model, training_args)");
+  // Neither rule matches: --framework declares the kind, and the line says so.
+  detail::yaml_doc d = detail::parse_yaml_file(recipes / "lf_qwen3_lora_sft.yaml");
+  for (std::string_view key : detail::llama_factory_only_keys) d.root.erase(std::string(key));
+  recipe_options opt;
+  opt.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  opt.kind = framework::llama_factory;
+  CHECK(recipe_from_yaml(d, opt).args.read_as ==
+        "LLaMA-Factory config (model_name_or_path; --framework says so)");
+}
+
+TEST_CASE("An axolotl key that changes memory and is not read is a warning, never only ignored",
+          "[recipe][axolotl]") {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.overrides = {"model_quantization_config=Mxfp4Config", "chunked_cross_entropy=true",
+                 "lora_mlp_kernel=true", "tiled_mlp=false"};
+  const recipe r = load_recipe(recipes / "ax_llama3_lora_1b.yml", o);
+  for (const char* key : {"model_quantization_config", "chunked_cross_entropy", "lora_mlp_kernel"}) {
+    CHECK(test::mentions(r.args.warnings, std::string(key) + " changes memory but is not modelled"));
+    CHECK_FALSE(test::mentions(r.args.ignored, key));
+  }
+  CHECK_FALSE(test::mentions(r.args.warnings, "tiled_mlp"));  // switched off: nothing to warn about
+  CHECK_FALSE(test::mentions(r.args.ignored, "tiled_mlp"));
 }

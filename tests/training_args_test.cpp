@@ -130,6 +130,9 @@ TEST_CASE("TrainingArguments with bf16 on a bf16 model is the third route", "[tr
   const loaded_model m = preset("llama-3.1-8b-like");
   const training_args a = args("trainer-full.json", m);
   CHECK(a.config_class == "TrainingArguments");
+  CHECK(a.read_as ==
+        "TrainingArguments JSON (TrainingArguments / SFTConfig fields without model_name_or_path; "
+        "config_class names the class)");
   CHECK(a.run.setup.precision == precision_route::bf16_pure);
   CHECK(a.run.loss.impl == loss_impl::naive);
   CHECK(estimate_static(m.spec, a.run.setup, a.run.basis).buckets.static_bytes() ==

@@ -32,6 +32,7 @@ struct training_args {
   run_request request{};     ///< what the file said, with the caller's knobs (`later`) merged over it
   run_request defaults{};    ///< the config class's defaults (config_class_defaults) under the request
   std::string config_class;  ///< "SFTConfig" (default) or "TrainingArguments"
+  std::string read_as;       ///< the file's kind and the rule that decided it ("TRL script config (...)")
   std::string lr_scheduler_type = "linear";
   double learning_rate = 5e-5;
   double warmup_steps = 0;    ///< as written: a count, or a fraction below 1
@@ -925,7 +926,13 @@ inline training_args read_training_args(const json& j, const loaded_model& model
                                                            const trainer_behaviour& trainer = {}) {
   if (!j.is_object())
     throw input_error(origin, "expected a JSON object of TrainingArguments / SFTConfig fields");
-  if (!detail::is_trl_script(j)) return detail::read_training_args(j, model, origin, later, trainer);
+  if (!detail::is_trl_script(j)) {
+    training_args a = detail::read_training_args(j, model, origin, later, trainer);
+    a.read_as = a.config_class + " JSON (TrainingArguments / SFTConfig fields without model_name_or_path; " +
+                (j.contains("config_class") ? "config_class names the class)"
+                                            : "SFTConfig unless config_class says)");
+    return a;
+  }
   // The script form: errors name the script's keys.
   const detail::trl_script script = detail::from_trl_script(j, origin);
   training_args a;
@@ -934,11 +941,11 @@ inline training_args read_training_args(const json& j, const loaded_model& model
   } catch (const input_error& e) {
     throw detail::trl_script_error(e, origin, script);
   }
-  a.notes.insert(a.notes.begin(),
-                 "read as: TRL script config (ModelConfig fields built into model_init_kwargs, "
-                 "quantization_config and peft_config as trl/scripts/sft.py does)");
+  a.read_as =
+      "TRL script config (model_name_or_path with ModelConfig keys; those fields built into "
+      "model_init_kwargs, quantization_config and peft_config as trl/scripts/sft.py does)";
   if (script.renamed)
-    a.notes.insert(a.notes.begin() + 1, "max_seq_length: read as max_length, its name since TRL #2895");
+    a.notes.insert(a.notes.begin(), "max_seq_length: read as max_length, its name since TRL #2895");
   for (const std::string& k : script.unused) a.ignored.push_back(k + " (without use_peft / load_in_4bit)");
   return a;
 }

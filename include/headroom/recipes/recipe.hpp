@@ -609,8 +609,29 @@ inline void sort_axolotl_keys(const yaml_doc& d, const nlohmann::json& j, transl
              "liger_rms_norm",
              "liger_layer_norm",
              "liger_glu_activation"},
-            {"lora_target_parameters", "layer_offloading", "fp8", "tensor_parallel_size",
-             "context_parallel_size", "unfrozen_parameters"},
+            // axolotl 067b021c utils/schemas: quantised or non-AMP bases, LoRA's fused kernels, chunked or
+            // tiled losses and MLPs, sequence parallelism, ReLoRA, QAT, GPTQ
+            {"lora_target_parameters",
+             "layer_offloading",
+             "fp8",
+             "tensor_parallel_size",
+             "context_parallel_size",
+             "unfrozen_parameters",
+             "model_quantization_config",
+             "quantize_moe_experts",
+             "gptq",
+             "bfloat16",
+             "float16",
+             "float32",
+             "lora_mlp_kernel",
+             "lora_qkv_kernel",
+             "lora_o_kernel",
+             "chunked_cross_entropy",
+             "tiled_mlp",
+             "sequence_parallel_degree",
+             "relora",
+             "qat",
+             "dynamic_checkpoint"},
             t);
 }
 }  // namespace detail
@@ -925,6 +946,34 @@ bool has_any(const nlohmann::json& root, const std::array<std::string_view, N>& 
 }
 }  // namespace detail
 
+namespace detail {
+/// "read as": the kind a recipe was read as, and the rule that decided it (its keys, or --framework).
+inline std::string recipe_read_as(framework fw, bool by_keys) {
+  const std::string rule = by_keys ? "" : "; --framework says so";
+  switch (fw) {
+    case framework::torchtune:
+      return "torchtune recipe (model._component_ names a builder)";
+    case framework::axolotl:
+      return "axolotl config (base_model)";
+    case framework::unsloth:
+      return "Unsloth calls (from_pretrained, get_peft_model, training_args)";
+    case framework::llama_factory:
+      return "LLaMA-Factory config (model_name_or_path" +
+             std::string(by_keys ? " with its own keys: stage, finetuning_type, lora_rank, ...)"
+                                 : rule + ")");
+    case framework::trl:
+      return "TRL script config (model_name_or_path" +
+             std::string(by_keys ? " with ModelConfig keys: use_peft, lora_r, dtype, ...)" : rule + ")") +
+             "; ModelConfig's fields built into model_init_kwargs, quantization_config and peft_config as "
+             "trl/scripts/sft.py does";
+    case framework::hf_trainer:
+    case framework::peft:
+      break;
+  }
+  return std::string(choice_name(framework_names, fw));
+}
+}  // namespace detail
+
 /// Which framework wrote a YAML file, from the keys only it uses; a file with model_name_or_path is
 /// LLaMA-Factory's or TRL's by their own keys (detail::llama_factory_only_keys, trl_only_keys). None when no
 /// rule matches, or when both do.
@@ -964,15 +1013,15 @@ bool has_any(const nlohmann::json& root, const std::array<std::string_view, N>& 
         "axolotl config (base_model), a LLaMA-Factory or TRL script config (model_name_or_path) "
         "or Unsloth's calls (from_pretrained)");
   }
-  if (*fw == framework::torchtune) {
-    if (!d.root.at("model").at("_component_").is_string())
-      throw input_error(d.at("model._component_"), "must be a torchtune model builder path");
-    return torchtune_recipe(d, opt);
-  }
-  if (*fw == framework::axolotl) return axolotl_recipe(d, opt);
-  if (*fw == framework::llama_factory) return llama_factory_recipe(d, opt);
-  if (*fw == framework::trl) return trl_recipe(d, opt);
-  return unsloth_recipe(d, opt);
+  if (*fw == framework::torchtune && !d.root.at("model").at("_component_").is_string())
+    throw input_error(d.at("model._component_"), "must be a torchtune model builder path");
+  recipe out = *fw == framework::torchtune       ? torchtune_recipe(d, opt)
+               : *fw == framework::axolotl       ? axolotl_recipe(d, opt)
+               : *fw == framework::llama_factory ? llama_factory_recipe(d, opt)
+               : *fw == framework::trl           ? trl_recipe(d, opt)
+                                                 : unsloth_recipe(d, opt);
+  out.args.read_as = detail::recipe_read_as(*fw, recipe_framework(d.root).has_value());
+  return out;
 }
 
 /// Reads a recipe file: a framework's YAML config (torchtune, axolotl, LLaMA-Factory, Unsloth's calls).
