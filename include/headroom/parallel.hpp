@@ -146,24 +146,26 @@ namespace detail {
                                              " layers; pipeline_parallel is " + std::to_string(pp) +
                                              "): a stage holds at least one layer");
 }
-}  // namespace detail
 
+/// validate_layout for a parallel_config already validated (the step's, checked by shard_static).
+constexpr void check_layout_fits(const model_shape& m, const parallel_config& p) {
+  if (m.num_attention_heads % p.tensor_parallel != 0 || m.num_key_value_heads % p.tensor_parallel != 0)
+    fail_tensor_parallel(m.num_attention_heads, m.num_key_value_heads, p.tensor_parallel);
+  if (p.pipeline_parallel > m.num_hidden_layers)
+    fail_pipeline_parallel(m.num_hidden_layers, p.pipeline_parallel);
+}
+}  // namespace detail
 /// A layout the model can have: tensor parallelism splits the attention heads and the KV heads (Megatron's
 /// column-parallel q/k/v need both divisible), and a pipeline stage holds at least one layer.
 constexpr void validate_layout(const model_shape& m, const parallel_config& p) {
   validate(p);
-  if (m.num_attention_heads % p.tensor_parallel != 0 || m.num_key_value_heads % p.tensor_parallel != 0)
-    detail::fail_tensor_parallel(m.num_attention_heads, m.num_key_value_heads, p.tensor_parallel);
-  if (p.pipeline_parallel > m.num_hidden_layers)
-    detail::fail_pipeline_parallel(m.num_hidden_layers, p.pipeline_parallel);
+  detail::check_layout_fits(m, p);
 }
 
-/// The communication buffers one GPU holds under a layout (docs/parallel.md, "Communication buffers"). A
-/// unit is the largest block gathered at once (largest_unit_params), split by tensor parallelism.
-[[nodiscard]] constexpr comm_buffers communication_buffers(const model_shape& m, const static_estimate& st,
-                                                           const training_setup& s,
-                                                           const parallel_config& p) {
-  validate(p);
+namespace detail {
+/// communication_buffers for a parallel_config already validated (shard_static's).
+constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, const static_estimate& st,
+                                                      const training_setup& s, const parallel_config& p) {
   comm_buffers c;
   if (p.gpus() == 1 && p.shard == sharding::none) return c;  // one GPU: nothing to communicate
   const std::uint64_t b = detail::weight_bytes(s.precision);
@@ -213,6 +215,15 @@ constexpr void validate_layout(const model_shape& m, const parallel_config& p) {
   c.nccl = bytes(detail::checked_mul(c.communicators * p.nccl_channels, nccl_channel_bytes, "NCCL buffers"));
   return c;
 }
+}  // namespace detail
+/// The communication buffers one GPU holds under a layout (docs/parallel.md, "Communication buffers"). A
+/// unit is the largest block gathered at once (largest_unit_params), split by tensor parallelism.
+[[nodiscard]] constexpr comm_buffers communication_buffers(const model_shape& m, const static_estimate& st,
+                                                           const training_setup& s,
+                                                           const parallel_config& p) {
+  validate(p);
+  return detail::communication_buffers_of_valid(m, st, s, p);
+}
 
 /// What the reduce term holds under a layout, with its source (for --explain).
 [[nodiscard]] constexpr std::string_view reduce_mechanism(const parallel_config& p) {
@@ -242,7 +253,7 @@ constexpr void validate_layout(const model_shape& m, const parallel_config& p) {
                                                    const training_setup& s, const parallel_config& p) {
   validate(p);
   sharded_state out;
-  out.comm = communication_buffers(m, st, s, p);
+  out.comm = detail::communication_buffers_of_valid(m, st, s, p);
   if (p.shard == sharding::none && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
       !p.offload_optimizer && !p.offload_params) {
     out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split

@@ -336,13 +336,13 @@ constexpr varying largest_of(const step_moments& ph) {
                  most(&varying::temporaries)};
 }
 
-/// The step estimate for a validated shape with its static part known (it does not depend on the
-/// micro-batch or the length, so the solvers compute it once for all their probes).
+/// The step estimate for a validated shape and parallel layout with its static part known (it does not depend
+/// on the micro-batch or the length, so the solvers compute it once for all their probes).
 constexpr training_estimate step_of_valid_shape(const model_spec& spec, const run_config& r,
                                                 const static_estimate& statics,
                                                 const sharded_state& per_gpu_static) {
   if (r.grad_accum_steps == 0) fail("gradient_accumulation_steps", "must be a positive integer");
-  validate_layout(spec.shape, r.parallel);
+  check_layout_fits(spec.shape, r.parallel);  // r.parallel itself was validated by shard_static
   // LOMO's hooks update each parameter as its gradient arrives, micro-batch by micro-batch: nothing to
   // refuse.
   if (r.setup.optim.in_backward && !r.setup.optimizer.steps_in_backward && r.grad_accum_steps > 1)
