@@ -239,3 +239,16 @@ TEST_CASE("The advisor never returns a configuration that does not fit", "[advis
     }
   }
 }
+
+TEST_CASE("An accumulation that halving would overflow skips that lever instead of throwing", "[advisor]") {
+  run_config r;
+  r.setup.method = training_method::lora;
+  r.activations.batch = 16;
+  r.activations.seq_len = 8192;
+  r.activations.ckpt = checkpointing::none;
+  r.grad_accum_steps = std::uint64_t{1} << 62;
+  advice a;
+  REQUIRE_NOTHROW(a = advise(qwen4, r, bytes(24'000'000'000)));
+  for (const advice_step& s : a.alone) CHECK(s.lever.find("micro-batch") == std::string::npos);
+  if (a.found) CHECK(fits(qwen4, a.config, bytes(24'000'000'000)));
+}

@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: MIT
 // Triage and advice for a run that does not fit: name the biggest bucket at the peak and its first lever, try
 // the course's OOM checklist (trainingarguments-levers.txt) one lever at a time and name the first that fits,
-// and when none fits alone, the cheapest combination that does (docs/advisor.md).
+// and when none fits alone, the cheapest combination that does (docs/peak.md, "Advice").
 #pragma once
 
 #include <array>
@@ -245,7 +245,9 @@ inline bool fits_or_refused(const model_spec& spec, const run_config& r, bytes b
 /// unless the optimizer steps in backward, which cannot accumulate.
 inline void halve_micro_batch(run_config& r, const run_config& start, std::uint64_t k) {
   r.activations.batch = start.activations.batch >> k;
-  if (!start.setup.optim.in_backward) r.grad_accum_steps = start.grad_accum_steps << k;
+  if (!start.setup.optim.in_backward)
+    r.grad_accum_steps =
+        checked_mul(start.grad_accum_steps, std::uint64_t{1} << k, "gradient_accumulation_steps");
 }
 inline lever_effect micro_batch_effect(const run_config& start, const run_config& r, std::uint64_t k) {
   const std::uint64_t b = start.activations.batch, ga = start.grad_accum_steps;
@@ -296,14 +298,18 @@ inline bool activation_lever(lever l) { return searched(l) || l == lever::checkp
 inline tried_levers try_levers(const model_spec& spec, const run_config& start, bytes budget,
                                const advisor_options& o, lever_set set) {
   tried_levers t{start, std::vector<lever_effect>(lever_count(set)), std::nullopt};
-  // A lever's place in checklist order: the set's levers before it.
-  auto slot = [&](lever l) -> lever_effect& {
-    return t.effects[lever_count(static_cast<lever_set>(set & (bit_of(l) - 1)))];
-  };
-  for (lever l : checklist)
-    if ((set & bit_of(l)) != 0 && !searched(l)) slot(l) = apply_setting(l, t.config, o);
-  for (lever l : checklist)
-    if ((set & bit_of(l)) != 0 && searched(l)) slot(l) = apply_searched(l, t.config, spec, start, budget);
+  try {
+    // A lever's place in checklist order: the set's levers before it.
+    auto slot = [&](lever l) -> lever_effect& {
+      return t.effects[lever_count(static_cast<lever_set>(set & (bit_of(l) - 1)))];
+    };
+    for (lever l : checklist)
+      if ((set & bit_of(l)) != 0 && !searched(l)) slot(l) = apply_setting(l, t.config, o);
+    for (lever l : checklist)
+      if ((set & bit_of(l)) != 0 && searched(l)) slot(l) = apply_searched(l, t.config, spec, start, budget);
+  } catch (const input_error&) {
+    return t;  // a lever the run cannot take (an accumulation beyond 64 bits): refused
+  }
   t.total = total_or_refused(spec, t.config);
   return t;
 }
@@ -349,9 +355,9 @@ inline std::vector<lever_set> combinations(lever_set offered_levers) {
   return best->name;
 }
 
-/// Triage, then the checklist one lever at a time (docs/advisor.md): each lever the run can take is applied
-/// alone, in order, until one fits; if none does, the cheapest combination that fits. A lever the run's other
-/// settings forbid (an estimate refuses it) is skipped, so every valid run gets an answer.
+/// Triage, then the checklist one lever at a time (docs/peak.md, "Advice"): each lever the run can take is
+/// applied alone, in order, until one fits; if none does, the cheapest combination that fits. A lever the
+/// run's other settings forbid (an estimate refuses it) is skipped, so every valid run gets an answer.
 [[nodiscard]] inline advice advise(const model_spec& spec, const run_config& start, bytes budget,
                                    const advisor_options& o = {}) {
   advice out;

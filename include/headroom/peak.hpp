@@ -705,7 +705,12 @@ inline std::string impl_reason(const training_setup& s) {
   if (r.loss.impl != loss_impl::naive) return std::nullopt;
   run_config chunked = r;
   chunked.loss.impl = loss_impl::chunked;
-  const bytes total = estimate_training(spec, chunked).total_bytes();
+  bytes total{0};
+  try {
+    total = estimate_training(spec, chunked).total_bytes();
+  } catch (const input_error&) {
+    return std::nullopt;  // a run that cannot take TRL's chunked loss: nothing to suggest
+  }
   if (total >= e.total_bytes()) return std::nullopt;
   return "loss: TRL's SFTTrainer defaults to chunked_nll, which lowers this peak to " + gb_text(total) +
          " (--ce-chunk " + std::to_string(r.loss.chunk_tokens) + ")";

@@ -915,6 +915,17 @@ inline training_args read_training_args(const json& j, const loaded_model& model
 }
 }  // namespace detail
 
+namespace detail {
+/// "read as" for TRL's script form, YAML or JSON: the rule (its ModelConfig keys, or --framework) and what it
+/// means.
+inline std::string trl_script_read_as(bool by_keys) {
+  return std::string("TRL script config (model_name_or_path") +
+         (by_keys ? " with ModelConfig keys: use_peft, lora_r, dtype, ..." : "; --framework says so") +
+         "); ModelConfig's fields built into model_init_kwargs, quantization_config and peft_config as "
+         "trl/scripts/sft.py does";
+}
+}  // namespace detail
+
 /// Resolves a training-args JSON object against a model (its model_type picks PEFT's default targets): the
 /// file fills a run_request (docs/run-request.md), `later` (the command line's flags) is merged over it knob
 /// by knob, and resolve fills the rest from the config class's defaults. Each section reads its keys in the
@@ -941,9 +952,7 @@ inline training_args read_training_args(const json& j, const loaded_model& model
   } catch (const input_error& e) {
     throw detail::trl_script_error(e, origin, script);
   }
-  a.read_as =
-      "TRL script config (model_name_or_path with ModelConfig keys; those fields built into "
-      "model_init_kwargs, quantization_config and peft_config as trl/scripts/sft.py does)";
+  a.read_as = detail::trl_script_read_as(true);
   if (script.renamed)
     a.notes.insert(a.notes.begin(), "max_seq_length: read as max_length, its name since TRL #2895");
   for (const std::string& k : script.unused) a.ignored.push_back(k + " (without use_peft / load_in_4bit)");

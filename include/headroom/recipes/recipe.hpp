@@ -949,7 +949,6 @@ bool has_any(const nlohmann::json& root, const std::array<std::string_view, N>& 
 namespace detail {
 /// "read as": the kind a recipe was read as, and the rule that decided it (its keys, or --framework).
 inline std::string recipe_read_as(framework fw, bool by_keys) {
-  const std::string rule = by_keys ? "" : "; --framework says so";
   switch (fw) {
     case framework::torchtune:
       return "torchtune recipe (model._component_ names a builder)";
@@ -958,14 +957,11 @@ inline std::string recipe_read_as(framework fw, bool by_keys) {
     case framework::unsloth:
       return "Unsloth calls (from_pretrained, get_peft_model, training_args)";
     case framework::llama_factory:
-      return "LLaMA-Factory config (model_name_or_path" +
-             std::string(by_keys ? " with its own keys: stage, finetuning_type, lora_rank, ...)"
-                                 : rule + ")");
+      return std::string("LLaMA-Factory config (model_name_or_path") +
+             (by_keys ? " with its own keys: stage, finetuning_type, lora_rank, ...)"
+                      : "; --framework says so)");
     case framework::trl:
-      return "TRL script config (model_name_or_path" +
-             std::string(by_keys ? " with ModelConfig keys: use_peft, lora_r, dtype, ...)" : rule + ")") +
-             "; ModelConfig's fields built into model_init_kwargs, quantization_config and peft_config as "
-             "trl/scripts/sft.py does";
+      return trl_script_read_as(by_keys);
     case framework::hf_trainer:
     case framework::peft:
       break;

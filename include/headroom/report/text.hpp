@@ -169,10 +169,13 @@ namespace detail {
 inline std::string layout_flags(const parallel_config& p) {
   std::string flags;
   if (p.data_parallel > 1) flags += " --gpus " + std::to_string(p.data_parallel);
-  if (is_deepspeed(p.shard)) flags += fmt::format(" --zero {}", static_cast<int>(p.shard));
-  if (p.shard != sharding::none && !is_deepspeed(p.shard))
-    flags += " --fsdp " + std::string(choice_name(sharding_names, p.shard));
+  if (p.tensor_parallel > 1) flags += " --tp " + std::to_string(p.tensor_parallel);
+  if (p.pipeline_parallel > 1) flags += " --pp " + std::to_string(p.pipeline_parallel);
+  const std::string_view shard = choice_name(sharding_names, p.shard);  // "zero3", "full_shard", ...
+  if (is_deepspeed(p.shard)) flags += " --zero " + std::string(shard.substr(4));
+  if (is_fsdp(p.shard)) flags += " --fsdp " + std::string(shard);
   if (p.offload_optimizer) flags += " --offload-optimizer";
+  if (p.offload_params) flags += " --offload-params";
   return flags;
 }
 inline void advice_line(text_lines& line, std::string_view label, const advice_step& s) {
