@@ -91,9 +91,7 @@ inline std::string_view lever_for(std::string_view bucket) {
 /// The 8-bit sibling of a full-size optimizer by its transformers `optim` name (bitsandbytes' block-wise
 /// state, training-mechanics.txt "8-bit Adam and paged optimizers"); "" when it has none.
 inline std::string_view eight_bit_sibling(const optimizer_info& o) {
-  if (o.factored || o.muon || o.states == 0 ||
-      (o.storage != state_storage::param_dtype && o.storage != state_storage::fp32))
-    return "";
+  if (o.states == 0 || !same_bytes_per_value(o)) return "";  // no state, or already blocks / shape-dependent
   constexpr std::array<std::array<std::string_view, 2>, 8> siblings{{
       {"paged_adamw_32bit", "paged_adamw_8bit"},
       {"lion_32bit", "lion_8bit"},
@@ -227,15 +225,6 @@ inline lever_effect apply_setting(lever l, run_config& r, const advisor_options&
           "raise the learning rate: the best LoRA rate is about 10x the full fine-tuning one"};
 }
 
-/// The run's peak, or nothing when an estimate refuses it (a lever its other settings forbid) or it
-/// overflows.
-inline std::optional<bytes> total_or_refused(const model_spec& spec, const run_config& r) {
-  try {
-    return estimate_training(spec, r).total_bytes();
-  } catch (const input_error&) {
-    return std::nullopt;
-  }
-}
 inline bool fits_or_refused(const model_spec& spec, const run_config& r, bytes budget) {
   const std::optional<bytes> t = total_or_refused(spec, r);
   return t && *t <= budget;

@@ -698,6 +698,16 @@ inline std::string impl_reason(const training_setup& s) {
     notes.emplace_back("loss: naive (bf16 logits, fp32 upcast, fp32 log-softmax and its gradients)");
   return notes;
 }
+namespace detail {
+/// A run's peak, or nothing when an estimate refuses it (its settings forbid a combination) or it overflows.
+inline std::optional<bytes> total_or_refused(const model_spec& spec, const run_config& r) {
+  try {
+    return estimate_training(spec, r).total_bytes();
+  } catch (const input_error&) {
+    return std::nullopt;
+  }
+}
+}  // namespace detail
 /// TRL's chunked_nll (SFTTrainer's default loss) against a naive loss: a note only where it lowers the peak
 /// (its fp32 copy of the head can make a large-vocabulary, large-hidden model's peak higher).
 [[nodiscard]] inline std::optional<std::string> chunked_loss_note(const model_spec& spec, const run_config& r,
@@ -705,14 +715,10 @@ inline std::string impl_reason(const training_setup& s) {
   if (r.loss.impl != loss_impl::naive) return std::nullopt;
   run_config chunked = r;
   chunked.loss.impl = loss_impl::chunked;
-  bytes total{0};
-  try {
-    total = estimate_training(spec, chunked).total_bytes();
-  } catch (const input_error&) {
-    return std::nullopt;  // a run that cannot take TRL's chunked loss: nothing to suggest
-  }
-  if (total >= e.total_bytes()) return std::nullopt;
-  return "loss: TRL's SFTTrainer defaults to chunked_nll, which lowers this peak to " + gb_text(total) +
+  // A run that cannot take TRL's chunked loss gets nothing suggested.
+  const std::optional<bytes> total = detail::total_or_refused(spec, chunked);
+  if (!total || *total >= e.total_bytes()) return std::nullopt;
+  return "loss: TRL's SFTTrainer defaults to chunked_nll, which lowers this peak to " + gb_text(*total) +
          " (--ce-chunk " + std::to_string(r.loss.chunk_tokens) + ")";
 }
 /// The notes, and those that need the model: whether the optimizer implementation moves the peak.
