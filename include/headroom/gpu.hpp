@@ -41,7 +41,9 @@ struct gpu_info {
       if (d == compute_dtype::bf16)
         throw input_error(
             "gpu", name + " has no bf16 support: use fp16 with loss scaling (--precision fp16-autocast)");
-      throw input_error("gpu", name + " has no peak listed for that dtype");
+      const char* dtype = d == compute_dtype::fp16 ? "fp16" : d == compute_dtype::tf32 ? "tf32" : "fp8";
+      throw input_error("gpu", name + " lists no dense " + dtype +
+                                   " tensor rate, so matmuls in that dtype cannot be timed there");
     }
     return flops(**tf * 1e12);
   }
