@@ -256,6 +256,11 @@ expect "recipe torchtune" 0 'profile    torchtune \(the recipe' -- --recipe "$re
 expect "recipe torchtune total" 0 'total \(peak\) +21\.494' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml"
 expect "recipe torchtune seq fallback" 0 'priced at 4096 tokens' -- --recipe "$rec/tt_llama3_1_8b_lora_single_device.yaml" --seq-len 4096
 expect "recipe torchtune distributed" 0 'sharding full_shard' -- --recipe "$rec/tt_qwen3_8b_lora.yaml" --gpus 4
+# torchtune's Llama-4 (issue 28): LoRAGroupedExperts adapts all 16 experts of each layer (about 542 M adapters).
+scout=(--recipe "$rec/tt_llama4_scout_17b_16e_lora.yaml" --config "$data/configs/llama-4-scout-17b-16e-instruct.json" --gpus 8)
+expect "torchtune llama4 experts" 0 'rank 16 on q_proj,v_proj,o_proj,gate_proj,up_proj,down_proj: 541,851,648 adapter parameters' -- "${scout[@]}"
+expect "torchtune llama4 routed" 0 "torchtune's MoE: each expert runs on its routed tokens only" -- "${scout[@]}" --explain
+expect "torchtune llama4 dora" 2 "use_dora: torchtune's LoRAGroupedExperts has no DoRA" -- "${scout[@]}" --set model.use_dora=True
 expect "recipe axolotl" 0 'profile    axolotl' -- --recipe "$rec/ax_llama3_qlora_1b.yml"
 expect "recipe llama-factory" 0 'profile    llama-factory' -- --recipe "$rec/lf_qwen3_lora_sft.yaml"
 expect "recipe llama-factory deepspeed" 0 'sharding zero3' -- --recipe "$rec/lf_qwen3_full_sft_ds3.yaml" --gpus 2

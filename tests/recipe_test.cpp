@@ -511,3 +511,42 @@ TEST_CASE("An axolotl key that changes memory and is not read is a warning, neve
   CHECK_FALSE(test::mentions(r.args.warnings, "tiled_mlp"));  // switched off: nothing to warn about
   CHECK_FALSE(test::mentions(r.args.ignored, "tiled_mlp"));
 }
+
+TEST_CASE("torchtune's Llama-4: its own MoE, each expert on its routed tokens, every expert adapted",
+          "[recipe][torchtune][moe]") {
+  recipe_options o;
+  o.preset_dirs = {HEADROOM_PRESET_SOURCE_DIR};
+  o.gpus = 8;
+  o.model = load_model_config(std::filesystem::path(HEADROOM_TEST_DATA_DIR) / "configs" /
+                              "llama-4-scout-17b-16e-instruct.json");
+  const recipe r = load_recipe(recipes / "tt_llama4_scout_17b_16e_lora.yaml", o);
+  const model_shape& m = r.model.spec.shape;
+  REQUIRE(m.experts == moe_layout::torchtune);
+  CHECK(experts_run_per_token(m) == 1);  // TokenChoiceTopKRouter, experts_per_token 1
+  CHECK_FALSE(test::mentions(r.model.notes, "Llama-4: transformers'"));
+  // torchtune models/llama4/_component_builders.py (bd2a0fc7): per layer LoRAGroupedExperts' lora_{gate,up}_a
+  // (E, d, r), _b (E, r, f), lora_down_a (E, f, r), _b (E, r, d); the shared expert's three LoRALinears; q
+  // (d → 40·128), v (d → 8·128) and output_proj (40·128 → d).
+  const std::uint64_t L = 48, E = 16, rank = 16, d = 5120, f = 8192, kv = 8 * 128;
+  const std::uint64_t experts = L * E * 3 * rank * (d + f), shared = L * 3 * rank * (d + f);
+  const std::uint64_t attention = L * rank * ((d + d) + (d + kv) + (d + d));
+  const training_estimate e = estimate_training(r.model.spec, r.args.run);
+  CHECK(e.statics.adapter_params == params(experts + shared + attention));
+  CHECK(e.statics.adapter_params == params(541'851'648));  // issue 28: "about 542 M"
+  CHECK(e.statics.trainable_tensors == L * (6 + 6 + 6));   // the experts' six are 3-D: one tensor each
+  // The experts save their SwiGLU on the t·k routed rows (transformers' Llama4TextMoe: on all t·E).
+  const run_config& run = r.args.run;
+  const std::uint64_t t = run.activations.batch * run.activations.seq_len;
+  const activation_terms layer = layer_inventory(m, run.setup, run.activations);
+  bytes routed{0};
+  for (const activation_term& term : layer)
+    if (term.name == "routed tokens") routed += term.amount;
+  CHECK(routed == bytes(t * 1 * d * 2));
+  model_shape transformers = m;
+  transformers.experts = moe_layout::llama4;
+  CHECK(layer_inventory(transformers, run.setup, run.activations).total() > layer.total() + bytes(t * E * d));
+  // torchtune quantises no MoE expert and has no DoRA for them (lora_llama4_decoder's docstring).
+  run_config qlora = run;
+  qlora.setup.method = training_method::qlora;
+  test::require_input_error([&] { (void)estimate_training(r.model.spec, qlora); }, "method", "no QLoRA");
+}

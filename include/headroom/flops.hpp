@@ -69,7 +69,8 @@ struct gemm_list {
     g.trainable = full;
     g.quantised = s.method == training_method::qlora && t.nn_linear;  // bitsandbytes replaces nn.Linear only
     out.add(g);
-    if (!full && t.nn_linear && s.lora.targets.contains(t.module)) {  // lora_A: in → r, lora_B: r → out
+    // lora_A: in → r, lora_B: r → out, on the rows the base weight multiplies (torchtune: per expert)
+    if (!full && (t.nn_linear || t.lora_per_expert) && s.lora.targets.contains(t.module)) {
       out.add({t.module, t.cols, s.lora.rank, g.rows_num, 1, g.weight_copies, true, false, true});
       out.add({t.module, s.lora.rank, t.rows, g.rows_num, 1, g.weight_copies, true, false, true});
     }

@@ -341,8 +341,9 @@ constexpr void validate_lora(const lora_config& c) {
 [[nodiscard]] HEADROOM_INLINE constexpr bool adapts(const lora_config& c, const param_tensor& t) {
   if (c.method == peft_method::ln_tuning) return t.role == tensor_role::norm_weight;
   if (!adapts_linears(c)) return false;
-  // A matrix held as an nn.Parameter (gpt-oss's experts and router) is no nn.Linear: target_modules skips it.
-  const bool linear = (t.role == tensor_role::linear_weight && t.nn_linear) ||
+  // A matrix held as an nn.Parameter (gpt-oss's experts and router) is no nn.Linear: target_modules skips it;
+  // torchtune's LoRAGroupedExperts adapts its 3-D experts (lora_per_expert).
+  const bool linear = (t.role == tensor_role::linear_weight && (t.nn_linear || t.lora_per_expert)) ||
                       (t.role == tensor_role::embedding && c.method == peft_method::lora);
   return linear && c.targets.contains(t.module);
 }
@@ -376,10 +377,16 @@ HEADROOM_INLINE constexpr void visit_adapters(const param_tensor& t, const lora_
     case peft_method::lora:
       break;
   }
+  // Per-expert adapters of a 3-D expert are 3-D too (torchtune's lora_gate_a: E × d × r): stored like it.
+  auto like = [&t](param_tensor a) {
+    a.nn_linear = t.nn_linear;
+    a.routed_expert = t.routed_expert;
+    return a;
+  };
   if (!(trainable_only && c.freeze_a))
-    visit(param_tensor{t.module, tr::linear_weight, c.rank, t.cols, t.copies});         // lora_A
-  visit(param_tensor{t.module, tr::linear_weight, t.rows, c.rank, t.copies});           // lora_B
-  if (c.use_dora) visit(param_tensor{t.module, tr::norm_weight, t.rows, 0, t.copies});  // magnitude
+    visit(like({t.module, tr::linear_weight, c.rank * t.stacked, t.cols, t.copies}));  // lora_A
+  visit(like({t.module, tr::linear_weight, t.rows, c.rank, t.copies}));                // lora_B
+  if (c.use_dora) visit(like({t.module, tr::norm_weight, t.rows, 0, t.copies}));       // magnitude
 }
 
 /// What one adapted base tensor adds, per copy, in one pass: values stored and trainable, trainable tensors
@@ -407,10 +414,11 @@ struct adapter_counts {
     case peft_method::lora:
       break;
   }
-  const std::uint64_t a = c.rank * t.cols, b = t.rows * c.rank, magnitude = c.use_dora ? t.rows : 0;
+  const std::uint64_t a = c.rank * t.cols * t.stacked, b = t.rows * c.rank,
+                      magnitude = c.use_dora ? t.rows : 0;
   return {a + b + magnitude, (c.freeze_a ? 0 : a) + b + magnitude,
           (c.use_dora ? 3u : 2u) - (c.freeze_a ? 1u : 0u),
-          c.rank * (c.freeze_a || t.rows > t.cols ? t.rows : t.cols)};  // B (out × r) or A (r × in)
+          c.freeze_a || b > a ? b : a};  // B (out × r) or A (r × in)
 }
 /// The values stored per copy (adapter_counts_per_copy's `stored`): W09's r·(in + out) for LoRA.
 [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t adapter_values_per_copy(const param_tensor& t,

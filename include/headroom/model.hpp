@@ -31,6 +31,10 @@ enum class moe_layout : std::uint8_t {
   llama4,          ///< Llama4TextMoe: 3-D experts (E × d × 2f, E × f × d) run on every token, weighted by
                    ///< sigmoid(top-k logits); a router returning (scores, logits); an ungated shared expert
   gpt_oss,         ///< GptOssExperts: experts and router are nn.Parameter tensors (E × d × 2f, with biases)
+  torchtune,       ///< torchtune's MoE (modules/moe, its Llama-4 builders): an nn.Linear router,
+                   ///< top-k sigmoid scores, each token's k routed rows gathered and scaled, 3-D
+                   ///< gate_proj, up_proj and down_proj run on those rows only (LoRAGroupedExperts
+                   ///< adapts each expert's three); an ungated shared expert
 };
 
 /// How a block projects q, k and v, and what its projections are called (the attention families). A `switch`
@@ -228,9 +232,14 @@ struct block_module_names {
     case moe_layout::deepseek:
     case moe_layout::llama4:
     case moe_layout::gpt_oss:
+    case moe_layout::torchtune:  // an nn.Linear that torchtune's LoRA builders never wrap nor quantise
       return false;
   }
   return false;
+}
+/// Llama-4's MoE block as transformers or torchtune builds it (interleaved MoE layers, a shared expert).
+[[nodiscard]] constexpr bool llama4_moe(const model_shape& m) {
+  return m.experts == moe_layout::llama4 || m.experts == moe_layout::torchtune;
 }
 /// Experts each token's hidden state goes through: k of E, except Llama-4's, which runs every expert on every
 /// token (a zero weight where it was not routed).
@@ -241,6 +250,7 @@ struct block_module_names {
     case moe_layout::linear_experts:
     case moe_layout::deepseek:
     case moe_layout::gpt_oss:
+    case moe_layout::torchtune:
       return m.num_experts_per_tok;
   }
   return m.num_experts_per_tok;
@@ -258,11 +268,13 @@ enum class tensor_role : std::uint8_t {
 struct param_tensor {
   module_name module = module_name::embed_tokens;
   tensor_role role = tensor_role::linear_weight;
-  std::uint64_t rows = 0;      ///< out_features (or embedding rows); the length for 1-D tensors
-  std::uint64_t cols = 0;      ///< in_features; 0 for 1-D tensors
-  std::uint64_t copies = 0;    ///< layers × experts holding this tensor
-  bool nn_linear = true;       ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
-  bool routed_expert = false;  ///< one of the routed experts' tensors: a token multiplies k of E copies
+  std::uint64_t rows = 0;        ///< out_features (or embedding rows); the length for 1-D tensors
+  std::uint64_t cols = 0;        ///< in_features; 0 for 1-D tensors
+  std::uint64_t copies = 0;      ///< layers × experts holding this tensor
+  bool nn_linear = true;         ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
+  bool routed_expert = false;    ///< one of the routed experts' tensors: a token multiplies k of E copies
+  bool lora_per_expert = false;  ///< torchtune's LoRAGroupedExperts adapts this 3-D expert tensor per expert
+  std::uint64_t stacked = 1;     ///< matrices stacked in this one tensor (a 3-D parameter one by one: E)
 
   [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t numel() const {
     return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
@@ -451,15 +463,14 @@ constexpr void validate_layer_kinds(const model_shape& m) {
   if (m.router_sigmoid && m.experts != moe_layout::deepseek)
     fail("router_sigmoid", "set without DeepSeek's experts (experts = deepseek)");
   if (m.moe_layer_step > 1) {
-    if (m.experts != moe_layout::llama4)
-      fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
+    if (!llama4_moe(m)) fail("interleave_moe_layer_step", "MoE every n-th layer is modelled for Llama-4");
     if (m.moe_layer_step > m.num_hidden_layers)
       fail("interleave_moe_layer_step", "exceeds num_hidden_layers: no layer would have experts");
     require_size(m.intermediate_size, "intermediate_size_mlp", max_dimension);
   }
   if (m.nope_layer_interval > max_layers) fail("no_rope_layer_interval", "is absurdly large");
-  if (m.experts == moe_layout::llama4 && (!is_moe(m) || m.mlp != mlp_layout::gated || m.mlp_bias ||
-                                          m.dense_layers != 0 || m.shared_expert_intermediate_size == 0))
+  if (llama4_moe(m) && (!is_moe(m) || m.mlp != mlp_layout::gated || m.mlp_bias || m.dense_layers != 0 ||
+                        m.shared_expert_intermediate_size == 0))
     fail("experts", "llama4 is Llama-4's MoE: 3-D SwiGLU experts without biases beside a shared expert");
   if (m.complex_rope && weighted_qk_norms(m))
     fail("use_qk_norm", "Llama-4's q/k norm is the weightless L2 one, which excludes RMSNorm q/k norms");
@@ -654,11 +665,34 @@ HEADROOM_INLINE constexpr void emit_3d_experts(const model_shape& m, layer_run r
   emit_linear(emit, module_name::experts, rows, cols, checked_mul(run.moe, E, "experts"), bias, false, true);
 }
 
+/// torchtune's GroupedExperts (modules/moe/experts.py): gate_proj (E, d, f), down_proj (E, f, d), up_proj
+/// (E, d, f), each adapted per expert by LoRAGroupedExperts; one by one, each the whole 3-D tensor.
+template <class Emit>
+HEADROOM_INLINE constexpr void emit_grouped_experts(const model_shape& m, layer_run run, Emit& emit) {
+  const std::uint64_t d = m.hidden_size, f = m.moe_intermediate_size, E = m.num_experts;
+  const std::array<param_tensor, 3> parts{{{module_name::gate_proj, tensor_role::linear_weight, f, d},
+                                           {module_name::down_proj, tensor_role::linear_weight, d, f},
+                                           {module_name::up_proj, tensor_role::linear_weight, f, d}}};
+  for (param_tensor t : parts) {
+    t.nn_linear = false;
+    t.lora_per_expert = true;
+    if (run.one_by_one) {
+      t.rows = checked_mul(E, t.rows, "experts");
+      t.copies = 1;
+      t.stacked = E;
+    } else {
+      t.copies = checked_mul(run.moe, E, "experts");
+      t.routed_expert = true;
+    }
+    emit(t);
+  }
+}
+
 /// An MoE layer's MLP in each family's registration order. GptOssMLP: router (weight, bias), then the
 /// experts' gate_up_proj (E, d, 2f) and down_proj (E, f, d) with biases. Llama4TextMoe: experts, router (an
 /// nn.Linear subclass returning (scores, logits): priced as neither adapted nor quantised), shared_expert.
 /// DeepseekV3MoE: experts, gate (an nn.Parameter), shared_experts. Qwen-MoE: gate, experts, shared_expert,
-/// shared_expert_gate.
+/// shared_expert_gate. torchtune's MoE: experts, router.gate, shared_expert (w1, w2, w3).
 template <class Emit>
 HEADROOM_INLINE constexpr void visit_moe_mlp(const model_shape& m, layer_run run, Emit& emit) {
   const std::uint64_t d = m.hidden_size, f = m.moe_intermediate_size, E = m.num_experts, L = run.moe;
@@ -672,6 +706,11 @@ HEADROOM_INLINE constexpr void visit_moe_mlp(const model_shape& m, layer_run run
     case moe_layout::llama4:
       emit_3d_experts(m, run, emit, 2 * f, d, false);
       emit_3d_experts(m, run, emit, d, f, false);
+      emit_linear(emit, module_name::router, E, d, L, false, linear_router);
+      emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
+      return;
+    case moe_layout::torchtune:
+      emit_grouped_experts(m, run, emit);
       emit_linear(emit, module_name::router, E, d, L, false, linear_router);
       emit_swiglu(m, emit, m.shared_expert_intermediate_size, L, false);
       return;

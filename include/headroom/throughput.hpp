@@ -111,6 +111,12 @@ inline double layer_forward_kernels(const model_shape& m, const training_setup& 
                                           // two bmm, act, ·, sum,
                                           // add_
     k += 13;
+  } else if (m.experts == moe_layout::torchtune) {  // gate, to, sigmoid, to, topk, histc, argsort, index, //,
+                                                    // gather, · scores, scatter_add; then three grouped
+                                                    // GEMMs, act and · (full, SM90+), or LoRAGroupedExperts'
+                                                    // loop: per expert three projections of matmul, lora_a,
+                                                    // lora_b, · scaling and +, then act and ·
+    k += 12 + (s.method == training_method::full ? 5 : 17 * static_cast<double>(m.num_experts));
   } else if (is_moe(m)) {  // router softmax, topk, one_hot, the hit test; then every expert's loop body
     k += 6 + expert_ops * static_cast<double>(m.num_experts);
   } else {

@@ -236,6 +236,32 @@ HEADROOM_INLINE constexpr void add_llama4_moe(Out& out, const block_context& k, 
   add_gated_mlp(out, k, t, sf, sb, 1, false, true);  // the shared expert (its input listed above)
 }
 
+/// torchtune's MoE on t tokens (modules/moe/moe.py MoE.forward, pytorch/torchtune bd2a0fc7):
+/// TokenChoiceTopKRouter (the gate's logits to fp32, sigmoid, back to x's dtype, top-k, the k·t slots sorted
+/// by expert), the routed rows gathered and scaled by their score, the experts on those k·t rows only
+/// (GroupedExperts' torch._grouped_mm, or LoRAGroupedExperts' per-expert loop: the same saved tensors plus
+/// each adapter's x·A), their outputs scatter_add-ed into the shared expert's. The grouped-GEMM path's
+/// padding of each expert's rows to a multiple of 16 (at most 15·E rows) is not priced.
+template <class Out>
+HEADROOM_INLINE constexpr void add_torchtune_moe(Out& out, const block_context& k, std::uint64_t t) {
+  using mn = module_name;
+  const model_shape& m = k.m;
+  const std::uint64_t d = m.hidden_size, E = m.num_experts, sf = m.shared_expert_intermediate_size;
+  const std::uint64_t ab = k.dt.compute, sb = k.dt.stream;
+  const std::uint64_t routed = checked_mul(t, m.num_experts_per_tok, "routed rows");
+  // The router's gate and the shared expert's gate/up read the norm's output.
+  add_linear_group(out, k, "router and shared expert input", t, d, sb,
+                   std::array<linear_site, 3>{{{mn::router, E}, {mn::gate_proj, sf}, {mn::up_proj, sf}}});
+  out.add("router sigmoid", act(t, E, fp32_bytes), "sigmoid of the fp32 logits, saved by it");
+  out.add("top-k indices", act(t, m.num_experts_per_tok, 8), "int64 indices, saved by topk");
+  out.add("expert order", act(routed, 1, 8), "argsort's int64 indices, saved by indexing the top scores");
+  out.add("token indices", act(routed, 1, 8), "each slot's token (int64), saved by gather and scatter_add");
+  out.add("routed tokens", act(routed, d, sb), "the gathered rows, saved by the product with their scores");
+  out.add("routing scores", act(routed, 1, ab), "the sorted top scores, saved by that product");
+  add_gated_mlp(out, k, routed, m.moe_intermediate_size, sb, E);  // the experts' input: the scaled rows
+  add_gated_mlp(out, k, t, sf, sb, 1, false, true);               // the shared expert (input listed above)
+}
+
 /// What layer_terms cannot price, refused with the reason.
 constexpr void check_block_priced(const model_shape& m, const training_setup& s, const activation_config& c) {
   if (const char* why = compile_not_modelled(m, s, c)) fail("compile", why);
@@ -246,6 +272,13 @@ constexpr void check_block_priced(const model_shape& m, const training_setup& s,
   validate_prefix(s, c);
   if (is_mla(m) && s.method != training_method::full && prefix_positions(s.lora) != 0)
     fail("prefix tuning", "MLA's compressed keys and values (DeepSeek) have no prefix cache priced");
+  // torchtune's lora_llama4_decoder: quantize_base and use_dora are "NOT supported on the MoE experts layer".
+  if (m.experts == moe_layout::torchtune && s.method == training_method::qlora)
+    fail("method", "torchtune has no QLoRA for Llama-4: quantize_base never reaches its MoE experts");
+  if (m.experts == moe_layout::torchtune && s.lora.use_dora &&
+      s.lora.targets.contains(module_name::gate_proj))
+    fail("use_dora",
+         "torchtune's LoRAGroupedExperts has no DoRA: use_dora is not supported on the MoE experts");
   if (m.complex_rope && s.method != training_method::full && prefix_positions(s.lora) != 0)
     fail("prefix tuning",
          "Llama-4's cache (complex RoPE, NoPE and chunked layers) has no prefix cache priced");
@@ -429,6 +462,8 @@ HEADROOM_INLINE constexpr void add_moe_terms(Out& out, const block_context& rest
       return add_deepseek_moe(out, rest, t);
     case moe_layout::llama4:
       return add_llama4_moe(out, rest, t);
+    case moe_layout::torchtune:
+      return add_torchtune_moe(out, rest, t);
     case moe_layout::gpt_oss:
       return add_routed_experts(out, rest, t);
     case moe_layout::linear_experts:

@@ -357,6 +357,17 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
   std::string method;
   out.model_id = torchtune_model_id(m.at("_component_").get<std::string>(), method);
   out.model = model_named(out.model_id, d.at("model._component_"), opt);
+  if (out.model.spec.shape.experts == moe_layout::llama4) {  // torchtune's llama4 builders: modules/moe
+    out.model.spec.shape.experts = moe_layout::torchtune;
+    auto& notes = out.model.notes;  // transformers' Llama4TextMoe note no longer applies
+    notes.erase(
+        std::remove_if(notes.begin(), notes.end(),
+                       [](const std::string& n) { return n.rfind("Llama-4: transformers'", 0) == 0; }),
+        notes.end());
+    out.model.notes.push_back(
+        "torchtune builds Llama-4's MoE from its own modules (modules/moe): each expert runs on its routed "
+        "tokens only, and apply_lora_to_mlp adapts every expert (LoRAGroupedExperts)");
+  }
   torchtune_workload(d, j, opt, out, t);
   const bool fused = torchtune_training(d, j, t);
   if (method != "full") torchtune_lora(d, m, method, t);

@@ -238,12 +238,14 @@ inline void explain_shapes(text_lines& line, const loaded_model& model) {
                           m.dense_layers, m.intermediate_size, moe_layers(m), m.num_experts,
                           m.num_experts_per_tok, m.shared_expert_intermediate_size)
             : ""));
-  if (m.experts == moe_layout::llama4)
+  if (llama4_moe(m))
     line(fmt::format(
         "  Llama-4  {} MoE layers (one in {}) of {} experts (k {}, width {}) beside a shared expert, "
-        "{} dense (d_ff {}); every expert runs on every token; {} NoPE layers{}",
+        "{} dense (d_ff {}); {}; {} NoPE layers{}",
         moe_layers(m), m.moe_layer_step > 1 ? m.moe_layer_step : 1, m.num_experts, m.num_experts_per_tok,
         m.moe_intermediate_size, dense_mlp_layers(m), m.intermediate_size,
+        m.experts == moe_layout::torchtune ? "torchtune's MoE: each expert runs on its routed tokens only"
+                                           : "every expert runs on every token",
         m.nope_layer_interval == 0 ? 0 : m.num_hidden_layers / m.nope_layer_interval,
         m.qk_norm == qk_norm_kind::l2 ? ", L2 q/k norm on the others" : ""));
 }
