@@ -252,6 +252,58 @@ TEST_CASE("Unpriced architectures are refused with the feature named, loaded pla
                             "llama plus layers without RoPE", "\"architecture\": \"llama\"");
 }
 
+TEST_CASE("Issue 28's models: OLMo-3 priced, InternLM2 and MiniCPM as Llama plus a feature, the rest refused",
+          "[config_io][errors]") {
+  // OLMo-3 (Olmo3Config): OLMo-2's tensors plus sliding windows; OLMo-core's olmo3_7B is olmo2_7B plus a
+  // window (src/olmo_core/nn/transformer/config.py @ fa6c5014c). On OLMo-2-7B's shapes (real-configs) it
+  // counts OLMo-2's 7,298,617,344 and says how the window is priced.
+  nlohmann::json olmo3 = detail::parse_json_file(data_dir / "configs" / "olmo-2-1124-7b-instruct.json");
+  olmo3["model_type"] = "olmo3";
+  olmo3["sliding_window"] = 4096;
+  olmo3["layer_types"] = {"sliding_attention", "sliding_attention", "sliding_attention", "full_attention"};
+  const loaded_model o = model_from_config(olmo3, "olmo3.json");
+  CHECK(parameter_count(o.spec.shape).count() == 7'298'617'344);
+  CHECK(o.spec.shape.qk_norm == qk_norm_kind::full_width);
+  CHECK(test::mentions(o.notes, "sliding_window 4096"));
+  // InternLM2.5-7B and MiniCPM-2B-sft (mlc-ai/mlc-llm python/mlc_llm/model/model_preset.py @ 79d603f0, their
+  // config.json values): refused with the family named; forced to llama, their published 7.74B and 2.7B
+  // (2.4B without the embedding) to the parameter.
+  nlohmann::json internlm = {{"model_type", "internlm2"}, {"bias", false},
+                             {"hidden_size", 4096},       {"intermediate_size", 14336},
+                             {"num_attention_heads", 32}, {"num_hidden_layers", 32},
+                             {"num_key_value_heads", 8},  {"tie_word_embeddings", false},
+                             {"vocab_size", 92544}};
+  test::require_input_error([&] { (void)model_from_config(internlm, "i.json"); }, "unsupported 'internlm2'",
+                            "llama plus one fused wqkv", "\"architecture\": \"llama\"");
+  internlm["_headroom"] = {{"architecture", "llama"}};
+  CHECK(parameter_count(model_from_config(internlm, "i.json").spec.shape).count() == 7'737'708'544);
+  nlohmann::json minicpm = {
+      {"model_type", "minicpm"},     {"hidden_size", 2304},     {"intermediate_size", 5760},
+      {"num_attention_heads", 36},   {"num_hidden_layers", 40}, {"num_key_value_heads", 36},
+      {"tie_word_embeddings", true}, {"vocab_size", 122753},    {"scale_emb", 12},
+      {"dim_model_base", 256},       {"scale_depth", 1.4}};
+  test::require_input_error([&] { (void)model_from_config(minicpm, "m.json"); }, "unsupported 'minicpm'",
+                            "scale_emb");
+  minicpm["_headroom"] = {{"architecture", "llama"}};
+  const model_shape cpm = model_from_config(minicpm, "m.json").spec.shape;
+  CHECK(parameter_count(cpm).count() == 2'724'880'896);
+  CHECK(parameter_count(cpm).count() - 122'753ull * 2'304 == 2'442'057'984);
+  // The others name what no family prices, loaded plainly or forced.
+  for (const auto& [type, feature] : std::array<std::pair<const char*, const char*>, 5>{{
+           {"glm4_moe", "multi-token-prediction"},
+           {"falcon", "one shared LayerNorm"},
+           {"phi3_v", "CLIP vision tower"},
+           {"qwen3_5", "gated DeltaNet"},
+           {"qwen3_5_moe", "gated DeltaNet"},
+       }}) {
+    INFO(type);
+    nlohmann::json j = {{"model_type", type}, {"hidden_size", 4096}};
+    test::require_input_error([&] { (void)model_from_config(j, "x.json"); }, "unsupported", feature);
+    j["_headroom"] = {{"architecture", "llama"}};
+    test::require_input_error([&] { (void)model_from_config(j, "x.json"); }, "would give a wrong count");
+  }
+}
+
 TEST_CASE("Gemma-3 multimodal: the language model from text_config, the SigLIP tower and projector frozen",
           "[config_io]") {
   const loaded_model g = load_model_config(data_dir / "configs" / "gemma-3-4b-it.json");

@@ -274,7 +274,7 @@ struct param_tensor {
   bool nn_linear = true;         ///< false for a matrix held as an nn.Parameter (gpt-oss experts, router)
   bool routed_expert = false;    ///< one of the routed experts' tensors: a token multiplies k of E copies
   bool lora_per_expert = false;  ///< torchtune's LoRAGroupedExperts adapts this 3-D expert tensor per expert
-  std::uint64_t stacked = 1;     ///< matrices stacked in this one tensor (a 3-D parameter one by one: E)
+  std::uint32_t stacked = 1;     ///< matrices stacked in this one tensor (a 3-D parameter one by one: E)
 
   [[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t numel() const {
     return cols == 0 ? rows : detail::checked_mul(rows, cols, "tensor numel");
@@ -679,7 +679,7 @@ HEADROOM_INLINE constexpr void emit_grouped_experts(const model_shape& m, layer_
     if (run.one_by_one) {
       t.rows = checked_mul(E, t.rows, "experts");
       t.copies = 1;
-      t.stacked = E;
+      t.stacked = static_cast<std::uint32_t>(E);  // validated: at most max_experts
     } else {
       t.copies = checked_mul(run.moe, E, "experts");
       t.routed_expert = true;

@@ -51,14 +51,14 @@ struct architecture {
 };
 
 // clang-format off
-inline constexpr std::array<architecture, 22> architectures = [] {
+inline constexpr std::array<architecture, 23> architectures = [] {
   using al = attention_layout;
   using qk = qk_norm_kind;
   using ml = mlp_layout;
   using nk = norm_kind;
   using rl = residual_layout;
   using mo = moe_layout;
-  return std::array<architecture, 22>{{
+  return std::array<architecture, 23>{{
     // model_type, attention, q/k norm, MLP, norm, residual, experts; norms per layer, q/k/v bias, the
     // defaults of tie_word_embeddings, attention_bias and the soft-caps, head_dim default (0: hidden / heads),
     // the experts' count key and width key ("": dense), the extra shape keys its reader takes, and that reader
@@ -77,6 +77,9 @@ inline constexpr std::array<architecture, 22> architectures = [] {
     // Olmo2Config: post-norms, full-width q/k norms, Olmo2RMSNorm (w · x in fp32). GraniteConfig: Llama
     // shapes, four scalar multipliers (its reader). GptOssConfig: biased attention by default, sinks, biased router, 3-D experts.
     {"olmo2",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", nullptr},
+    // Olmo3Config: OLMo-2's tensors, sliding-window attention on the layers layer_types names (OLMo-core's
+    // olmo3_7B is olmo2_7B plus a 4096-token window on three of every four layers).
+    {"olmo3",       al::q_k_v,           qk::full_width, ml::gated,         nk::rms_fp32_scale, rl::post_norms, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", nullptr},
     {"granite",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::linear_experts, 2, false, false, false, false, 0,   "",                  "", "", detail::read_granite_keys},
     {"gpt_oss",     al::q_k_v,           qk::none,       ml::gated,         nk::rms,            rl::sequential, mo::gpt_oss,        2, false, false, true,  false, 64,  "num_local_experts", "intermediate_size", "", detail::read_gpt_oss_keys},
     // Starcoder2Config: LayerNorms, use_bias on every linear, a GELU MLP, tied by default (its reader).
@@ -132,23 +135,44 @@ inline constexpr std::array<std::string_view, 18> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 6> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"qwen3_vl", "vision tower, projector and image tokens"},
     {"mllama", "vision tower and cross-attention layers"},
     {"qwen3_next", "hybrid linear-attention layers (gated DeltaNet state)"},
     {"gpt_bigcode", "a multi-query fused c_attn and learned position embeddings"},
+    // transformers models/glm4_moe (GLM-4.5, GLM-4.6), falcon, phi3_v (remote code); Qwen3.5's configs.
+    {"glm4_moe",
+     "DeepSeek-V3-style routed and shared experts under grouped-query attention with biased q/k/v and "
+     "partial "
+     "RoPE, and a multi-token-prediction layer"},
+    {"falcon",
+     "a parallel block with one shared LayerNorm (two under new_decoder_architecture) and a multi-query "
+     "fused "
+     "query_key_value"},
+    {"phi3_v", "CLIP vision tower, HD image projection and image tokens"},
+    {"qwen3_5", "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
+    {"qwen3_5_moe",
+     "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
 }};
 /// model_types that are a supported family plus one feature headroom does not price: the escape hatch
 /// prices the family's parameters (exact), and the message says what it leaves out. A data table.
 struct near_architecture {
   std::string_view model_type, family, feature;
 };
-inline constexpr std::array<near_architecture, 1> near_architectures{{
+inline constexpr std::array<near_architecture, 3> near_architectures{{
     // SmolLM3 (transformers models/smollm3): Llama's tensors; no_rope_layers marks the layers without RoPE.
     {"smollm3", "llama",
      "layers without RoPE (no_rope_layers): their activations would be priced with RoPE's"},
+    // InternLM2 (remote code, modeling_internlm2.py): wqkv holds (heads + 2·kv_heads)·head_dim rows, as q, k
+    // and
+    // v together; MiniCPM (remote code, modeling_minicpm.py): Llama's tensors under three scalings.
+    {"internlm2", "llama",
+     "one fused wqkv (q, k and v interleaved per KV group) under InternLM2's names (wqkv, wo, w1, w2, w3): "
+     "the count is Llama's when `bias` is false; the split's copies and PEFT's target names are not priced"},
+    {"minicpm", "llama",
+     "MiniCPM's scale_emb, scale_depth and dim_model_base scalings: the products they keep are not priced"},
 }};
 
 /// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
@@ -350,8 +374,8 @@ inline const architecture& architecture_of(const std::string& origin, const std:
                           supported_model_types() + ")");
   if (unpriced != unpriced_architectures.end())  // not forced here: family is the model_type
     throw input_error(key_path(origin, "model_type"),
-                      "unsupported '" + family + "': its " + std::string(unpriced->second) +
-                          " are not priced yet; supported: " + supported_model_types());
+                      "unsupported '" + family + "' (not priced yet: " + std::string(unpriced->second) +
+                          "); supported: " + supported_model_types());
   const auto near = std::find_if(near_architectures.begin(), near_architectures.end(),
                                  [&](const near_architecture& n) { return n.model_type == family; });
   if (arch == architectures.end() && near != near_architectures.end())
