@@ -289,12 +289,14 @@ TEST_CASE("Issue 28's models: OLMo-3 priced, InternLM2 and MiniCPM as Llama plus
   CHECK(parameter_count(cpm).count() == 2'724'880'896);
   CHECK(parameter_count(cpm).count() - 122'753ull * 2'304 == 2'442'057'984);
   // The others name what no family prices, loaded plainly or forced.
-  for (const auto& [type, feature] : std::array<std::pair<const char*, const char*>, 5>{{
+  for (const auto& [type, feature] : std::array<std::pair<const char*, const char*>, 7>{{
            {"glm4_moe", "multi-token-prediction"},
            {"falcon", "one shared LayerNorm"},
            {"phi3_v", "CLIP vision tower"},
            {"qwen3_5", "gated DeltaNet"},
            {"qwen3_5_moe", "gated DeltaNet"},
+           {"mistral3", "Pixtral vision tower"},
+           {"ministral3", "llama_4_scaling_beta"},
        }}) {
     INFO(type);
     nlohmann::json j = {{"model_type", type}, {"hidden_size", 4096}};

@@ -135,7 +135,7 @@ inline constexpr std::array<std::string_view, 18> shape_keys{"n_routed_experts",
                                                              "num_nextn_predict_layers"};
 /// model_types whose parameters no supported family has: the _headroom.architecture escape hatch refuses
 /// them.
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> unpriced_architectures{{
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 13> unpriced_architectures{{
     {"llava", "vision tower, projector and image tokens"},
     {"qwen2_5_vl", "vision tower, projector and image tokens"},
     {"qwen3_vl", "vision tower, projector and image tokens"},
@@ -155,6 +155,14 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 11> u
     {"qwen3_5", "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
     {"qwen3_5_moe",
      "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
+    // Mistral3ForConditionalGeneration (Ministral 3, Mistral Small 3.1; mlc-llm's model_preset.py carries
+    // Ministral-3-3B's config): Mistral's tensors beside a Pixtral tower; Ministral 3 scales queries by
+    // position.
+    {"mistral3", "a Pixtral vision tower, patch-merger projector and image tokens"},
+    {"ministral3",
+     "a Pixtral vision tower, patch-merger projector and image tokens, and llama_4_scaling_beta's "
+     "per-position "
+     "query scaling"},
 }};
 /// model_types that are a supported family plus one feature headroom does not price: the escape hatch
 /// prices the family's parameters (exact), and the message says what it leaves out. A data table.
