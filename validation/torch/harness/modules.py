@@ -263,13 +263,27 @@ def eager_attention_with_sinks(module, query, key, value, attention_mask, dropou
     return attn_output.transpose(1, 2).contiguous()
 
 
+TORCH_2 = not torch.__version__.startswith("1.")
+TORCH_2_5 = TORCH_2 and tuple(int(p) for p in torch.__version__.split("+")[0].split(".")[:2]) >= (2, 5)
+
+
 def sdpa_attention(module, query, key, value, attention_mask, dropout, scaling, softcap=None):
-    # torch 1.13 has no enable_gqa: transformers expands K and V first (use_gqa_in_sdpa is False).
-    key = repeat_kv(key, module.groups)
-    value = repeat_kv(value, module.groups)
+    # transformers' sdpa_attention_forward: K and V are expanded unless use_gqa_in_sdpa (torch >= 2.5 and no
+    # mask), which passes enable_gqa instead; torch 1.13 has neither the public function nor enable_gqa.
     is_causal = query.shape[2] > 1 and attention_mask is None
-    attn_output = F._scaled_dot_product_attention(query, key, value, attention_mask, dropout, False, is_causal)[0]
-    return attn_output.transpose(1, 2).contiguous()
+    if not TORCH_2:
+        key = repeat_kv(key, module.groups)
+        value = repeat_kv(value, module.groups)
+        out = F._scaled_dot_product_attention(query, key, value, attention_mask, dropout, False, is_causal)[0]
+        return out.transpose(1, 2).contiguous()
+    gqa = TORCH_2_5 and attention_mask is None
+    if not gqa:
+        key = repeat_kv(key, module.groups)
+        value = repeat_kv(value, module.groups)
+    kwargs = {"enable_gqa": True} if gqa else {}
+    out = F.scaled_dot_product_attention(query, key, value, attn_mask=attention_mask, dropout_p=dropout,
+                                         scale=scaling, is_causal=is_causal, **kwargs)
+    return out.transpose(1, 2).contiguous()
 
 
 ATTENTION = {"eager": eager_attention, "sdpa": sdpa_attention}
@@ -894,8 +908,11 @@ class SiglipEncoderLayer(nn.Module):
             weights = F.softmax(weights, dim=-1, dtype=torch.float32).to(queries.dtype)
             weights = F.dropout(weights, p=0.0, training=self.training)
             out = torch.matmul(weights, values).transpose(1, 2).contiguous()
-        else:  # sdpa_attention_forward with is_causal False
+        elif not TORCH_2:  # sdpa_attention_forward with is_causal False
             out = F._scaled_dot_product_attention(queries, keys, values, None, 0.0, False, False)[0]
+            out = out.transpose(1, 2).contiguous()
+        else:
+            out = F.scaled_dot_product_attention(queries, keys, values, scale=self.scale, is_causal=False)
             out = out.transpose(1, 2).contiguous()
         return self.out_proj(out.reshape(b, s, -1).contiguous())
 
