@@ -366,7 +366,10 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
         notes.end());
     out.model.notes.push_back(
         "torchtune builds Llama-4's MoE from its own modules (modules/moe): each expert runs on its routed "
-        "tokens only, and apply_lora_to_mlp adapts every expert (LoRAGroupedExperts)");
+        "tokens only, and apply_lora_to_mlp adapts every expert (LoRAGroupedExperts); priced as its path "
+        "without grouped GEMMs (before SM90): on SM90 and later MoE.forward also keeps an int64 (k·t × "
+        "hidden) "
+        "scatter index per MoE layer and pads each expert's rows to a multiple of 16, not priced");
   }
   torchtune_workload(d, j, opt, out, t);
   const bool fused = torchtune_training(d, j, t);
