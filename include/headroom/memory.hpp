@@ -274,10 +274,8 @@ HEADROOM_INLINE constexpr tensor_counts count_adapted(const model_shape& shape, 
     if (const adapter_counts a = adapter_counts_per_copy(t, lora); a.stored != 0) {
       c.stored = checked_add(c.stored, checked_mul(a.stored, t.copies), "adapters");
       c.adapters = checked_add(c.adapters, checked_mul(a.trainable, t.copies), "adapters");
-      if (t.routed_expert && !t.nn_linear)  // a 3-D expert's adapters are 3-D (E × in × r) too: stored_as
-        c.note_tensor(a.tensors * (t.copies / shape.num_experts), a.largest * shape.num_experts);
-      else
-        c.note_tensor(a.tensors * t.copies, a.largest);
+      const std::uint64_t per = matrices_per_tensor(shape, t);  // a 3-D expert's adapters are 3-D too
+      c.note_tensor(a.tensors * (t.copies / per), a.largest * per);
     }
     if (lora.modules_to_save.contains(t.module)) {  // a trainable copy; the original stays frozen
       c.saved = checked_add(c.saved, n, "modules_to_save");

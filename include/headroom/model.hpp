@@ -292,9 +292,15 @@ struct stored_tensors {
   std::uint64_t count = 0;  ///< tensors
   std::uint64_t numel = 0;  ///< values in each
 };
+/// Matrices one stored tensor of the group holds: E for a 3-D expert parameter (and its per-expert adapters),
+/// else 1.
+[[nodiscard]] HEADROOM_INLINE constexpr std::uint64_t matrices_per_tensor(const model_shape& m,
+                                                                          const param_tensor& t) {
+  return t.routed_expert && !t.nn_linear ? m.num_experts : 1;
+}
 [[nodiscard]] constexpr stored_tensors stored_as(const model_shape& m, const param_tensor& t) {
-  if (t.routed_expert && !t.nn_linear) return {t.copies / m.num_experts, t.numel() * m.num_experts};
-  return {t.copies, t.numel()};
+  const std::uint64_t per = matrices_per_tensor(m, t);
+  return {t.copies / per, t.numel() * per};
 }
 
 /// Fixed-capacity list of tensor groups, so inventories are constexpr in C++17.

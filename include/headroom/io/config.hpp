@@ -145,24 +145,20 @@ inline constexpr std::array<std::pair<std::string_view, std::string_view>, 13> u
     // transformers models/glm4_moe (GLM-4.5, GLM-4.6), falcon, phi3_v (remote code); Qwen3.5's configs.
     {"glm4_moe",
      "DeepSeek-V3-style routed and shared experts under grouped-query attention with biased q/k/v and "
-     "partial "
-     "RoPE, and a multi-token-prediction layer"},
+     "partial RoPE, and a multi-token-prediction layer"},
     {"falcon",
      "a parallel block with one shared LayerNorm (two under new_decoder_architecture) and a multi-query "
-     "fused "
-     "query_key_value"},
+     "fused query_key_value"},
     {"phi3_v", "CLIP vision tower, HD image projection and image tokens"},
     {"qwen3_5", "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
     {"qwen3_5_moe",
      "hybrid linear-attention layers (gated DeltaNet state, as Qwen3-Next) and a vision tower"},
     // Mistral3ForConditionalGeneration (Ministral 3, Mistral Small 3.1; mlc-llm's model_preset.py carries
-    // Ministral-3-3B's config): Mistral's tensors beside a Pixtral tower; Ministral 3 scales queries by
-    // position.
+    // Ministral-3-3B's config): Mistral's tensors beside a Pixtral tower; Ministral 3 scales its queries.
     {"mistral3", "a Pixtral vision tower, patch-merger projector and image tokens"},
     {"ministral3",
      "a Pixtral vision tower, patch-merger projector and image tokens, and llama_4_scaling_beta's "
-     "per-position "
-     "query scaling"},
+     "per-position query scaling"},
 }};
 /// model_types that are a supported family plus one feature headroom does not price: the escape hatch
 /// prices the family's parameters (exact), and the message says what it leaves out. A data table.
@@ -173,8 +169,7 @@ inline constexpr std::array<near_architecture, 3> near_architectures{{
     // SmolLM3 (transformers models/smollm3): Llama's tensors; no_rope_layers marks the layers without RoPE.
     {"smollm3", "llama",
      "layers without RoPE (no_rope_layers): their activations would be priced with RoPE's"},
-    // InternLM2 (remote code, modeling_internlm2.py): wqkv holds (heads + 2·kv_heads)·head_dim rows, as q, k
-    // and
+    // InternLM2 (remote code, modeling_internlm2.py): wqkv holds (heads + 2·kv_heads)·head_dim rows, q, k and
     // v together; MiniCPM (remote code, modeling_minicpm.py): Llama's tensors under three scalings.
     {"internlm2", "llama",
      "one fused wqkv (q, k and v interleaved per KV group) under InternLM2's names (wqkv, wo, w1, w2, w3): "

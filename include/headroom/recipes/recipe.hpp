@@ -359,17 +359,18 @@ inline void sort_torchtune_keys(const yaml_doc& d, const nlohmann::json& j, cons
   out.model = model_named(out.model_id, d.at("model._component_"), opt);
   if (out.model.spec.shape.experts == moe_layout::llama4) {  // torchtune's llama4 builders: modules/moe
     out.model.spec.shape.experts = moe_layout::torchtune;
-    auto& notes = out.model.notes;  // transformers' Llama4TextMoe note no longer applies
+    // The config reader's note on transformers' Llama4TextMoe no longer applies.
+    auto& notes = out.model.notes;
     notes.erase(
         std::remove_if(notes.begin(), notes.end(),
-                       [](const std::string& n) { return n.rfind("Llama-4: transformers'", 0) == 0; }),
+                       [](const std::string& n) { return n.rfind(llama4_transformers_moe_note, 0) == 0; }),
         notes.end());
-    out.model.notes.push_back(
+    notes.push_back(
         "torchtune builds Llama-4's MoE from its own modules (modules/moe): each expert runs on its routed "
         "tokens only, and apply_lora_to_mlp adapts every expert (LoRAGroupedExperts); priced as its path "
-        "without grouped GEMMs (before SM90): on SM90 and later MoE.forward also keeps an int64 (k·t × "
-        "hidden) "
-        "scatter index per MoE layer and pads each expert's rows to a multiple of 16, not priced");
+        "without grouped GEMMs (before SM90): on SM90 and later MoE.forward also keeps an int64 "
+        "(k·t × hidden) scatter index per MoE layer and pads each expert's rows to a multiple of 16, "
+        "not priced");
   }
   torchtune_workload(d, j, opt, out, t);
   const bool fused = torchtune_training(d, j, t);
@@ -1003,6 +1004,7 @@ inline std::string recipe_read_as(framework fw, bool by_keys) {
 /// whose keys do not say which (or say two) is read as `opt.kind`, or refused asking for it.
 [[nodiscard]] inline recipe recipe_from_yaml(const detail::yaml_doc& d, const recipe_options& opt = {}) {
   std::optional<framework> fw = recipe_framework(d.root);
+  const bool by_keys = fw.has_value();  // the keys decided, not --framework
   if (!fw && d.root.contains("model_name_or_path")) {
     if (!opt.kind)
       throw input_error(
@@ -1030,7 +1032,7 @@ inline std::string recipe_read_as(framework fw, bool by_keys) {
                : *fw == framework::llama_factory ? llama_factory_recipe(d, opt)
                : *fw == framework::trl           ? trl_recipe(d, opt)
                                                  : unsloth_recipe(d, opt);
-  out.args.read_as = detail::recipe_read_as(*fw, recipe_framework(d.root).has_value());
+  out.args.read_as = detail::recipe_read_as(*fw, by_keys);
   return out;
 }
 

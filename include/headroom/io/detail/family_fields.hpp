@@ -91,6 +91,8 @@ inline void require_layer_pattern(const json& j, std::string_view key, const std
   if (!same) throw input_error(key_path(origin, key), "a layout other than " + pattern + " is not priced");
 }
 
+/// How read_llama4's note on transformers' MoE begins (a torchtune recipe, which builds its own, drops it).
+inline constexpr std::string_view llama4_transformers_moe_note = "Llama-4: transformers' Llama4TextMoe";
 /// Llama4TextConfig (transformers models/llama4/configuration_llama4.py) read for Llama4TextDecoderLayer,
 /// Llama4TextMoe, Llama4TextExperts and Llama4TextAttention: intermediate_size is the experts' (and the
 /// shared expert's) width, intermediate_size_mlp the dense layers'; layer i is MoE when (i + 1) % step == 0
@@ -135,7 +137,8 @@ inline void read_llama4(const json& j, const std::string& origin, model_shape& m
         " tokens; beyond that the chunked mask (SDPA, eager) is not priced and the attention FLOPs "
         "are counted over the whole causal triangle (an overestimate)");
   notes.emplace_back(
-      "Llama-4: transformers' Llama4TextMoe runs every expert on every token (the router's sigmoid weight is "
+      std::string(llama4_transformers_moe_note) +
+      " runs every expert on every token (the router's sigmoid weight is "
       "0 "
       "where a token is not routed), so the activations and the step time price E expert passes per token; "
       "MFU "
