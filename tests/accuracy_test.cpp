@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
-// headroom against the CPU ground truth: every row of validation/torch/measurements.csv.
+// headroom against the CPU ground truth: every row of both generations, validation/torch/measurements.csv
+// (torch 1.13) and measurements-torch2.6.csv (torch 2.6), each priced for the torch that measured it.
 #include <algorithm>
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <map>
@@ -13,15 +15,23 @@ using namespace headroom;
 using namespace headroom::test;
 
 namespace {
+std::vector<measured_row> both_generations() {
+  const std::string dir = std::string(HEADROOM_VALIDATION_DIR) + "/torch/";
+  std::vector<measured_row> all = read_measurements(dir + "measurements.csv");
+  const std::vector<measured_row> v2 = read_measurements(dir + "measurements-torch2.6.csv");
+  all.insert(all.end(), v2.begin(), v2.end());
+  return all;
+}
 const std::vector<measured_row>& rows() {
-  static const std::vector<measured_row> all =
-      read_measurements(std::string(HEADROOM_VALIDATION_DIR) + "/torch/measurements.csv");
+  static const std::vector<measured_row> all = both_generations();
   return all;
 }
 // The bounds docs/accuracy.md states and justifies. Every other quantity is compared byte for byte.
 // Chunked losses allocate a few 0-dim accumulators per chunk (the running loss, accuracy and entropy
 // sums, nll_loss's total_weight) that the timeline lists only in part.
 constexpr std::int64_t chunked_loss_scalars = 64;
+// torch 2.6's backward of a chunked loss keeps up to 160 bytes more of them (measured: 64 to 160).
+constexpr std::int64_t chunked_loss_scalars_torch2 = 256;
 // Optimizer.step's 0-dim bookkeeping beyond the modelled 8 + one state-dtype scalar (Adagrad's foreach
 // learning-rate list, RMSprop's integer step).
 constexpr std::int64_t optimizer_scalars = 96;
@@ -32,24 +42,52 @@ bool dora(const measured_row& r) { return r.text("use_dora") == "1"; }
 bool chunked(const measured_row& r) {
   return r.text("loss") == "trl_chunked" || r.text("loss") == "torchtune_chunked";
 }
+std::int64_t loss_scalars(const measured_row& r) {
+  if (!chunked(r)) return 0;
+  return r.torch2() ? chunked_loss_scalars_torch2 : chunked_loss_scalars;
+}
+/// torch 2.6's CPU GEMM of a 16-bit 3-D input by a weight that needs no gradient works on a transient copy of
+/// the weight (fp32 when the input is a non-contiguous chunk: torchtune's tensor_split), which a CUDA GPU's
+/// cuBLAS does not make: a frozen head's forward and backward peaks may exceed the model by that copy.
+std::int64_t cpu_gemm_weight_copy(const measured_row& r) {
+  const bool frozen_head = r.kind() == "loss" ? r.text("head_trainable") != "1" : r.text("method") != "full";
+  if (!r.torch2() || r.text("dtype") != "bf16" || !frozen_head) return 0;
+  return static_cast<std::int64_t>(r.count("vocab") * r.count("hidden") * sizeof(float));
+}
 
+}  // namespace
+
+namespace {
+/// The inventory's Python-scalar operands (0-dim tensors of a float or int operand, "the Python …"): torch
+/// 2.x still allocates and keeps them on a CPU but no longer hands them to the saved-tensor pack hook.
+std::int64_t python_scalar_bytes(const activation_terms& terms) {
+  std::int64_t sum = 0;
+  for (const activation_term& t : terms)
+    if (t.reason.find("the Python ") != std::string_view::npos) sum += signed_bytes(t.amount);
+  return sum;
+}
 }  // namespace
 
 TEST_CASE("Accuracy: the two instruments agree on every block", "[accuracy][block]") {
   int checked = 0;
   for (const measured_row& r : rows()) {
     if (r.kind() != "block") continue;
-    INFO(r.id());
+    INFO(r.label());
+    const auto saved = static_cast<std::int64_t>(r.count("saved_activation_bytes"));
+    const auto live = static_cast<std::int64_t>(r.count("live_after_forward_delta"));
     // Saved-for-backward bytes (pack hook) equal the live bytes the forward left (allocator events) —
     // except under DoRA, whose weight-norm graph saves tensors and dies with the forward (the pack hook
-    // sees them; backward never does).
+    // sees them; backward never does), and under torch 2.x, whose pack hook misses the Python scalars.
     if (dora(r))
-      CHECK(r.count("saved_activation_bytes") > r.count("live_after_forward_delta"));
+      CHECK(saved > live);
+    else if (r.torch2())
+      CHECK(live - saved ==
+            python_scalar_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r))));
     else
-      CHECK(r.count("saved_activation_bytes") == r.count("live_after_forward_delta"));
+      CHECK(saved == live);
     ++checked;
   }
-  CHECK(checked >= 80);
+  CHECK(checked >= 320);
 }
 
 TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[accuracy][block]") {
@@ -57,10 +95,10 @@ TEST_CASE("Accuracy: saved activations of a decoder block are byte-exact", "[acc
     if (r.kind() != "block") continue;
     const model_shape m = shape_of(r);
     const training_setup s = setup_of(r);
-    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
-                << r.text("lora_targets") << " " << r.text("attention"));
-    CHECK(layer_inventory(m, s, activations_of(r)).total().count() ==
-          r.count(dora(r) ? "live_after_forward_delta" : "saved_activation_bytes"));
+    INFO(r.label() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
+                   << r.text("lora_targets") << " " << r.text("attention"));
+    // The allocator's count: what the forward left alive (the pack hook's equals it on 1.13 but for DoRA).
+    CHECK(layer_inventory(m, s, activations_of(r)).total().count() == r.count("live_after_forward_delta"));
     // One layer's parameters, from the per-tensor inventory: the measured layer is the last run's (DeepSeek's
     // rows measure the MoE layer after the dense one), a model of that one layer.
     const layer_group_list runs = layer_groups(m);
@@ -83,7 +121,7 @@ TEST_CASE("Accuracy: DoRA's weight-norm moment is within -5% and +20% of a block
   int checked = 0;
   for (const measured_row& r : rows()) {
     if (r.kind() != "block" || !dora(r)) continue;
-    INFO(r.id());
+    INFO(r.label());
     // The moment the model prices: all of the block's saved tensors and the largest module's temporaries — an
     // upper-bound moment (a module early in the block has fewer saved tensors around it: q_proj/v_proj-only
     // +18%).
@@ -101,11 +139,17 @@ TEST_CASE("Accuracy: the loss head's peaks, what it keeps and leaves", "[accurac
   for (const measured_row& r : rows()) {
     if (r.kind() != "loss") continue;
     const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
-    const std::int64_t bound = chunked(r) ? chunked_loss_scalars : 0;
-    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("loss"));
-    CHECK(std::abs(signed_bytes(e.forward) - delta(r, "forward_peak")) <= bound);
+    const std::int64_t bound = loss_scalars(r);
+    INFO(r.label() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("loss"));
+    // The peaks: exact (within the scalars), or below by at most the CPU GEMM's weight copy.
+    auto peak = [&](bytes estimate, const char* column) {
+      const std::int64_t under = delta(r, column) - signed_bytes(estimate);
+      CHECK(under <= bound + cpu_gemm_weight_copy(r));
+      CHECK(under >= -bound);
+    };
+    peak(e.forward, "forward_peak");
     CHECK(std::abs(signed_bytes(e.kept) - delta(r, "after_forward")) <= bound);
-    CHECK(std::abs(signed_bytes(e.backward) - delta(r, "backward_peak")) <= bound);
+    peak(e.backward, "backward_peak");
     CHECK(std::abs(signed_bytes(e.after) - delta(r, "after_backward")) <= bound);
   }
 }
@@ -116,7 +160,8 @@ TEST_CASE("Accuracy: optimizer state is byte-exact, the step's temporaries withi
     if (r.kind() != "optimizer") continue;
     const training_setup s = setup_of(r);
     const static_estimate st = estimate_static(model_spec{shape_of(r), 0}, s, params_basis::exact);
-    INFO(r.id() << " " << r.text("optimizer") << " " << r.text("optimizer_impl") << " " << r.text("dtype"));
+    INFO(r.label() << " " << r.text("optimizer") << " " << r.text("optimizer_impl") << " "
+                   << r.text("dtype"));
     CHECK(st.model_params.count() + st.adapter_params.count() == r.count("params"));
     CHECK(st.trainable_params.count() == r.count("trainable_params"));
     CHECK(st.buckets.optimizer.count() == r.count("state_bytes"));
@@ -125,37 +170,55 @@ TEST_CASE("Accuracy: optimizer state is byte-exact, the step's temporaries withi
   }
 }
 
+namespace {
+/// One phase of a whole-step row: the estimate against the measurement (both absolute live bytes).
+struct phase_check {
+  const char* column;
+  std::int64_t estimate, measured;
+  bool peak;  ///< a peak (the CPU GEMM's weight copy may add to it), not what the forward leaves
+};
+/// What is live when the measured micro-batch begins: weights, optimizer state, and the gradients of the
+/// earlier micro-batches under accumulation.
+std::int64_t step_base(const measured_row& r) {
+  return static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
+                                   r.count("start_grad_bytes"));
+}
+std::array<phase_check, 4> step_checks(const measured_row& r, const training_estimate& e) {
+  const memory_buckets& st = e.per_gpu_static.per_gpu;
+  auto phase = [&](step_phase p) {
+    return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
+  };
+  auto measured = [&](const char* column) { return step_base(r) + delta(r, column); };
+  const bytes grads_at_start = r.count("grad_accum") > 1 ? st.grads : bytes(0);
+  const bytes after_forward = st.static_bytes() - st.grads + grads_at_start + e.activations.kept +
+                              e.logits.kept + e.logits.hidden_kept;
+  return {{{"forward_peak", phase(step_phase::forward_end), measured("forward_peak"), true},
+           {"after_forward", signed_bytes(after_forward), measured("after_forward"), false},
+           {"backward_peak", std::max(phase(step_phase::backward_start), phase(step_phase::backward_end)),
+            measured("backward_peak"), true},
+           {"optimizer_peak", phase(step_phase::optimizer_step), measured("optimizer_peak"), true}}};
+}
+}  // namespace
+
 TEST_CASE("Accuracy: whole training steps, phase by phase", "[accuracy][step]") {
   for (const measured_row& r : rows()) {
     if (r.kind() != "step") continue;
-    const model_spec spec{shape_of(r), 0};
-    const training_estimate e = estimate_training(spec, run_of(r));
+    const training_estimate e = estimate_training(model_spec{shape_of(r), 0}, run_of(r));
     const memory_buckets& st = e.per_gpu_static.per_gpu;
-    // What is live when the measured micro-batch begins: weights, optimizer state, and the gradients of the
-    // earlier micro-batches under accumulation.
-    const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
-                                                        r.count("start_grad_bytes"));
-    auto phase = [&](step_phase p) {
-      return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
-    };
-    const std::int64_t bound = chunked(r) ? chunked_loss_scalars : optimizer_scalars;
-    auto close = [&](std::int64_t estimate, const char* column) {
-      const std::int64_t measured = base + delta(r, column);
-      INFO(column << ": estimate " << estimate << ", measured " << measured);
-      CHECK(std::abs(estimate - measured) <= bound);
-      CHECK(std::abs(estimate - measured) <= measured / 50);  // the issue's 2% on whole-step peaks
-    };
-    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
-                << r.text("checkpointing") << " " << r.text("loss"));
+    const std::int64_t bound = chunked(r) ? loss_scalars(r) : optimizer_scalars;
+    INFO(r.label() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("method") << " "
+                   << r.text("checkpointing") << " " << r.text("loss"));
     CHECK(e.statics.model_params.count() + e.statics.adapter_params.count() == r.count("params"));
     const bytes grads_at_start = r.count("grad_accum") > 1 ? st.grads : bytes(0);
-    CHECK(signed_bytes(st.static_bytes() - st.grads + grads_at_start) == base);
-    close(phase(step_phase::forward_end), "forward_peak");
-    close(signed_bytes(st.static_bytes() - st.grads + grads_at_start + e.activations.kept + e.logits.kept +
-                       e.logits.hidden_kept),
-          "after_forward");
-    close(std::max(phase(step_phase::backward_start), phase(step_phase::backward_end)), "backward_peak");
-    close(phase(step_phase::optimizer_step), "optimizer_peak");
+    CHECK(signed_bytes(st.static_bytes() - st.grads + grads_at_start) == step_base(r));
+    for (const phase_check& p : step_checks(r, e)) {
+      // A peak may exceed the estimate by the CPU GEMM's weight copy too.
+      const std::int64_t copy = p.peak ? cpu_gemm_weight_copy(r) : 0;
+      INFO(p.column << ": estimate " << p.estimate << ", measured " << p.measured);
+      CHECK(p.measured - p.estimate <= bound + copy);
+      CHECK(p.estimate - p.measured <= bound);
+      CHECK(std::abs(p.estimate - p.measured) <= p.measured / 50 + copy);  // the issue's 2% on whole steps
+    }
   }
 }
 
@@ -176,7 +239,7 @@ TEST_CASE("Accuracy: the load phase (an fp32 checkpoint cast to bf16) is byte-ex
   int checked = 0;
   for (const measured_row& r : rows()) {
     if (r.kind() != "load") continue;
-    INFO(r.id() << " " << r.text("family"));
+    INFO(r.label() << " " << r.text("family"));
     const load_estimate e = load_of(r);
     CHECK(signed_bytes(e.weights) == static_cast<std::int64_t>(r.count("param_bytes")));
     CHECK(signed_bytes(e.transient) == delta(r, "load_peak"));
@@ -193,7 +256,8 @@ TEST_CASE("Accuracy: PiSSA and OLoRA initialisation transients are byte-exact", 
   int checked = 0;
   for (const measured_row& r : rows()) {
     if (r.kind() != "init") continue;
-    INFO(r.id() << " " << r.text("family") << " " << r.text("dtype") << " " << r.text("init_lora_weights"));
+    INFO(r.label() << " " << r.text("family") << " " << r.text("dtype") << " "
+                   << r.text("init_lora_weights"));
     const model_shape m = shape_of(r);
     const training_setup s = setup_of(r);
     const init_transient init = lora_init_transient(m, s);
@@ -214,37 +278,67 @@ TEST_CASE("Accuracy: the grid is the one the issue asks for", "[accuracy]") {
   CHECK(kinds["block"] >= 80);
 }
 
+namespace {
+/// Whether every quantity the tests above compare for a row is byte-exact (no bound used).
+bool exact_row(const measured_row& r) {
+  if (r.kind() == "block")
+    return layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total().count() ==
+           r.count("live_after_forward_delta");
+  if (r.kind() == "loss") {
+    const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
+    return signed_bytes(e.forward) == delta(r, "forward_peak") &&
+           signed_bytes(e.kept) == delta(r, "after_forward") &&
+           signed_bytes(e.backward) == delta(r, "backward_peak") &&
+           signed_bytes(e.after) == delta(r, "after_backward");
+  }
+  if (r.kind() == "optimizer") {
+    const training_setup s = setup_of(r);
+    const static_estimate st = estimate_static(model_spec{shape_of(r), 0}, s, params_basis::exact);
+    return st.buckets.optimizer.count() == r.count("state_bytes") &&
+           signed_bytes(headroom::detail::step_temporaries(st, s)) == delta(r, "optimizer_peak");
+  }
+  if (r.kind() == "step") {
+    const std::array<phase_check, 4> checks =
+        step_checks(r, estimate_training(model_spec{shape_of(r), 0}, run_of(r)));
+    return std::all_of(checks.begin(), checks.end(),
+                       [](const phase_check& p) { return p.estimate == p.measured; });
+  }
+  if (r.kind() == "load") return signed_bytes(load_of(r).transient) == delta(r, "load_peak");
+  const training_setup s = setup_of(r);  // an init row
+  return signed_bytes(lora_init_transient(shape_of(r), s).amount) == delta(r, "load_peak");
+}
+}  // namespace
+
+TEST_CASE("Accuracy: the torch 2.6 generation has 150 rows or more, 90% of them byte-exact", "[accuracy]") {
+  std::map<std::string, int> kinds;
+  int all = 0, exact = 0;
+  for (const measured_row& r : rows()) {
+    if (!r.torch2()) continue;
+    ++kinds[r.kind()];
+    ++all;
+    exact += exact_row(r) ? 1 : 0;
+  }
+  CHECK(all >= 150);
+  CHECK(kinds["block"] >= 200);
+  CHECK(kinds["step"] >= 80);
+  CHECK(exact * 10 >= all * 9);
+}
+
 TEST_CASE("Report: whole steps", "[.report]") {
   for (const measured_row& r : rows()) {
     if (r.kind() != "step") continue;
-    const model_spec spec{shape_of(r), 0};
-    const run_config run = run_of(r);
-    const training_estimate e = estimate_training(spec, run);
-    const bytes statics = e.per_gpu_static.per_gpu.static_bytes();
-    const auto base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
-                                                r.count("start_grad_bytes"));
-    auto at = [&](step_phase p) {
-      return static_cast<std::int64_t>(e.phases[static_cast<std::size_t>(p)].total_bytes().count());
-    };
-    const bytes at_start = r.count("grad_accum") > 1 ? e.per_gpu_static.per_gpu.grads : bytes(0);
-    const std::int64_t after_forward =
-        static_cast<std::int64_t>((statics - e.per_gpu_static.per_gpu.grads + at_start + e.activations.kept +
-                                   e.logits.kept + e.logits.hidden_kept)
-                                      .count());
-    auto show = [&](const char* what, std::int64_t est, const char* column) {
-      const std::int64_t m = base + delta(r, column);
-      std::printf(" %s %+.2f%%(%+lld)", what, 100.0 * static_cast<double>(est - m) / static_cast<double>(m),
-                  static_cast<long long>(est - m));
-    };
-    std::printf("%s %-9s %-8s %-4s %-13s %-17s %-12s", r.id().c_str(), r.text("family").c_str(),
+    const training_estimate e = estimate_training(model_spec{shape_of(r), 0}, run_of(r));
+    const memory_buckets& st = e.per_gpu_static.per_gpu;
+    const bytes at_start = r.count("grad_accum") > 1 ? st.grads : bytes(0);
+    std::printf("%s %-9s %-8s %-4s %-13s %-17s %-12s", r.label().c_str(), r.text("family").c_str(),
                 r.text("dtype").c_str(), r.text("method").c_str(), r.text("checkpointing").c_str(),
                 r.text("loss").c_str(), r.text("optimizer").c_str());
     std::printf(" static %+lld",
-                static_cast<long long>((statics - e.per_gpu_static.per_gpu.grads + at_start).count()) - base);
-    show("fwd", at(step_phase::forward_end), "forward_peak");
-    show("afw", after_forward, "after_forward");
-    show("bwd", std::max(at(step_phase::backward_start), at(step_phase::backward_end)), "backward_peak");
-    show("opt", at(step_phase::optimizer_step), "optimizer_peak");
+                static_cast<long long>(signed_bytes(st.static_bytes() - st.grads + at_start) - step_base(r)));
+    for (const phase_check& p : step_checks(r, e))
+      std::printf(" %s %+.2f%%(%+lld)", p.column,
+                  100.0 * static_cast<double>(p.estimate - p.measured) / static_cast<double>(p.measured),
+                  static_cast<long long>(p.estimate - p.measured));
     std::printf("\n");
   }
 }
@@ -258,7 +352,7 @@ TEST_CASE("Report: the optimizer", "[.report]") {
     const bytes temps = headroom::detail::step_temporaries(st, s);
     std::printf(
         "%s %-7s %-5s %-6s %-13s %-9s params %llu/%llu state %llu/%llu(%+lld) temps %llu/%lld(%+lld)\n",
-        r.id().c_str(), r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
+        r.label().c_str(), r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
         r.text("optimizer").c_str(), r.text("optimizer_impl").c_str(),
         static_cast<unsigned long long>(st.trainable_params.count()),
         static_cast<unsigned long long>(r.count("trainable_params")),
@@ -279,7 +373,7 @@ TEST_CASE("Report: the loss head", "[.report]") {
       std::printf(" %s %lld/%lld(%+lld)", what, static_cast<long long>(est.count()),
                   static_cast<long long>(m), static_cast<long long>(est.count()) - static_cast<long long>(m));
     };
-    std::printf("%s %-7s %-8s %-17s %-3s h%s", r.id().c_str(), r.text("family").c_str(),
+    std::printf("%s %-7s %-8s %-17s %-3s h%s", r.label().c_str(), r.text("family").c_str(),
                 r.text("dtype").c_str(), r.text("loss").c_str(), r.text("loss_chunk").c_str(),
                 r.text("head_trainable").c_str());
     show("fwd", e.forward, "forward_peak");
@@ -295,7 +389,7 @@ TEST_CASE("Report: estimate against measurement for every row", "[.report]") {
     if (r.kind() != "block") continue;
     const bytes estimate = layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total();
     const auto measured = static_cast<long long>(r.count("saved_activation_bytes"));
-    std::printf("%s %-9s %-8s %-4s %-16s %-4s %-4s %-5s %lld %lld %+lld\n", r.id().c_str(),
+    std::printf("%s %-9s %-8s %-4s %-16s %-4s %-4s %-5s %lld %lld %+lld\n", r.label().c_str(),
                 r.text("family").c_str(), r.text("dtype").c_str(), r.text("method").c_str(),
                 r.text("lora_targets").c_str(), r.text("lora_dropout").c_str(),
                 r.text("adapter_dtype").c_str(), r.text("attention").c_str(),
@@ -324,39 +418,33 @@ TEST_CASE("Summary: rows per family, exact rows and the largest difference", "[.
   };
   for (const measured_row& r : rows()) {
     const std::string fam = r.text("family");
+    const std::string gen = r.torch2() ? "torch 2.6 | " : "torch 1.13 | ";
     if (r.kind() == "block") {
-      add("block saved activations | " + fam,  // the comparand of the block test above (DoRA: live bytes)
+      add(gen + "block saved activations | " + fam,  // the comparand of the block test above (live bytes)
           signed_bytes(layer_inventory(shape_of(r), setup_of(r), activations_of(r)).total()),
-          static_cast<std::int64_t>(
-              r.count(dora(r) ? "live_after_forward_delta" : "saved_activation_bytes")));
+          static_cast<std::int64_t>(r.count("live_after_forward_delta")));
     } else if (r.kind() == "loss") {
       const logits_estimate e = estimate_logits(shape_of(r), loss_setup_of(r), activations_of(r), loss_of(r));
-      const std::string key = "loss head | " + r.text("loss");
+      const std::string key = gen + "loss head | " + r.text("loss");
       add(key + " | forward peak", signed_bytes(e.forward), delta(r, "forward_peak"));
       add(key + " | kept", signed_bytes(e.kept), delta(r, "after_forward"));
       add(key + " | backward peak", signed_bytes(e.backward), delta(r, "backward_peak"));
     } else if (r.kind() == "optimizer") {
       const training_setup s = setup_of(r);
       const static_estimate st = estimate_static(model_spec{shape_of(r), 0}, s, params_basis::exact);
-      add("optimizer | " + r.text("optimizer") + " state", signed_bytes(st.buckets.optimizer),
+      add(gen + "optimizer | " + r.text("optimizer") + " state", signed_bytes(st.buckets.optimizer),
           static_cast<std::int64_t>(r.count("state_bytes")));
-      add("optimizer | " + r.text("optimizer") + " " + r.text("optimizer_impl") + " step temporaries",
+      add(gen + "optimizer | " + r.text("optimizer") + " " + r.text("optimizer_impl") + " step temporaries",
           signed_bytes(headroom::detail::step_temporaries(st, s)), delta(r, "optimizer_peak"));
     } else if (r.kind() == "step") {
       const training_estimate e = estimate_training(model_spec{shape_of(r), 0}, run_of(r));
-      const std::int64_t base = static_cast<std::int64_t>(r.count("param_bytes") + r.count("state_bytes") +
-                                                          r.count("start_grad_bytes"));
-      auto phase = [&](step_phase p) {
-        return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
-      };
-      const std::int64_t peak =
-          std::max({phase(step_phase::forward_end), phase(step_phase::backward_start),
-                    phase(step_phase::backward_end), phase(step_phase::optimizer_step)});
-      const std::int64_t measured =
-          base + std::max({delta(r, "forward_peak"), delta(r, "backward_peak"), delta(r, "optimizer_peak")});
-      add("whole step peak | " + r.text("method") + " " + r.text("dtype"), peak, measured);
+      std::int64_t peak = 0, measured = 0;
+      for (const phase_check& p : step_checks(r, e))
+        if (p.peak) peak = std::max(peak, p.estimate), measured = std::max(measured, p.measured);
+      add(gen + "whole step peak | " + r.text("method") + " " + r.text("dtype"), peak, measured);
     } else if (r.kind() == "load") {
-      add("load phase | fp32-cast transient", signed_bytes(load_of(r).transient), delta(r, "load_peak"));
+      add(gen + "load phase | fp32-cast transient", signed_bytes(load_of(r).transient),
+          delta(r, "load_peak"));
     }
   }
   std::printf(

@@ -305,6 +305,77 @@ TEST_CASE("SDPA's math path (the CPU's) saves scaled q and k and the probabiliti
   CHECK(attention == bytes(2 * t * 2 * q + 2 * scores + 2 * t * q));  // q·s, kᵀ·s, probs, v (block-000)
 }
 
+namespace {
+training_setup on_cpu_2(training_setup s) {
+  s.runtime = {device_kind::cpu, torch_generation::v2};
+  return s;
+}
+bytes attention_terms(const model_shape& m, const training_setup& s, const activation_config& c) {
+  bytes sum{0};
+  for (const activation_term& term : layer_inventory(m, s, c))
+    if (term.name.substr(0, 4) == "sdpa" || term.name == "o_proj input") sum += term.amount;
+  return sum;
+}
+}  // namespace
+
+TEST_CASE("torch 2.x on a CPU: SDPA with grouped heads runs the math path in fp32 (block-000, torch 2.6)",
+          "[activations][groundtruth]") {
+  // transformers' enable_gqa (no mask, torch >= 2.5) leaves the CPU flash kernel: q, k, v upcast to fp32
+  const training_setup s = on_cpu_2(with_method(training_method::full, precision_route::bf16_pure));
+  const std::uint64_t t = 64, q = 128, scores = 2 * 8 * 32 * 32;
+  const bytes core{4 * t * 2 * q + 4 * scores + 4 * t * q};  // q·s, kᵀ·s, probs, v: 163,840 B
+  CHECK(core == bytes(163'840));
+  CHECK(attention_terms(small_llama, s, cpu_workload(attention_impl::sdpa)) == core + bytes(2 * t * q));
+}
+
+TEST_CASE(
+    "torch 2.x on a CPU: SDPA without grouped heads takes the flash kernel, its output o_proj's input "
+    "(block-009, torch 2.6)",
+    "[activations][groundtruth]") {
+  constexpr model_shape small_mistral = dense(128, 448, 1, 4, 4, 32, 3072, false);  // the grid's Mistral row
+  const training_setup s = on_cpu_2(with_method(training_method::full, precision_route::bf16_pure));
+  const std::uint64_t t = 64, q = 128, lse = 4 * t * 4;
+  // q, k, v, the output (read by o_proj: the same storage), the fp32 log-sum-exp: 66,560 B
+  CHECK(attention_terms(small_mistral, s, cpu_workload(attention_impl::sdpa)) == bytes(2 * t * 4 * q + lse));
+  CHECK(2 * t * 4 * q + lse == 66'560);
+}
+
+TEST_CASE(
+    "SDPA without grouped heads over a fused q/k/v keeps the projection's whole output (Phi-3, "
+    "block-045, torch 2.6)",
+    "[activations][groundtruth]") {
+  model_shape phi3 = dense(96, 256, 1, 6, 6, 16, 2048, false);  // the grid's Phi-3 row
+  phi3.attention = attention_layout::qkv_proj;
+  const training_setup s = on_cpu_2(with_method(training_method::full, precision_route::bf16_pure));
+  const std::uint64_t t = 64, q = 96;
+  bytes v{0};
+  for (const activation_term& term : layer_inventory(phi3, s, cpu_workload(attention_impl::sdpa)))
+    if (term.name == "sdpa v") v += term.amount;
+  CHECK(v == bytes(2 * t * 3 * q));  // v is a view of qkv_proj's (t, q + 2kv) output: 36,864 B
+}
+
+TEST_CASE("torch 2.x non-reentrant checkpoints keep each block's Python scalars (step-164, torch 2.6)",
+          "[activations][groundtruth]") {
+  // The 0-dim tensors of LoRA's `* scaling` never reach the saved-tensor hooks the checkpoint drops
+  const model_shape two_layers = dense(128, 344, 2, 8, 2, 16, 4096, false);
+  training_setup s = on_cpu_2(with_method(training_method::lora, precision_route::bf16_pure));
+  s.lora.rank = 8;
+  s.lora.targets = lora_targets::all_linear();
+  activation_config c = cpu_workload(attention_impl::sdpa);
+  c.ckpt = checkpointing::full;
+  c.reentrant = false;
+  const bytes v2 = estimate_activations(two_layers, s, c).per_layer_kept;
+  s.runtime.torch = torch_generation::v1_13;
+  const bytes v1 = estimate_activations(two_layers, s, c).per_layer_kept;
+  CHECK(v2 - v1 ==
+        bytes(7 * 8));  // 7 adapted linears × one 8-byte scalar per layer (step-164: 2 layers, 112 B)
+  c.reentrant = true;   // a reentrant checkpoint runs the forward without a graph: nothing is kept
+  s.runtime.torch = torch_generation::v2;
+  const bytes reentrant_v2 = estimate_activations(two_layers, s, c).per_layer_kept;
+  s.runtime.torch = torch_generation::v1_13;
+  CHECK(reentrant_v2 == estimate_activations(two_layers, s, c).per_layer_kept);
+}
+
 TEST_CASE("In fp32, eager attention's probabilities are the softmax output itself: counted once",
           "[activations][groundtruth]") {
   const training_setup fp32 = on_cpu_113(with_method(training_method::full, precision_route::fp32));

@@ -32,6 +32,10 @@ struct measured_row {
   [[nodiscard]] bytes measured(const std::string& column) const { return bytes(count(column)); }
   [[nodiscard]] const std::string& id() const { return text("id"); }
   [[nodiscard]] const std::string& kind() const { return text("kind"); }
+  /// The id with the torch that measured it: both generations number their rows alike.
+  [[nodiscard]] std::string label() const { return id() + " (torch " + text("torch_version") + ")"; }
+  /// Measured by torch 2.x (validation/torch/measurements-torch2.6.csv), not 1.13.
+  [[nodiscard]] bool torch2() const { return text("torch_version").rfind("1.", 0) != 0; }
 };
 
 /// RFC 4180 fields: commas inside double quotes belong to the field ("q_proj,v_proj").
@@ -153,7 +157,7 @@ inline training_setup setup_of(const measured_row& r) {
   s.method = r.text("method") == "lora" ? training_method::lora : training_method::full;
   s.precision = precision_of(r);
   s.runtime.device = parse_choice(device_names, r.text("device"), "device");
-  s.runtime.torch = r.text("torch").rfind("1.", 0) == 0 ? torch_generation::v1_13 : torch_generation::v2;
+  s.runtime.torch = r.torch2() ? torch_generation::v2 : torch_generation::v1_13;
   if (s.method == training_method::lora) {
     if (r.has("lora_rank")) s.lora.rank = r.count("lora_rank");
     s.lora.targets = parse_lora_targets(r.text("lora_targets"));
@@ -192,8 +196,8 @@ inline activation_config activations_of(const measured_row& r) {
   activation_config c;
   c.batch = r.count("batch");
   c.seq_len = r.count("seq_len");
-  // On a CPU, torch 1.13's SDPA is the math path; eager is transformers' own.
-  c.attention = r.text("attention") == "eager" ? attention_impl::eager : attention_impl::sdpa_math;
+  // SDPA's kernel on a CPU (1.13: the math path; 2.x: flash or math) is headroom's choice (sdpa_kernel).
+  c.attention = r.text("attention") == "eager" ? attention_impl::eager : attention_impl::sdpa;
   c.attention_dropout = r.has("attention_dropout") && r.number("attention_dropout") > 0;
   c.ckpt = r.text("checkpointing") == "none" ? checkpointing::none : checkpointing::full;
   c.reentrant = r.text("checkpointing") == "reentrant";

@@ -223,3 +223,20 @@ TEST_CASE("LOMO fuses its update into backward: no state, no gradients kept, acc
   after.optimizer = "sgd";
   CHECK(e.at_peak().grads * 10 < estimate_training(test::llama8, resolve(after)).at_peak().grads);
 }
+
+// torch 1.13's RMSprop counts its step in a Python int; 2.x keeps a 0-dim fp32 tensor per parameter, as
+// Adam(W) always did (optimizer-135, torch 2.6: 84 B more state for its 21 tensors).
+static_assert(optimizer_step_counter_bytes(opt("rmsprop"), 21, {device_kind::cpu, torch_generation::v1_13}) ==
+              bytes(0));
+static_assert(optimizer_step_counter_bytes(opt("rmsprop"), 21, {device_kind::cpu, torch_generation::v2}) ==
+              bytes(84));
+static_assert(optimizer_step_counter_bytes(opt("adamw_torch"), 21,
+                                           {device_kind::cpu, torch_generation::v1_13}) == bytes(84));
+
+TEST_CASE("RMSprop's step counters: none in torch 1.13, 4 bytes per tensor in 2.x",
+          "[optimizer][groundtruth]") {
+  CHECK(optimizer_step_counter_bytes(opt("rmsprop"), 21, {device_kind::cpu, torch_generation::v2}) ==
+        bytes(84));
+  CHECK(optimizer_step_counter_bytes(opt("rmsprop"), 21, {device_kind::cpu, torch_generation::v1_13}) ==
+        bytes(0));
+}

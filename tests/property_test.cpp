@@ -198,7 +198,8 @@ TEST_CASE("Property: the totals equal the sums of the terms and tensors they sum
       REQUIRE(st.saved_module_params == saved);
     }
     if (st.basis == params_basis::exact)  // torch's per-tensor `step` counters, on exact pricing only
-      per_tensor_state += optimizer_step_counter_bytes(r.setup.optimizer, st.trainable_tensors);
+      per_tensor_state +=
+          optimizer_step_counter_bytes(r.setup.optimizer, st.trainable_tensors, r.setup.runtime);
     if (r.setup.method != training_method::full || st.basis == params_basis::exact)
       REQUIRE(st.buckets.optimizer == per_tensor_state);
   }

@@ -397,7 +397,7 @@ constexpr grads_and_master price_grads_and_master(const training_setup& s, const
     state += detail::tensor_state(detail::lumped_tensor(tower), s);
   if (!state_per_tensor) state = detail::lumped_state(s, c, trainable);
   // torch's per-tensor `step` counters are real allocations; the course's nominal pricing leaves them out.
-  if (exact) state += optimizer_step_counter_bytes(s.optimizer, c.tensors);
+  if (exact) state += optimizer_step_counter_bytes(s.optimizer, c.tensors, s.runtime);
   const detail::base_weights base = detail::price_base_weights(s, priced, priced_on, realistic_weights);
   const detail::grads_and_master gm = detail::price_grads_and_master(s, c, trainable);
   const std::uint64_t wb = detail::weight_bytes(s.precision);

@@ -55,6 +55,8 @@ struct optimizer_info {
   bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
   bool fused_default = false;   ///< the `optim` string asks for the fused kernel (adamw_torch_fused)
   bool steps_in_backward = false;  ///< LOMO / AdaLomo: the update is fused into backward (no gradients kept)
+  bool step_tensor_from_v2 =
+      false;  ///< `step` a Python int in torch 1.13, a 0-dim fp32 tensor in 2.x (RMSprop)
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";
@@ -96,7 +98,8 @@ inline constexpr std::array<optimizer_info, 32> optimizer_catalog{{
     {"adagrad", 1, state_storage::param_dtype, false, false, false, false,
      "torch/optim/adagrad.py sum + step", adagrad_buffers, 4, true},
     {"rmsprop", 1, state_storage::param_dtype, false, false, false, false,
-     "torch/optim/rmsprop.py square_avg (step is a Python int)", rmsprop_buffers, 0, true},
+     "torch/optim/rmsprop.py square_avg (step: a Python int in 1.13, torch.tensor(0.) in 2.x)",
+     rmsprop_buffers, 0, true, false, false, true},
     {"rmsprop_bnb", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_32bit", 1, state_storage::fp32, false, false, false, false, src_bnb},
     {"rmsprop_bnb_8bit", 1, state_storage::blockwise_8bit, false, false, false, false, src_bnb},
@@ -278,10 +281,14 @@ constexpr std::uint64_t dense_state_bytes(std::uint64_t states, std::uint64_t n,
   return bytes(detail::checked_mul(per_copy, t.copies, "optimizer state"));
 }
 
-/// The per-parameter `step` counters torch keeps as 0-dim fp32 tensors (Adam(W), Adagrad): 4 bytes times
-/// the number of trainable tensors (torch/optim/adamw.py _init_group: state['step'] = torch.tensor(0.)).
-[[nodiscard]] constexpr bytes optimizer_step_counter_bytes(const optimizer_info& opt, std::uint64_t tensors) {
-  return bytes(detail::checked_mul(opt.step_bytes, tensors, "optimizer step counters"));
+/// The per-parameter `step` counters torch keeps as 0-dim fp32 tensors (Adam(W), Adagrad; RMSprop from 2.x):
+/// 4 bytes times the number of trainable tensors (torch/optim/adamw.py _init_group: state['step'] =
+/// torch.tensor(0.); measured for RMSprop on 2.6, validation/torch/measurements-torch2.6.csv).
+[[nodiscard]] constexpr bytes optimizer_step_counter_bytes(const optimizer_info& opt, std::uint64_t tensors,
+                                                           const runtime_config& r = {}) {
+  const bool tensor_step = opt.step_tensor_from_v2 && r.torch != torch_generation::v1_13;
+  const std::uint64_t each = tensor_step ? detail::fp32_bytes : opt.step_bytes;
+  return bytes(detail::checked_mul(each, tensors, "optimizer step counters"));
 }
 
 /// The optimizer implementation torch runs: `automatic` resolved as torch does (torch/optim/optimizer.py

@@ -23,7 +23,7 @@ from harness import grid, instruments, runs  # noqa: E402
 
 def measure(row):
     row = dict({c: "" for c in grid.COLUMNS}, **{k: "" if v is None else str(v) for k, v in row.items()})
-    row["torch"] = torch.__version__
+    row["torch_version"] = torch.__version__
     result = runs.RUNNERS[row["kind"]](row)
     row.update({k: str(v) for k, v in result.items()})
     return row
@@ -78,7 +78,7 @@ def main():
                 print(f"{row['id']}: not in {args.check}")
                 failures += 1
                 continue
-            diff = [c for c in grid.COLUMNS if c not in ("torch", "start_bytes")
+            diff = [c for c in grid.COLUMNS if c not in ("torch_version", "start_bytes")
                     and comparable(got, c) != comparable(want, c)]
             print(f"{row['id']}: {'ok' if not diff else 'DIFFERS in ' + ', '.join(diff)}", flush=True)
             for c in diff:

@@ -94,6 +94,7 @@ HEADROOM_INLINE constexpr void add_flash_core(Out& out, const block_context& k,
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute;
   auto lse = [&] { return act(x.t, m.num_attention_heads, fp32_bytes); };
+  if (!x.qg && !x.kg && !x.vg) return;  // no input requires grad: autograd records no node, keeps nothing
   if (x.prefix == 0) {
     out.add("flash-attn q, k, v", act(x.t, x.q + 2 * x.kv, ab),
             "kernel inputs at their GQA widths (MLA: v padded to the q/k head width), for backward");
@@ -115,42 +116,86 @@ HEADROOM_INLINE constexpr void add_sdpa_core(Out& out, const block_context& k,
   const model_shape& m = k.m;
   const std::uint64_t ab = k.dt.compute;
   auto lse = [&] { return act(x.t, m.num_attention_heads, fp32_bytes); };
+  if (!x.qg && !x.kg && !x.vg) return;  // no input requires grad: autograd records no node, keeps nothing
   if (is_mla(m)) {
     out.add("sdpa q, k, v", act(x.t, 2 * x.q + x.v_storage, ab),
             "q and k (concatenated), and v: a view of kv_b_proj's output, whose whole storage it keeps");
+  } else if (x.prefix == 0 && fused_qkv(m) && x.kv == x.q) {
+    // repeat_kv returns V itself when no head is grouped, and a saved view keeps its whole storage
+    out.add("sdpa q, k", act(x.t, 2 * x.q, ab), "the kernel's query and key inputs, for backward");
+    out.add("sdpa v", act(x.t, x.q + 2 * x.kv, ab),
+            "a view of the fused q/k/v projection's output, whose whole storage the kernel keeps");
   } else if (x.prefix == 0) {
     out.add("sdpa q, k, v", act(x.t, 3 * x.q, ab), "repeat_kv expands K and V to all heads before SDPA");
   } else {
     out.add("sdpa q", act(x.t, x.q, ab), "the kernel's query input, for backward");
     out.add("sdpa k, v", act(x.key_rows, 2 * x.q, ab),
             "s + P keys and values, expanded to all heads by repeat_kv");
-    // transformers' sdpa_mask cannot skip the mask when the key length is not s
-    out.add("sdpa attention bias", act(x.t, ceil_div(x.keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
-            "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
-            "(flash takes no mask)");
+    // transformers' sdpa_mask cannot skip the mask when the key length is not s; the CPU flash kernel keeps
+    // the model's one boolean mask itself (measured on 2.6)
+    if (k.s.runtime.device != device_kind::cpu)
+      out.add("sdpa attention bias",
+              act(x.t, ceil_div(x.keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
+              "the (b, 1, s, s + P) mask as the memory-efficient kernel's float bias, padded to 16 keys "
+              "(flash takes no mask)");
   }
   out.add("sdpa output", act(x.t, x.vw, ab), "saved by the kernel for its backward");
   out.add("sdpa log-sum-exp", lse(), "fp32 softmax statistics per head and token");
 }
 
 /// aten _scaled_dot_product_attention_math: q·scale and kᵀ·scale are new tensors, softmax runs in the input
-/// dtype and its output is both saved and multiplied by v.
+/// dtype and its output is both saved and multiplied by v. torch 2.x first upcasts 16-bit q, k and v to fp32
+/// and casts only the output back (measured on 2.6, validation/torch/measurements-torch2.6.csv).
 template <class Out>
 HEADROOM_INLINE constexpr void add_sdpa_math_core(Out& out, const block_context& k,
                                                   const attention_core_shape& x) {
-  const std::uint64_t ab = k.dt.compute;
+  const bool upcast = k.s.runtime.torch != torch_generation::v1_13 && k.dt.compute < fp32_bytes;
+  const std::uint64_t ab = upcast ? fp32_bytes : k.dt.compute;
   const bytes scores = score_bytes(k, x);
   out.add("sdpa-math q, k", act(x.t, x.kg ? x.q : 0, ab) + act(x.key_rows, x.qg ? x.q : 0, ab),
-          "q·scale and kᵀ·scale, saved by their matmul");
+          upcast ? "q·scale and kᵀ·scale in fp32 (torch 2 upcasts), saved by their matmul"
+                 : "q·scale and kᵀ·scale, saved by their matmul");
   if (x.scores_grad || x.vg)
     out.add("sdpa-math probabilities", scores * ab,
-            "softmax output in the input dtype, saved by softmax and ·v");
+            upcast ? "softmax output in fp32 (torch 2 upcasts), saved by softmax and ·v"
+                   : "softmax output in the input dtype, saved by softmax and ·v");
   if (x.dropout) {
     if (x.scores_grad) out.add("sdpa-math dropout mask", scores * mask_bytes(k, ab), "the dropout mask");
     if (x.vg) out.add("sdpa-math dropped probabilities", scores * ab, "dropout's output, saved by ·v");
   }
   if (x.scores_grad)
-    out.add("sdpa-math v", act(x.key_rows, x.vw, ab), "saved by probs·v; repeat_kv expands V to all heads");
+    out.add("sdpa-math v", act(x.key_rows, x.vw, ab),
+            upcast ? "saved by probs·v, in fp32, expanded to all heads (repeat_kv or enable_gqa)"
+                   : "saved by probs·v; repeat_kv expands V to all heads");
+}
+
+/// The kernel `sdpa` runs. On a CUDA GPU the fused kernels (add_sdpa_core). On a CPU torch 1.13 has only the
+/// math path; torch 2.x's CPU flash kernel saves what the fused kernels do (q, k, v, the output, the fp32
+/// log-sum-exp) but falls back to the math path for transformers' enable_gqa (grouped heads and no mask,
+/// torch >= 2.5), for unequal q/k and v head widths (MLA) and for dropout (measured on 2.6,
+/// validation/torch/measurements-torch2.6.csv).
+constexpr attention_impl sdpa_kernel(const block_context& k) {
+  if (k.s.runtime.device != device_kind::cpu) return attention_impl::sdpa;
+  if (k.s.runtime.torch == torch_generation::v1_13) return attention_impl::sdpa_math;
+  const bool masked = !k.full && prefix_positions(k.s.lora) != 0;  // transformers' use_gqa_in_sdpa
+  const bool enable_gqa = !masked && k.m.num_attention_heads != k.m.num_key_value_heads;
+  const bool unequal_heads = attention_output_width(k.m) != query_width(k.m);
+  const bool dropout = k.c.attention_dropout || k.m.attention_dropout;
+  return enable_gqa || unequal_heads || dropout ? attention_impl::sdpa_math : attention_impl::sdpa;
+}
+/// The kernel the attention core runs: the configured one, `sdpa` resolved by device and torch.
+constexpr attention_impl attention_kernel(const block_context& k) {
+  return k.c.attention == attention_impl::sdpa ? sdpa_kernel(k) : k.c.attention;
+}
+/// Whether o_proj's input is the kernel's own saved output: FlashAttention's (b, s, heads, head_dim) output
+/// is already contiguous after transformers' transpose, except MLA's padded one; the CPU flash kernel's
+/// follows the query's layout, a transposed view unless partial RoPE's torch.cat made q contiguous (measured
+/// on 2.6).
+constexpr bool attention_output_shared(const block_context& k) {
+  const bool partial_rope = k.m.rotary_dim != 0 && k.m.rotary_dim != k.m.head_dim;
+  const bool cpu_flash =
+      k.s.runtime.device == device_kind::cpu && attention_kernel(k) == attention_impl::sdpa;
+  return (k.c.attention == attention_impl::flash && !is_mla(k.m)) || (cpu_flash && !partial_rope);
 }
 
 /// gpt-oss eager_attention_forward: each row's softmax also covers the head's sink.
@@ -222,7 +267,7 @@ template <class Out>
 HEADROOM_INLINE constexpr void add_attention_core(Out& out, const block_context& k, std::uint64_t t) {
   const attention_core_shape x = attention_core_shape_of(k, t);
   out.add("RoPE", bytes(0), "q·cos + rotate_half(q)·sin saves only the shared cos/sin tables");
-  switch (k.c.attention) {
+  switch (attention_kernel(k)) {
     case attention_impl::flash:
       return add_flash_core(out, k, x);
     case attention_impl::sdpa:

@@ -367,10 +367,8 @@ constexpr void add_attention_terms(Out& out, const block_context& k, std::uint64
   block_context attn = k;
   const qkv_grads grads = attention_input_grads(k);
   attn.input_grad = grads.q || grads.k || grads.v;
-  // (MLA under flash: the kernel's output is padded to the q/k head width and sliced, so o_proj reads a copy)
   add_linear_group(out, attn, neox_layout(m) ? "dense input" : "o_proj input", t, attention_output_width(m),
-                   ab, std::array<linear_site, 1>{{{names.out, d}}},
-                   c.attention == attention_impl::flash && !is_mla(m));
+                   ab, std::array<linear_site, 1>{{{names.out, d}}}, attention_output_shared(k));
   // Starcoder2Attention: dropout(o_proj(…), residual_dropout); GPTNeoXLayer: post_attention_dropout
   if (m.residual_dropout && attn.output_grad(names.out))
     add_dropout(out, neox_layout(m) ? "dense output dropout" : "o_proj output dropout", t, d, ab, attn);
@@ -624,6 +622,12 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   if (m.embedding_dropout && first_layer_input_grad(s, c))
     add_dropout(out, "embedding dropout", t, m.hidden_size, sb, k);
   add_prompt_encoder(out, k);
+  // Prefix tuning's keys need a (b, 1, s, s + P) mask: the additive one in the stream dtype, which the CPU
+  // flash kernel of every layer saves (the same tensor) until backward (measured on 2.6)
+  const std::uint64_t prefix = k.full ? 0 : prefix_positions(s.lora);
+  if (prefix != 0 && s.runtime.device == device_kind::cpu && attention_kernel(k) == attention_impl::sdpa)
+    out.add("attention mask", act(t, c.seq_len + prefix, sb),
+            "the model's additive mask, saved by every layer's CPU flash kernel");
   add_norm(out, "final norm", t, m.hidden_size, sb, k);
   // The head matmul and whether it keeps the final hidden states belong to the loss head (logits.hpp).
 }
@@ -857,6 +861,25 @@ constexpr block_bytes detailed_block(const model_shape& m, const training_setup&
   return {block, block - (frozen_front.total() + frozen_back.total())};
 }
 
+/// torch 2.x no longer hands the 0-dim tensors of Python-scalar operands (LoRA's `scaling`, a softmax scale)
+/// to saved-tensor hooks, so a non-reentrant checkpoint (torch/utils/checkpoint.py, built on those hooks)
+/// cannot drop them: each checkpointed block keeps them, on a CPU where they are tensors (measured on 2.6).
+constexpr bytes unhooked_scalar_bytes(const model_shape& m, const training_setup& s,
+                                      const activation_config& c) {
+  const bool non_reentrant =
+      (recomputes_blocks(c.ckpt) || c.ckpt == checkpointing::selective) && !c.reentrant;
+  if (!non_reentrant || s.runtime.torch == torch_generation::v1_13 || saved_scalar_bytes(s.runtime) == 0)
+    return bytes(0);
+  block_context k = context_of(m, s, c);
+  bytes_sum with, without;
+  block_front_terms(with, k);
+  block_back_terms(with, k);
+  k.scalar = 0;
+  block_front_terms(without, k);
+  block_back_terms(without, k);
+  return with.total() - without.total();
+}
+
 constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
                                                          const activation_config& c) {
   validate_workload(c);
@@ -877,7 +900,8 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
     const bytes block = b.saved;
     if (first) e.first_layer_saving = b.first_layer_saving;
     first = false;
-    const layer_under_checkpointing under = checkpointed_layer(m, s, c, block, input);
+    layer_under_checkpointing under = checkpointed_layer(m, s, c, block, input);
+    if (!korthikanti) under.kept += unhooked_scalar_bytes(kind, s, c);
     kept_layers += under.kept * layers;
     host_layers += under.host * layers;
     if (block > e.layer) e.layer = block;

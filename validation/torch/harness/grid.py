@@ -60,7 +60,8 @@ CONFIG_COLUMNS = [
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
-    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch", "use_dora", "lora_fa",
+    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch_version", "world_size", "use_dora",
+    "lora_fa",
     "peft_type", "virtual_tokens", "init_lora_weights", "encoder_hidden_size", "prefix_projection",
 ]
 MEASURED_COLUMNS = [
@@ -73,7 +74,8 @@ COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
 
 BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", method="full", lora_rank="", lora_targets="",
             lora_dropout="", adapter_dtype="", attention="sdpa", attention_dropout="", checkpointing="none",
-            loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu")
+            loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu",
+            world_size=1)
 
 
 def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False, fa=False):
