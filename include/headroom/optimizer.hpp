@@ -55,8 +55,7 @@ struct optimizer_info {
   bool torch_optim = false;     ///< a torch.optim class: for-loop, foreach or fused by `optimizer_impl`
   bool fused_default = false;   ///< the `optim` string asks for the fused kernel (adamw_torch_fused)
   bool steps_in_backward = false;  ///< LOMO / AdaLomo: the update is fused into backward (no gradients kept)
-  bool step_tensor_from_v2 =
-      false;  ///< `step` a Python int in torch 1.13, a 0-dim fp32 tensor in 2.x (RMSprop)
+  bool step_tensor_from_v2 = false;  ///< `step`: a Python int in 1.13, a 0-dim fp32 tensor in 2.x
 };
 
 inline constexpr std::string_view src_torch_adam = "torch/optim/adam.py _init_group";

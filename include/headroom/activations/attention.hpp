@@ -132,7 +132,7 @@ HEADROOM_INLINE constexpr void add_sdpa_core(Out& out, const block_context& k,
     out.add("sdpa k, v", act(x.key_rows, 2 * x.q, ab),
             "s + P keys and values, expanded to all heads by repeat_kv");
     // transformers' sdpa_mask cannot skip the mask when the key length is not s; the CPU flash kernel keeps
-    // the model's one boolean mask itself (measured on 2.6)
+    // the model's own mask instead, one tensor for every layer (model_level_terms; measured on 2.6)
     if (k.s.runtime.device != device_kind::cpu)
       out.add("sdpa attention bias",
               act(x.t, ceil_div(x.keys, sdpa_bias_alignment) * sdpa_bias_alignment, ab),
