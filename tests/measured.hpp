@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: MIT
-// The CPU ground truth (validation/torch/measurements.csv) as headroom inputs: a small CSV reader and
-// the mapping from each row's configuration columns to a model, a training setup and a run.
+// The CPU ground truth (validation/torch/measurements.csv, torch 1.13; measurements-torch2.6.csv, torch 2.6)
+// as headroom inputs: a small CSV reader and the mapping from each row's configuration columns to a model, a
+// training setup and a run.
 #pragma once
 
 #include <algorithm>
