@@ -33,7 +33,7 @@ struct qkv_grads {
 constexpr qkv_grads attention_input_grads(const block_context& k) {
   using mn = module_name;
   if (!is_mla(k.m)) {
-    const bool prefix = !k.full && prefix_positions(k.s.lora) != 0;
+    const bool prefix = k.prefix_keys() != 0;
     return {k.output_grad(mn::q_proj), prefix || k.output_grad(mn::k_proj),
             prefix || k.output_grad(mn::v_proj)};
   }
@@ -61,7 +61,7 @@ HEADROOM_INLINE constexpr attention_core_shape attention_core_shape_of(const blo
                                                                        std::uint64_t t) {
   const model_shape& m = k.m;
   const activation_config& c = k.c;
-  const std::uint64_t prefix = k.full ? 0 : prefix_positions(k.s.lora);
+  const std::uint64_t prefix = k.prefix_keys();
   const std::uint64_t keys = c.seq_len + prefix;  // validated sizes: no overflow
   // Which of q, k, v require grad (all of them but in a first layer over frozen embeddings, where only
   // the adapted projections do, and the prefix's keys and values); a product saves each operand only for
@@ -177,7 +177,7 @@ HEADROOM_INLINE constexpr void add_sdpa_math_core(Out& out, const block_context&
 constexpr attention_impl sdpa_kernel(const block_context& k) {
   if (k.s.runtime.device != device_kind::cpu) return attention_impl::sdpa;
   if (k.s.runtime.torch == torch_generation::v1_13) return attention_impl::sdpa_math;
-  const bool masked = !k.full && prefix_positions(k.s.lora) != 0;  // transformers' use_gqa_in_sdpa
+  const bool masked = k.prefix_keys() != 0;  // transformers' use_gqa_in_sdpa
   const bool enable_gqa = !masked && k.m.num_attention_heads != k.m.num_key_value_heads;
   const bool unequal_heads = attention_output_width(k.m) != query_width(k.m);
   const bool dropout = k.c.attention_dropout || k.m.attention_dropout;

@@ -278,6 +278,8 @@ struct block_context {
   [[nodiscard]] constexpr bool adapted(module_name mod) const { return adapted_modules.contains(mod); }
   /// Whether the norm weights train (full fine-tuning, or LN tuning's copies).
   [[nodiscard]] constexpr bool norm_weights_train() const { return full || norms_train(s.lora); }
+  /// Prefix tuning's P keys before each layer's s (none under full fine-tuning).
+  [[nodiscard]] constexpr std::uint64_t prefix_keys() const { return full ? 0 : prefix_positions(s.lora); }
   /// Whether a linear's output requires grad: its input does, it trains, or it is adapted; q, k and v also
   /// when a fused q/k/v projection (Phi-3's qkv_proj, GPT-NeoX's query_key_value) is adapted.
   [[nodiscard]] constexpr bool output_grad(module_name mod) const {

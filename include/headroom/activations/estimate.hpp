@@ -624,7 +624,7 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   add_prompt_encoder(out, k);
   // Prefix tuning's keys need a (b, 1, s, s + P) mask: the additive one in the stream dtype, which the CPU
   // flash kernel of every layer saves (the same tensor) until backward (measured on 2.6)
-  const std::uint64_t prefix = k.full ? 0 : prefix_positions(s.lora);
+  const std::uint64_t prefix = k.prefix_keys();
   if (prefix != 0 && s.runtime.device == device_kind::cpu && attention_kernel(k) == attention_impl::sdpa)
     out.add("attention mask", act(t, c.seq_len + prefix, sb),
             "the model's additive mask, saved by every layer's CPU flash kernel");
@@ -863,21 +863,20 @@ constexpr block_bytes detailed_block(const model_shape& m, const training_setup&
 
 /// torch 2.x no longer hands the 0-dim tensors of Python-scalar operands (LoRA's `scaling`, a softmax scale)
 /// to saved-tensor hooks, so a non-reentrant checkpoint (torch/utils/checkpoint.py, built on those hooks)
-/// cannot drop them: each checkpointed block keeps them, on a CPU where they are tensors (measured on 2.6).
+/// cannot drop them: each checkpointed block (`block`: its saved bytes, scalars included) keeps them, on a
+/// CPU where they are tensors (measured on 2.6).
 constexpr bytes unhooked_scalar_bytes(const model_shape& m, const training_setup& s,
-                                      const activation_config& c) {
+                                      const activation_config& c, bytes block) {
   const bool non_reentrant =
       (recomputes_blocks(c.ckpt) || c.ckpt == checkpointing::selective) && !c.reentrant;
   if (!non_reentrant || s.runtime.torch == torch_generation::v1_13 || saved_scalar_bytes(s.runtime) == 0)
     return bytes(0);
   block_context k = context_of(m, s, c);
-  bytes_sum with, without;
-  block_front_terms(with, k);
-  block_back_terms(with, k);
   k.scalar = 0;
+  bytes_sum without;
   block_front_terms(without, k);
   block_back_terms(without, k);
-  return with.total() - without.total();
+  return block - without.total();
 }
 
 constexpr activation_estimate activations_of_valid_shape(const model_shape& m, const training_setup& s,
@@ -901,7 +900,7 @@ constexpr activation_estimate activations_of_valid_shape(const model_shape& m, c
     if (first) e.first_layer_saving = b.first_layer_saving;
     first = false;
     layer_under_checkpointing under = checkpointed_layer(m, s, c, block, input);
-    if (!korthikanti) under.kept += unhooked_scalar_bytes(kind, s, c);
+    if (!korthikanti) under.kept += unhooked_scalar_bytes(kind, s, c, block);
     kept_layers += under.kept * layers;
     host_layers += under.host * layers;
     if (block > e.layer) e.layer = block;
