@@ -253,3 +253,48 @@ TEST_CASE("Communication buffers in the phases: reduction in backward, NCCL in t
   CHECK(ddp.total_bytes() - ddp.peak_allocated_bytes() ==
         ddp.overhead.cuda_context + ddp.overhead.fragmentation + ddp.overhead.nccl);
 }
+
+namespace {
+// The harness's 2-layer Llama (validation/torch/harness/grid.py SHAPES["llama"]), as fsdp-435 measures it.
+constexpr model_shape harness_llama = dense(128, 344, 2, 8, 2, 16, 4096, false);
+// torch _flat_param.py: the root unit (embedding, final norm, head) and one unit per layer, each padded to a
+// multiple of the ranks and sliced; AdamW's for-loop step holds 2 values per value of the worst slice.
+constexpr fsdp_flat_units harness_units = detail::fsdp_flat_units_of(harness_llama, 2, 2);
+static_assert(harness_units.count == 3);
+static_assert(harness_units.root.count() == 2 * 4096 * 128 + 128);  // 1,048,704
+static_assert(harness_units.largest_layer.count() == 173'312);
+static_assert(harness_units.shards.count() == 524'352 + 2 * 86'656);
+static_assert(harness_units.step_values.count() == 2 * 524'352);
+}  // namespace
+
+TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured row fsdp-435)",
+          "[parallel]") {
+  training_setup s;
+  s.method = training_method::full;
+  s.precision = precision_route::fp32;
+  s.runtime.device = device_kind::cpu;
+  run_config r;
+  r.setup = s;
+  r.basis = params_basis::exact;
+  r.activations.batch = 2;
+  r.activations.seq_len = 32;
+  r.activations.ckpt = checkpointing::none;
+  r.activations.attention = attention_impl::sdpa;
+  r.overhead.override_total = true;
+  r.parallel.data_parallel = 2;
+  r.parallel.shard = sharding::fsdp_full;
+  const training_estimate e = estimate_training(model_spec{harness_llama, 0}, r);
+  const memory_buckets& st = e.per_gpu_static.per_gpu;
+  CHECK(st.weights == bytes(2'790'656));                // 697,664 values x 4
+  CHECK(st.optimizer == bytes(2 * 2'790'656 + 3 * 4));  // exp_avg, exp_avg_sq and one step per FlatParameter
+  CHECK(st.temporaries == bytes(4'194'816));            // the root stays gathered after the forward
+  const memory_buckets& end = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
+  // the layers' gradient slices + the root's parameters and its gradient twice + the loss and its seed
+  CHECK(end.total_bytes() - st.weights - st.optimizer == bytes(693'248 + 3 * 4'194'816 + 8));
+  SECTION("no_sync accumulation keeps every unit's unsharded gradient; sync_each_batch the slices") {
+    r.grad_accum_steps = 2;
+    CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(5'581'312));
+    r.parallel.sync_each_batch = true;
+    CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(2'790'656));
+  }
+}

@@ -356,6 +356,27 @@ TEST_CASE("TrainingArguments fsdp and fsdp_config choose the sharding and its bu
   CHECK(a.notes.back().find("fsdp_config without fsdp") == 0);
 }
 
+TEST_CASE(
+    "accelerator_config's sync_each_batch chooses FSDP's accumulation (accelerate's no_sync by default)",
+    "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  auto run = [&](nlohmann::json j) { return training_args_from_json(j, m, "inline").run.parallel; };
+  CHECK_FALSE(run({{"fsdp", "full_shard auto_wrap"}}).sync_each_batch);
+  CHECK(run({{"fsdp", "full_shard auto_wrap"},
+             {"accelerator_config", {{"gradient_accumulation_kwargs", {{"sync_each_batch", true}}}}}})
+            .sync_each_batch);
+  test::require_input_error(
+      [&] {
+        (void)run({{"accelerator_config", {{"gradient_accumulation_kwargs", {{"sync_each_batch", "yes"}}}}}});
+      },
+      "/sync_each_batch", "true or false");
+  test::require_input_error(
+      [&] {
+        (void)run({{"accelerator_config", "accel.json"}});
+      },
+      "/accelerator_config", "must be an object");
+}
+
 TEST_CASE("peft_config.peft_type: LoRA and DoRA are modelled, other methods are refused by name",
           "[training_args]") {
   const loaded_model m = preset("qwen3-1.7b");

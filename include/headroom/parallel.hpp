@@ -54,6 +54,9 @@ struct parallel_config {
       comm_switch::framework_default;    ///< DeepSpeed overlap_comm (default: stage 3 only)
   bool gradient_as_bucket_view = false;  ///< DDP: gradients are views into the all-reduce buckets (no copy)
   std::uint64_t nccl_channels = 32;      ///< NCCL channels per communicator (NVLink GPUs use 16-32)
+  bool sync_each_batch =
+      false;  ///< accelerate's sync_each_batch: reduce gradients every micro-batch (default:
+              ///< no_sync until the last, every rank keeping its unsharded gradients)
   [[nodiscard]] constexpr std::uint64_t gpus() const {
     return detail::checked_mul(detail::checked_mul(data_parallel, tensor_parallel, "GPUs"), pipeline_parallel,
                                "GPUs");
@@ -70,11 +73,28 @@ struct comm_buffers {
   std::uint64_t communicators = 0;  ///< NCCL communicators (one per parallel dimension above 1)
 };
 
+/// FSDP1's FlatParameters (torch/distributed/fsdp/_flat_param.py): a unit per decoder layer
+/// (transformer_auto_wrap_policy) and the root (embedding, final norm, untied head), each flattened, padded
+/// to a multiple of the ranks and split into equal slices (FlatParamHandle._get_shard); the optimizer steps
+/// the slices.
+struct fsdp_flat_units {
+  std::uint64_t count = 0;  ///< FlatParameters (0: not priced unit by unit)
+  params root{0};           ///< the root unit, unsharded
+  params all{0};            ///< every unit, unsharded
+  params shards{0};         ///< one rank's slices of every unit
+  params root_shard{0};     ///< its slice of the root
+  params largest_layer{0};  ///< the largest layer unit, unsharded
+  params step_values{0};  ///< a for-loop optimizer step's worst moment over the slices (for_loop_step_values)
+  std::uint64_t weight_bytes = 0;  ///< bytes per parameter value
+  std::uint64_t grad_bytes = 0;    ///< bytes per gradient value
+};
+
 /// One GPU's static state under a layout, and what leaves for host RAM.
 struct sharded_state {
   memory_buckets per_gpu{};  ///< static buckets on one GPU (temporaries: gathered parameters + staging)
   bytes host{0};             ///< offloaded to CPU RAM per GPU
   comm_buffers comm{};       ///< communication buffers (reduce: backward only; nccl: the overhead bucket)
+  fsdp_flat_units flat{};    ///< FSDP1 full fine-tuning: the units each phase gathers and reduces
 };
 
 namespace detail {
@@ -104,6 +124,43 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
   return largest;
 }
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
+
+/// FSDP1 is priced unit by unit when its FlatParameters are the whole model's full fine-tuning on one
+/// data-parallel group (no master copy, offload or model parallelism: those keep the bucket-wise shares
+/// below).
+constexpr bool prices_flat_units(const static_estimate& st, const training_setup& s,
+                                 const parallel_config& p) {
+  return is_fsdp(p.shard) && p.fsdp_version == 1 && s.method == training_method::full &&
+         !s.train_vision_tower && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
+         !p.offload_optimizer && !p.offload_params && st.buckets.master.count() == 0 &&
+         st.priced_params == st.model_params;
+}
+
+/// The units of fsdp_flat_units for `ranks` ranks, in model.parameters() order (the root's FlatParameter
+/// first); `buffers`: a for-loop step's temporaries per value (optimizer_info::buffers).
+constexpr fsdp_flat_units fsdp_flat_units_of(const model_shape& m, std::uint64_t ranks,
+                                             std::uint64_t buffers) {
+  fsdp_flat_units u;
+  u.count = 1 + m.num_hidden_layers;
+  u.root = params(model_level_parameters(m));
+  u.root_shard = params(ceil_div(u.root.count(), ranks));
+  std::uint64_t all = u.root.count(), shards = u.root_shard.count(), previous = shards;
+  std::uint64_t worst = checked_mul(buffers, previous, "optimizer temporaries");
+  for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
+    const std::uint64_t unit = layer_parameter_count(kind).count(), slice = ceil_div(unit, ranks);
+    if (unit > u.largest_layer.count()) u.largest_layer = params(unit);
+    all = checked_add(all, checked_mul(unit, layers), "parameter count");
+    shards = checked_add(shards, checked_mul(slice, layers), "parameter count");
+    // The group's first slice follows the previous unit's; the others follow one of their own.
+    const std::uint64_t held = buffers * slice + (layers > 1 && slice > previous ? slice : previous);
+    worst = held > worst ? held : worst;
+    previous = slice;
+  });
+  u.all = params(all);
+  u.shards = params(shards);
+  u.step_values = params(worst);
+  return u;
+}
 }  // namespace detail
 
 /// NCCL's per-connection buffers for its three protocols (nccl src/init.cc computeBuffSizes, device.h):
@@ -246,6 +303,38 @@ constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, cons
   return "";
 }
 
+namespace detail {
+/// shard_static for FSDP1's FlatParameters: each unit's slice of the weights, gradients and optimizer state
+/// (one state tensor and one `step` per FlatParameter). The root unit (full_shard) or every unit
+/// (shard_grad_op) stays gathered from the forward to its post-backward, where the root's gradients exist
+/// twice: its parameters' own and the flat gradient they are concatenated into (the FlatParameter's
+/// AccumulateGrad) before the reduce-scatter.
+constexpr sharded_state shard_flat_units(const model_shape& m, const static_estimate& st,
+                                         const training_setup& s, const parallel_config& p,
+                                         sharded_state out) {
+  const std::uint64_t n = shard_group(p);
+  fsdp_flat_units u = fsdp_flat_units_of(m, n, s.optimizer.buffers.per_tensor);
+  u.grad_bytes = st.buckets.grads.count() / st.trainable_params.count();
+  u.weight_bytes = weight_bytes(s.precision);
+  const std::uint64_t wb = u.weight_bytes;
+  memory_buckets b = st.buckets;
+  b.weights = per_param(u.shards, wb);
+  b.grads = per_param(u.shards, u.grad_bytes);
+  b.optimizer = tensor_state(lumped_tensor(u.root_shard.count()), s) +
+                optimizer_step_counter_bytes(s.optimizer, u.count, s.runtime);
+  for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
+    b.optimizer += tensor_state(lumped_tensor(ceil_div(layer_parameter_count(kind).count(), n)), s) * layers;
+  });
+  out.comm.gathered = per_param(p.shard == sharding::fsdp_grad_op ? u.all : u.root, wb);
+  out.comm.staging = bytes(0);
+  out.comm.reduce = per_param(u.root, 2 * u.grad_bytes);
+  b.temporaries = out.comm.gathered;
+  out.per_gpu = b;
+  out.flat = u;
+  return out;
+}
+}  // namespace detail
+
 /// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
 /// optimizer (its estimators' 2P + 18P/N for ZeRO-2 and 4·LL + 18P/N for ZeRO-3 with AdamW);
 /// ZeRO-3 and FSDP gather two units at once (the one computing and the one prefetched).
@@ -259,6 +348,7 @@ constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, cons
     out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split
     return out;
   }
+  if (detail::prices_flat_units(st, s, p)) return detail::shard_flat_units(m, st, s, p, out);
   memory_buckets b = st.buckets;
   // Tensor and pipeline parallelism split every layer's weights (norms are small and ignored).
   const std::uint64_t split = p.tensor_parallel * p.pipeline_parallel;

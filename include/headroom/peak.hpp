@@ -184,9 +184,19 @@ struct step_parts {
   bytes before_first_layer{0};  ///< every gradient but the first layer's, when it is recomputed
   bytes embedding{0};           ///< full fine-tuning: the embedding's gradient being built (two with ties)
   bool recompute_last = false;  ///< the first layer's recompute is backward_end's worst moment
+  const fsdp_flat_units* flat = nullptr;  ///< FSDP1 priced unit by unit (shard_flat_units), else null
+  bool unsharded_accumulation = false;    ///< FSDP1 under no_sync: every rank keeps unsharded gradients
 };
 
-constexpr bytes step_temporaries_on_gpu(const run_config& r, const static_estimate& statics) {
+constexpr bytes step_temporaries_on_gpu(const run_config& r, const static_estimate& statics,
+                                        const fsdp_flat_units& flat) {
+  if (flat.count != 0) {  // FSDP1: the optimizer steps each FlatParameter's slice
+    const std::uint64_t state_bytes = optimizer_param_bytes(r.setup.precision);
+    const std::uint64_t values = step_temporary_values(r.setup.optimizer, r.setup.optim.impl, r.setup.runtime,
+                                                       flat.shards.count(), flat.step_values.count());
+    return bytes(step_bytes_with_bookkeeping(checked_mul(values, state_bytes, "optimizer temporaries"),
+                                             state_bytes, r.setup.runtime));
+  }
   // The step runs on each rank's partition; an offloaded optimizer steps on the CPU.
   const std::uint64_t state_shards = (r.parallel.shard == sharding::none ? 1 : r.parallel.data_parallel) *
                                      r.parallel.tensor_parallel * r.parallel.pipeline_parallel;
@@ -222,10 +232,22 @@ constexpr step_parts step_parts_of(const model_spec& spec, const run_config& r,
   step_parts p{per_gpu_static.per_gpu, acts};
   const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
   p.gathered = p.st.temporaries;
+  // FSDP1's units reduce at their post-backward (backward_end prices the root's); the root's pre-backward
+  // prefetches the last layer (BACKWARD_PRE) under full_shard. Others reduce throughout.
+  if (per_gpu_static.flat.count != 0) p.flat = &per_gpu_static.flat;
   p.reducing = p.gathered + per_gpu_static.comm.reduce;
-  // Accumulation keeps the gradients through the next forward, unless each was stepped and freed in backward.
+  if (p.flat)
+    p.reducing =
+        p.gathered + (r.parallel.shard == sharding::fsdp_grad_op
+                          ? bytes(0)
+                          : per_param(params(p.flat->largest_layer.count() * r.parallel.prefetch_units),
+                                      p.flat->weight_bytes));
+  // Accumulation keeps the gradients through the next forward, unless each was stepped and freed in backward;
+  // FSDP1 under accelerate's no_sync (sync_each_batch false) keeps every unit's gradient unsharded.
   p.grads_in_forward = r.grad_accum_steps > 1 && !r.setup.optim.in_backward ? p.st.grads : bytes(0);
-  p.step_temporaries = step_temporaries_on_gpu(r, statics);
+  p.unsharded_accumulation = p.flat && r.grad_accum_steps > 1 && !r.parallel.sync_each_batch;
+  if (p.unsharded_accumulation) p.grads_in_forward = per_param(p.flat->all, p.flat->grad_bytes);
+  p.step_temporaries = step_temporaries_on_gpu(r, statics, per_gpu_static.flat);
   const bool offloading = r.activations.ckpt == checkpointing::offload;
   p.kept = acts.kept + (offloading ? acts.recompute : bytes(0));  // offloading: the block being moved
   const std::uint64_t tokens = detail::checked_mul(seen.batch, seen.seq_len, "tokens");
@@ -268,11 +290,29 @@ constexpr varying backward_start_of(const step_parts& p) {
 /// The loss and its seed gradient (two 0-dim fp32 tensors) outlive the backward pass.
 inline constexpr bytes loss_scalars = bytes(2 * detail::scalar_bytes);
 
-/// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built.
+/// FSDP1's root unit at its post-backward, the step's last: every layer reduced to its slice; the root's
+/// parameters unsharded and its gradients twice (each parameter's own, and the flat gradient they are
+/// concatenated into before the reduce-scatter), with what earlier micro-batches accumulated.
+constexpr varying root_post_backward(const step_parts& p) {
+  const fsdp_flat_units& u = *p.flat;
+  const bytes root_slice = per_param(u.root_shard, u.grad_bytes), root = per_param(u.root, u.grad_bytes);
+  const bytes earlier = p.unsharded_accumulation          ? root        // its unsharded accumulated gradient
+                        : p.grads_in_forward.count() != 0 ? root_slice  // its slice, reduced before
+                                                          : bytes(0);
+  return varying{p.st.grads - root_slice + earlier, p.acts.retained, loss_scalars,
+                 per_param(u.root, u.weight_bytes) + root + root};
+}
+
+/// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built
+/// (FSDP1: or the root unit's gradients are reduced).
 constexpr varying backward_end_of(const step_parts& p) {
-  if (p.recompute_last)
-    return varying{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
-                   p.reducing};
+  const varying recompute{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
+                          p.reducing};
+  if (p.flat) {
+    const varying root = root_post_backward(p);
+    return p.recompute_last && moving(recompute) > moving(root) ? recompute : root;
+  }
+  if (p.recompute_last) return recompute;
   return varying{p.st.grads, p.acts.retained, loss_scalars, p.reducing + p.embedding};
 }
 

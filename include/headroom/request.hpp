@@ -76,10 +76,11 @@ struct run_request {
   std::optional<comm_switch> overlap_comm;              ///< --overlap-comm
   std::optional<std::uint64_t> nccl_channels;           ///< --nccl-channels
   std::optional<bool> gradient_as_bucket_view;          ///< --ddp-bucket-view
-  std::optional<bool> offload_optimizer;                ///< --offload-optimizer
-  std::optional<bool> offload_params;                   ///< --offload-params
-  std::optional<load_path> load;                        ///< --load-path
-  std::optional<bytes> overhead_total;  ///< --overhead-gb: one measured number replaces the model
+  std::optional<bool> sync_each_batch;    ///< --sync-each-batch (accelerate's gradient_accumulation_kwargs)
+  std::optional<bool> offload_optimizer;  ///< --offload-optimizer
+  std::optional<bool> offload_params;     ///< --offload-params
+  std::optional<load_path> load;          ///< --load-path
+  std::optional<bytes> overhead_total;    ///< --overhead-gb: one measured number replaces the model
 };
 
 /// headroom's defaults, the course's setup: what every knob is when nobody set it and no framework profile is
@@ -132,6 +133,7 @@ struct run_request {
   d.overlap_comm = one.overlap_comm;
   d.nccl_channels = one.nccl_channels;
   d.gradient_as_bucket_view = one.gradient_as_bucket_view;
+  d.sync_each_batch = one.sync_each_batch;
   d.offload_optimizer = one.offload_optimizer;
   d.offload_params = one.offload_params;
   d.load = load_path::none;  // the model is in memory before the step (no loading transient priced)
@@ -243,6 +245,7 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.overlap_comm, later.overlap_comm);
   take_later(m.nccl_channels, later.nccl_channels);
   take_later(m.gradient_as_bucket_view, later.gradient_as_bucket_view);
+  take_later(m.sync_each_batch, later.sync_each_batch);
   take_later(m.offload_optimizer, later.offload_optimizer);
   take_later(m.offload_params, later.offload_params);
   take_later(m.load, later.load);
@@ -373,6 +376,7 @@ inline void resolve_machine(const run_request& d, run_config& r) {
   p.overlap_comm = *d.overlap_comm;
   p.nccl_channels = *d.nccl_channels;
   p.gradient_as_bucket_view = *d.gradient_as_bucket_view;
+  p.sync_each_batch = *d.sync_each_batch;
   p.offload_optimizer = *d.offload_optimizer;
   p.offload_params = *d.offload_params;
   r.load = *d.load;

@@ -57,7 +57,7 @@ def main():
     if args.self_test:
         return 0
 
-    rows = grid.rows()
+    rows = grid.rows(torch2=int(torch.__version__.split(".")[0]) >= 2)
     wanted = None
     if args.only:
         wanted = set(args.only.split(","))

@@ -96,6 +96,7 @@ inline constexpr flag_help flag_table[] = {
     {"--fsdp", "Parallelism", "CHOICE"},
     {"--fsdp-version", "Parallelism", "CHOICE"},
     {"--fsdp-prefetch", "Parallelism", "INT"},
+    {"--sync-each-batch", "Parallelism", ""},
     {"--offload-optimizer", "Parallelism", ""},
     {"--offload-params", "Parallelism", ""},
     {"--reduce-bucket-size", "Parallelism", "INT"},

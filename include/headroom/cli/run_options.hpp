@@ -85,6 +85,7 @@ struct run_options {
   std::string overlap_comm;
   std::string nccl_channels;
   bool ddp_bucket_view = false;
+  bool sync_each_batch = false;
   bool non_reentrant = false;
   bool compile = false;
   std::string images;               ///< --images: images (Llama-4: tiles) per sequence of a multimodal model
@@ -238,6 +239,8 @@ inline void add_parallel_options(CLI::App& app, run_options& o) {
                  "DeepSpeed overlap_comm: on | off (default: on for ZeRO-3)");
   app.add_option("--nccl-channels", o.nccl_channels, "NCCL channels per communicator (default 32)");
   app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP gradient_as_bucket_view=True (no bucket copy)");
+  app.add_flag("--sync-each-batch", o.sync_each_batch,
+               "FSDP: reduce gradients every micro-batch (accelerate's sync_each_batch; default no_sync)");
   auto* ds =
       app.add_option("--deepspeed", o.deepspeed,
                      "a DeepSpeed ds_config.json: ZeRO stage, offloading, buckets, precision (\"auto\" "
@@ -413,6 +416,7 @@ inline void comm_flags(const run_options& o, run_request& q) {
   }
   if (!o.nccl_channels.empty()) q.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
   if (o.ddp_bucket_view) q.gradient_as_bucket_view = true;
+  if (o.sync_each_batch) q.sync_each_batch = true;
   if (o.offload_optimizer) q.offload_optimizer = true;
   if (o.offload_params) q.offload_params = true;
   if (!o.overhead_gb.empty())
@@ -596,6 +600,8 @@ inline void check_machine_flags(const run_config& r, const run_options& o) {
     throw input_error(o.reduce_bucket.empty() ? "--overlap-comm" : "--reduce-bucket-size", "needs --zero");
   if (o.ddp_bucket_view && r.parallel.shard != sharding::none)
     throw input_error("--ddp-bucket-view", "applies to DDP (no --zero or --fsdp)");
+  if (o.sync_each_batch && !headroom::detail::is_fsdp(r.parallel.shard))
+    throw input_error("--sync-each-batch", "needs --fsdp");
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if ((!o.zero.empty() || !o.fsdp.empty()) && r.parallel.data_parallel == 1 && !o.offload_optimizer &&

@@ -407,6 +407,20 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
 }
 
+/// TrainingArguments' accelerator_config: gradient_accumulation_kwargs.sync_each_batch (accelerate's
+/// GradientAccumulationPlugin; off: the micro-batches before the last run under no_sync).
+inline void read_args_accelerator_config(args_reading& in) {
+  const auto ac = in.j.find("accelerator_config");
+  if (ac == in.j.end() || ac->is_null()) return;
+  const std::string ao = in.origin + ": /accelerator_config";
+  if (!ac->is_object()) throw input_error(ao, "must be an object (a path to one is not read)");
+  const auto gk = ac->find("gradient_accumulation_kwargs");
+  if (gk == ac->end() || gk->is_null()) return;
+  if (!gk->is_object()) throw input_error(ao + "/gradient_accumulation_kwargs", "must be an object");
+  if (gk->contains("sync_each_batch"))
+    in.q.sync_each_batch = read_bool_or(*gk, "sync_each_batch", ao + "/gradient_accumulation_kwargs", false);
+}
+
 /// A PEFT module list: a string (one name or "all-linear") or a list of names.
 inline lora_targets read_peft_modules(const json& v, const std::string& path) {
   if (v.is_string()) return parse_lora_targets(v.get<std::string>());
@@ -704,6 +718,7 @@ inline bool args_key_read(const std::string& key) {
                                           "pad_to_multiple_of",
                                           "fsdp",
                                           "fsdp_config",
+                                          "accelerator_config",
                                           "deepspeed",
                                           "torch_compile",
                                           "compile",
@@ -885,6 +900,7 @@ inline training_args read_training_args(const json& j, const loaded_model& model
   read_args_packing(in, a);
   read_args_fsdp_words(in);
   read_args_fsdp_config(in, a);
+  read_args_accelerator_config(in);
   read_peft_config(in, a);
   note_prefix_checkpointing(in, a);
   read_quantization_config(in);

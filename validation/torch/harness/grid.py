@@ -60,7 +60,8 @@ CONFIG_COLUMNS = [
     "experts", "experts_per_tok", "moe_intermediate", "norm_topk", "query_pre_attn_scalar", "attn_softcap",
     "final_softcap", "batch", "seq_len", "grad_accum", "dtype", "method", "lora_rank", "lora_targets", "lora_dropout",
     "adapter_dtype", "attention", "attention_dropout", "checkpointing", "loss", "loss_chunk", "head_trainable",
-    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch_version", "world_size", "use_dora",
+    "optimizer", "optimizer_impl", "optimizer_in_backward", "device", "torch_version", "world_size", "sharding",
+    "use_orig_params", "no_sync", "use_dora",
     "lora_fa",
     "peft_type", "virtual_tokens", "init_lora_weights", "encoder_hidden_size", "prefix_projection",
 ]
@@ -75,7 +76,7 @@ COLUMNS = CONFIG_COLUMNS + MEASURED_COLUMNS
 BASE = dict(kind="", layers=1, batch=2, seq_len=32, grad_accum=1, dtype="bf16", method="full", lora_rank="", lora_targets="",
             lora_dropout="", adapter_dtype="", attention="sdpa", attention_dropout="", checkpointing="none",
             loss="", loss_chunk="", head_trainable="", optimizer="", optimizer_impl="", optimizer_in_backward=0, device="cpu",
-            world_size=1)
+            world_size=1, sharding="", use_orig_params="", no_sync="")
 
 
 def lora(targets="all-linear", rank=8, dropout=0.0, adapter_dtype="same", dora=False, fa=False):
@@ -459,10 +460,30 @@ def siglip_rows():
             _row("block", "siglip", batch=4, seq_len=64)]
 
 
-def rows():
+def fsdp_rows():
+    """One rank of FSDP1 (FullyShardedDataParallel, a unit per decoder layer and the root) at 2 and 4 ranks, torch
+    2.x only: full_shard and shard_grad_op over flat parameters (use_orig_params False), gradient accumulation with
+    the gradients synced every micro-batch and under no_sync (accelerate's default)."""
+    step_kw = dict(layers=2, loss="hf", optimizer="adamw", optimizer_impl="for_loop")
+    out = []
+    for world in (2, 4):
+        def fsdp(family="llama", sharding="full_shard", orig="0", **kw):
+            out.append(_row("fsdp", family, world_size=world, sharding=sharding, use_orig_params=orig,
+                            **dict(step_kw, **kw)))
+        for sharding in ("full_shard", "shard_grad_op"):
+            fsdp(sharding=sharding, dtype="fp32")
+            fsdp(sharding=sharding, dtype="bf16")
+            fsdp(sharding=sharding, dtype="fp32", grad_accum=2, no_sync="1")
+        fsdp(dtype="fp32", grad_accum=2, no_sync="0")
+        fsdp(family="qwen2", dtype="bf16")
+    return out
+
+
+def rows(torch2=False):
+    """Every row of the grid; ``torch2``: with the rows only torch 2.x can measure, appended last."""
     out = (block_rows() + loss_rows() + optimizer_rows() + step_rows() + later_rows() + starcoder2_rows()
            + gpt_neox_rows() + cohere_rows() + deepseek_rows() + qwen2_moe_rows() + cohere2_rows() + gpt_oss_rows()
-           + llama4_rows() + siglip_rows())
+           + llama4_rows() + siglip_rows() + (fsdp_rows() if torch2 else []))
     for i, row in enumerate(out):
         row["id"] = f"{row['kind']}-{i:03d}"
     return out
@@ -473,4 +494,5 @@ CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "los
            "loss-117", "optimizer-127", "optimizer-133", "step-149", "step-163", "step-166", "step-173",
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
            "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
-           "init-259", "step-266", "block-267", "block-270", "step-276", "block-369", "step-379"]
+           "init-259", "step-266", "block-267", "block-270", "step-276", "block-369", "step-379", "fsdp-437",
+           "fsdp-448"]

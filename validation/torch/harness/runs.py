@@ -228,6 +228,29 @@ def forward_loss(model, row, input_ids, labels, num_items):
     return loss
 
 
+def measured_step(live, compute_loss, opt):
+    """The measured micro-batch: forward and loss, backward, the optimizer step and zero_grad(set_to_none), each
+    phase marked."""
+    live.mark("forward")
+    loss = compute_loss()
+    live.mark("backward")
+    loss.backward()
+    loss = loss.detach()  # Trainer.training_step returns loss.detach(): the graph goes before the step
+    live.mark("optimizer")
+    opt.step()
+    live.mark("zero_grad")
+    opt.zero_grad(set_to_none=True)
+    live.mark("end")
+
+
+def step_columns(seg, start):
+    """The phase columns of a measured_step's timeline; ``start``: the live total when its forward began."""
+    return dict(start_bytes=start, forward_peak=seg["forward"][0], after_forward=seg["forward"][1],
+                backward_peak=seg["backward"][0], after_backward=seg["backward"][1],
+                optimizer_peak=seg["optimizer"][0], after_step=seg["optimizer"][1],
+                after_zero_grad=seg["zero_grad"][1])
+
+
 def run_step(row):
     """A whole training step after a warm-up step: forward, backward, optimizer step, zero_grad(set_to_none)."""
     model = build_model(row)
@@ -254,23 +277,11 @@ def run_step(row):
     start_grads = distinct_bytes(p.grad for p in params)
     live = LiveBytes()
     with live:
-        live.mark("forward")
-        loss = forward_loss(model, row, input_ids, labels, num_items)
-        live.mark("backward")
-        loss.backward()
-        loss = loss.detach()  # Trainer.training_step returns loss.detach(): the graph goes before the step
-        live.mark("optimizer")
-        opt.step()
-        live.mark("zero_grad")
-        opt.zero_grad(set_to_none=True)
-        live.mark("end")
+        measured_step(live, lambda: forward_loss(model, row, input_ids, labels, num_items), opt)
     seg = live.timeline()
     out = counts(model)
-    out.update(state_bytes=optimizer_state_bytes(opt), start_grad_bytes=start_grads, start_bytes=seg["start"][1],
-               forward_peak=seg["forward"][0], after_forward=seg["forward"][1],
-               backward_peak=seg["backward"][0], after_backward=seg["backward"][1],
-               optimizer_peak=seg["optimizer"][0], after_step=seg["optimizer"][1],
-               after_zero_grad=seg["zero_grad"][1])
+    out.update(step_columns(seg, seg["start"][1]), state_bytes=optimizer_state_bytes(opt),
+               start_grad_bytes=start_grads)
     if int(row["grad_accum"] or 1) > 1:
         # zero_grad frees gradients made before the profiler started, and the profiler does not report
         # frees of blocks it never saw allocated: this one column would be wrong, so it is left empty.
@@ -337,4 +348,73 @@ def _measure_init(row):
     return out
 
 
-RUNNERS = {"block": run_block, "loss": run_loss, "optimizer": run_optimizer, "step": run_step, "load": run_load, "init": run_init}
+def run_fsdp(row):
+    """One rank of a FullyShardedDataParallel (FSDP1) step: the whole model wrapped with a unit per decoder layer
+    (transformer_auto_wrap_policy, as accelerate's TRANSFORMER_BASED_WRAP) and the root, then run_step's warm-up,
+    micro-batches and measured step.
+
+    Measured in a fresh interpreter on torch's fake process group (FakeProcessGroup: collectives return at once,
+    in the training thread) rather than gloo: a rank's allocations do not depend on the values the collectives
+    carry, and on gloo the last reference to a collective's tensor is dropped by a worker thread at a time that
+    varies from run to run (validation/torch/README.md)."""
+    with multiprocessing.get_context("spawn").Pool(1) as pool:
+        return pool.apply(_measure_fsdp, (row,))
+
+
+class _WholeModel(torch.nn.Module):
+    """The model and its loss as one forward (FSDP's root runs its pre- and post-forward around it)."""
+
+    def __init__(self, model, row):
+        super().__init__()
+        self.model, self.row = model, row
+
+    def forward(self, input_ids, labels, num_items):
+        return forward_loss(self.model, self.row, input_ids, labels, num_items)
+
+
+def _measure_fsdp(row):
+    import functools
+    import torch.distributed as dist
+    from torch.distributed.fsdp import FullyShardedDataParallel, ShardingStrategy
+    from torch.distributed.fsdp.wrap import transformer_auto_wrap_policy
+    from torch.testing._internal.distributed.fake_pg import FakeStore
+
+    torch.set_num_threads(1)
+    dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=int(row["world_size"]))
+    model = build_model(row)
+    policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={modules.DecoderLayer})
+    strategy = {"full_shard": ShardingStrategy.FULL_SHARD, "shard_grad_op": ShardingStrategy.SHARD_GRAD_OP}
+    wrapped = FullyShardedDataParallel(_WholeModel(model, row), sharding_strategy=strategy[row["sharding"]],
+                                       auto_wrap_policy=policy, use_orig_params=row["use_orig_params"] == "1",
+                                       device_id=torch.device("cpu"))
+    b, s, v = int(row["batch"]), int(row["seq_len"]), int(row["vocab"])
+    torch.manual_seed(1)
+    input_ids = torch.randint(0, v, (b, s))
+    labels = input_ids.clone()
+    num_items = modules.num_items_in_batch(labels)
+    params = [p for p in wrapped.parameters() if p.requires_grad]
+    opt = make_optimizer(row, params)
+    # Profiled from the warm-up on: FSDP frees, in the measured step, gradients made by the micro-batches
+    # before it (and with use_orig_params the flat gradient zero_grad leaves), which the profiler must have
+    # seen allocated to report.
+    live = LiveBytes()
+    with live:
+        live.mark("warm_up")
+        wrapped(input_ids, labels, num_items).backward()  # creates the optimizer state
+        opt.step()
+        opt.zero_grad(set_to_none=True)
+        for _ in range(int(row["grad_accum"] or 1) - 1):
+            with wrapped.no_sync() if row["no_sync"] == "1" else contextlib.nullcontext():
+                wrapped(input_ids, labels, num_items).backward()
+        gc.collect()
+        start_grads = distinct_bytes(p.grad for p in params)
+        measured_step(live, lambda: wrapped(input_ids, labels, num_items), opt)
+    seg = live.timeline()
+    out = counts(wrapped)  # this rank's shards: params and param_bytes are what the rank holds
+    out.update(step_columns(seg, seg["warm_up"][1]), state_bytes=optimizer_state_bytes(opt),
+               start_grad_bytes=start_grads)
+    dist.destroy_process_group()
+    return out
+
+
+RUNNERS = {"fsdp": run_fsdp, "block": run_block, "loss": run_loss, "optimizer": run_optimizer, "step": run_step, "load": run_load, "init": run_init}
