@@ -135,9 +135,11 @@ expect "overlap needs zero" 2 '--overlap-comm: needs --zero' -- --gpus 2 --overl
 expect "fsdp version unknown" 2 "--fsdp-version: unknown '3'" -- --gpus 2 --fsdp full_shard --fsdp-version 3
 # FSDP1 unit by unit (docs/parallel.md): accelerate's no_sync keeps every unit's unsharded gradient per rank.
 fsdp1=("${p8[@]}" --method full --precision bf16-pure --exact-params --gpus 8 --fsdp full_shard --grad-accum 4)
-expect "fsdp1 no_sync" 0 'grads +16\.061 +16\.061' -- "${fsdp1[@]}"
+expect "fsdp1 no_sync" 0 'grads +16\.933 +16\.061' -- "${fsdp1[@]}"
 expect "fsdp1 sync each batch" 0 'grads +2\.008 ' -- "${fsdp1[@]}" --sync-each-batch
 expect "sync each batch needs fsdp" 2 '--sync-each-batch: needs --fsdp' -- --sync-each-batch
+# Every rank loads the whole model, then wraps it: the load phase is the per-GPU peak.
+expect "fsdp1 load" 0 'peak phase: load' -- "${fsdp1[@]}" --sync-each-batch --load-path direct
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
 expect "peft type unknown" 2 "--peft-type: 'loha' is not modelled yet; valid: lora, dora" -- --method lora --peft-type loha

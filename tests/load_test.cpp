@@ -103,8 +103,33 @@ TEST_CASE("Load phase: left out, with a note, when the model is sharded", "[load
   CHECK(load_not_modelled(r));
   const std::vector<std::string> notes = training_notes(e, r);
   CHECK(std::any_of(notes.begin(), notes.end(), [](const std::string& n) {
-    return n.rfind("load phase: not modelled under sharding", 0) == 0;
+    return n.rfind("load phase: not modelled under this sharding", 0) == 0;
   }));
+}
+
+TEST_CASE("Load phase under FSDP1: every rank loads the whole model, then wraps it (docs/parallel.md)",
+          "[load]") {
+  run_config r;
+  r.setup.method = training_method::full;
+  r.setup.precision = precision_route::bf16_pure;
+  r.basis = params_basis::exact;
+  r.load = load_path::direct;
+  r.parallel.data_parallel = 8;
+  r.parallel.shard = sharding::fsdp_full;
+  CHECK_FALSE(load_not_modelled(r));
+  const training_estimate e = estimate_training(llama8, r);
+  REQUIRE(e.has_phase(step_phase::load));
+  const bytes whole = e.statics.buckets.weights;  // 8,030,261,248 bf16 values on every rank
+  CHECK(whole == bytes(2 * 8'030'261'248ULL));
+  CHECK(e.load.wrap_weights == whole);
+  // Llama-3.1-8B's first layer (218,112,000 values) and its slice, before anything is sharded, outweigh the
+  // root: the root's 1,050,677,248 values and slice are less than what 32 layers gave back.
+  CHECK(e.load.wrap_transient == bytes(2 * (218'112'000ULL + 218'112'000ULL / 8)));
+  const memory_buckets& load = e.phases[static_cast<std::size_t>(step_phase::load)];
+  CHECK(load.total_bytes() == whole + e.load.wrap_transient + e.overhead.total());
+  CHECK(e.peak_phase == step_phase::load);          // the whole model on each GPU outweighs the sharded step
+  r.setup.precision = precision_route::bf16_mixed;  // a master copy: not priced unit by unit
+  CHECK(load_not_modelled(r));
 }
 
 TEST_CASE("PiSSA and OLoRA: the initialisation transient of the worst adapted module", "[load]") {

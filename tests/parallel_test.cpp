@@ -265,6 +265,15 @@ static_assert(harness_units.root.count() == 2 * 4096 * 128 + 128);  // 1,048,704
 static_assert(harness_units.largest_layer.count() == 173'312);
 static_assert(harness_units.shards.count() == 524'352 + 2 * 86'656);
 static_assert(harness_units.step_values.count() == 2 * 524'352);
+// Wrapping the whole fp32 model on a rank: the root, last, while its parameters, its FlatParameter and the
+// slice coexist and the two layers are already slices: (1,048,704 + 524,352 - 2 · 86,656) values · 4
+// (fsdp-435).
+constexpr fsdp_flat_units harness_fp32 = [] {
+  fsdp_flat_units u = harness_units;
+  u.weight_bytes = 4;
+  return u;
+}();
+static_assert(fsdp_wrap_transient(harness_fp32) == bytes(5'598'976));
 }  // namespace
 
 TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured row fsdp-435)",

@@ -43,6 +43,8 @@ struct load_estimate {
   params largest{
       0};  ///< values in the tensor that sets the transient (the one in flight at the worst moment)
   bytes init_transient{0};  ///< PiSSA / OLoRA initialisation of the worst adapted module (0: none)
+  bytes wrap_weights{0};    ///< FSDP1: the whole model on the rank when the wrap begins (0: no wrap)
+  bytes wrap_transient{0};  ///< FSDP1: the wrap's worst moment above it (fsdp_wrap_transient)
   params init_largest{0};   ///< values of the base weight that sets it
   [[nodiscard]] constexpr bytes total() const { return weights + transient; }
   /// Whether the estimate has a load phase at all (a load path, or an adapter initialisation).

@@ -78,12 +78,14 @@ struct comm_buffers {
 /// to a multiple of the ranks and split into equal slices (FlatParamHandle._get_shard); the optimizer steps
 /// the slices.
 struct fsdp_flat_units {
-  std::uint64_t count = 0;  ///< FlatParameters (0: not priced unit by unit)
-  params root{0};           ///< the root unit, unsharded
-  params all{0};            ///< every unit, unsharded
-  params shards{0};         ///< one rank's slices of every unit
-  params root_shard{0};     ///< its slice of the root
-  params largest_layer{0};  ///< the largest layer unit, unsharded
+  std::uint64_t count = 0;      ///< FlatParameters (0: not priced unit by unit)
+  params root{0};               ///< the root unit, unsharded
+  params all{0};                ///< every unit, unsharded
+  params shards{0};             ///< one rank's slices of every unit
+  params root_shard{0};         ///< its slice of the root
+  params largest_layer{0};      ///< the largest layer unit, unsharded
+  params first_layer{0};        ///< the first layer's unit (the first wrapped), unsharded
+  params first_layer_shard{0};  ///< its slice
   params step_values{0};  ///< a for-loop optimizer step's worst moment over the slices (for_loop_step_values)
   std::uint64_t weight_bytes = 0;  ///< bytes per parameter value
   std::uint64_t grad_bytes = 0;    ///< bytes per gradient value
@@ -94,7 +96,6 @@ struct sharded_state {
   memory_buckets per_gpu{};  ///< static buckets on one GPU (temporaries: gathered parameters + staging)
   bytes host{0};             ///< offloaded to CPU RAM per GPU
   comm_buffers comm{};       ///< communication buffers (reduce: backward only; nccl: the overhead bucket)
-  fsdp_flat_units flat{};    ///< FSDP1 full fine-tuning: the units each phase gathers and reduces
 };
 
 namespace detail {
@@ -126,13 +127,17 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
 
 /// FSDP1 is priced unit by unit when its FlatParameters are the whole model's full fine-tuning on one
-/// data-parallel group (no master copy, offload or model parallelism: those keep the bucket-wise shares
-/// below).
-constexpr bool prices_flat_units(const static_estimate& st, const training_setup& s,
-                                 const parallel_config& p) {
+/// data-parallel group, on exact parameter counts (a nominal N has no units), without a master copy, offload
+/// or model parallelism (those keep the bucket-wise shares below).
+constexpr bool flat_units_layout(const training_setup& s, const parallel_config& p, params_basis basis) {
   return is_fsdp(p.shard) && p.fsdp_version == 1 && s.method == training_method::full &&
          !s.train_vision_tower && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
-         !p.offload_optimizer && !p.offload_params && st.buckets.master.count() == 0 &&
+         !p.offload_optimizer && !p.offload_params && s.precision != precision_route::bf16_mixed &&
+         basis == params_basis::exact;
+}
+constexpr bool prices_flat_units(const static_estimate& st, const training_setup& s,
+                                 const parallel_config& p) {
+  return flat_units_layout(s, p, params_basis::exact) && st.buckets.master.count() == 0 &&
          st.priced_params == st.model_params;
 }
 
@@ -149,6 +154,10 @@ constexpr fsdp_flat_units fsdp_flat_units_of(const model_shape& m, std::uint64_t
   for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
     const std::uint64_t unit = layer_parameter_count(kind).count(), slice = ceil_div(unit, ranks);
     if (unit > u.largest_layer.count()) u.largest_layer = params(unit);
+    if (u.first_layer.count() == 0) {
+      u.first_layer = params(unit);
+      u.first_layer_shard = params(slice);
+    }
     all = checked_add(all, checked_mul(unit, layers), "parameter count");
     shards = checked_add(shards, checked_mul(slice, layers), "parameter count");
     // The group's first slice follows the previous unit's; the others follow one of their own.
@@ -303,6 +312,18 @@ constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, cons
   return "";
 }
 
+/// The FlatParameters of this run when FSDP1 is priced unit by unit (detail::prices_flat_units), with the
+/// bytes of a weight and a gradient value; count 0 otherwise.
+[[nodiscard]] constexpr fsdp_flat_units fsdp_flat_units_for(const model_shape& m, const static_estimate& st,
+                                                            const training_setup& s,
+                                                            const parallel_config& p) {
+  if (!detail::prices_flat_units(st, s, p)) return {};
+  fsdp_flat_units u = detail::fsdp_flat_units_of(m, detail::shard_group(p), s.optimizer.buffers.per_tensor);
+  u.grad_bytes = st.buckets.grads.count() / st.trainable_params.count();
+  u.weight_bytes = detail::weight_bytes(s.precision);
+  return u;
+}
+
 namespace detail {
 /// shard_static for FSDP1's FlatParameters: each unit's slice of the weights, gradients and optimizer state
 /// (one state tensor and one `step` per FlatParameter). The root unit (full_shard) or every unit
@@ -311,12 +332,8 @@ namespace detail {
 /// AccumulateGrad) before the reduce-scatter.
 constexpr sharded_state shard_flat_units(const model_shape& m, const static_estimate& st,
                                          const training_setup& s, const parallel_config& p,
-                                         sharded_state out) {
-  const std::uint64_t n = shard_group(p);
-  fsdp_flat_units u = fsdp_flat_units_of(m, n, s.optimizer.buffers.per_tensor);
-  u.grad_bytes = st.buckets.grads.count() / st.trainable_params.count();
-  u.weight_bytes = weight_bytes(s.precision);
-  const std::uint64_t wb = u.weight_bytes;
+                                         const fsdp_flat_units& u, sharded_state out) {
+  const std::uint64_t n = shard_group(p), wb = u.weight_bytes;
   memory_buckets b = st.buckets;
   b.weights = per_param(u.shards, wb);
   b.grads = per_param(u.shards, u.grad_bytes);
@@ -330,10 +347,23 @@ constexpr sharded_state shard_flat_units(const model_shape& m, const static_esti
   out.comm.reduce = per_param(u.root, 2 * u.grad_bytes);
   b.temporaries = out.comm.gathered;
   out.per_gpu = b;
-  out.flat = u;
   return out;
 }
 }  // namespace detail
+
+/// FSDP1 wrapping a whole model already on the rank (_flat_param.py FlatParamHandle: flatten_tensors, then
+/// shard): unit by unit, the layers first and the root last, a unit's parameters are concatenated into its
+/// FlatParameter and this rank's slice copied out before the unsharded ones are freed. The bytes above the
+/// whole model at the worst moment: the first layer's (nothing sharded yet) or the root's (every layer
+/// already down to its slice).
+[[nodiscard]] constexpr bytes fsdp_wrap_transient(const fsdp_flat_units& u) {
+  const std::uint64_t first = u.first_layer.count() + u.first_layer_shard.count();
+  const std::uint64_t root = u.root.count() + u.root_shard.count();
+  const std::uint64_t layers_freed =
+      (u.all.count() - u.root.count()) - (u.shards.count() - u.root_shard.count());
+  const std::uint64_t root_moment = root > layers_freed ? root - layers_freed : 0;
+  return detail::per_param(params(first > root_moment ? first : root_moment), u.weight_bytes);
+}
 
 /// Shards one GPU's share of the static state. DeepSpeed keeps an fp32 gradient partition for the
 /// optimizer (its estimators' 2P + 18P/N for ZeRO-2 and 4·LL + 18P/N for ZeRO-3 with AdamW);
@@ -348,7 +378,8 @@ constexpr sharded_state shard_flat_units(const model_shape& m, const static_esti
     out.per_gpu = st.buckets;  // one GPU's copy of everything: nothing to split
     return out;
   }
-  if (detail::prices_flat_units(st, s, p)) return detail::shard_flat_units(m, st, s, p, out);
+  if (detail::prices_flat_units(st, s, p))
+    return detail::shard_flat_units(m, st, s, p, fsdp_flat_units_for(m, st, s, p), out);
   memory_buckets b = st.buckets;
   // Tensor and pipeline parallelism split every layer's weights (norms are small and ignored).
   const std::uint64_t split = p.tensor_parallel * p.pipeline_parallel;

@@ -75,10 +75,13 @@ struct training_estimate {
 };
 
 /// A load path was asked for but the layout shards the model or splits it across GPUs: the load phase is
-/// modelled for one GPU's whole model only, so it is left out (and a note says so).
+/// modelled for one GPU's whole model, and for FSDP1 priced unit by unit (every rank loads the whole model,
+/// then wraps it); any other layout leaves it out (and a note says so).
 [[nodiscard]] constexpr bool load_not_modelled(const run_config& r) {
-  return r.load != load_path::none && (r.parallel.shard != sharding::none ||
-                                       r.parallel.tensor_parallel * r.parallel.pipeline_parallel != 1);
+  const bool sharded_or_split =
+      r.parallel.shard != sharding::none || r.parallel.tensor_parallel * r.parallel.pipeline_parallel != 1;
+  return r.load != load_path::none && sharded_or_split &&
+         !detail::flat_units_layout(r.setup, r.parallel, r.basis);
 }
 
 namespace detail {
@@ -185,7 +188,8 @@ struct step_parts {
   bytes embedding{0};           ///< full fine-tuning: the embedding's gradient being built (two with ties)
   bool recompute_last = false;  ///< the first layer's recompute is backward_end's worst moment
   const fsdp_flat_units* flat = nullptr;  ///< FSDP1 priced unit by unit (shard_flat_units), else null
-  bool unsharded_accumulation = false;    ///< FSDP1 under no_sync: every rank keeps unsharded gradients
+  bytes final_norm{0};  ///< FSDP1: what the final norm saves (freed before the layers' backward)
+  bool unsharded_accumulation = false;  ///< FSDP1 under no_sync: every rank keeps unsharded gradients
 };
 
 constexpr bytes step_temporaries_on_gpu(const run_config& r, const static_estimate& statics,
@@ -225,29 +229,33 @@ constexpr bytes gradients_before_first_layer(const model_spec& spec, const run_c
   return minus(layer_grads, first_layer);
 }
 
-constexpr step_parts step_parts_of(const model_spec& spec, const run_config& r,
-                                   const static_estimate& statics, const sharded_state& per_gpu_static,
-                                   const activation_config& seen, const activation_estimate& acts,
-                                   const logits_estimate& head) {
+/// FSDP1's units in the step's parts: they reduce at their post-backward (backward_end prices them), and the
+/// root's pre-backward prefetches the last layer (BACKWARD_PRE) under full_shard; under accelerate's no_sync
+/// (sync_each_batch false) every unit's gradient stays unsharded between micro-batches.
+HEADROOM_NOINLINE constexpr void fsdp_flat_parts(step_parts& p, const model_spec& spec, const run_config& r,
+                                                 const fsdp_flat_units& u, const activation_config& seen) {
+  p.flat = &u;
+  const std::uint64_t prefetched = r.parallel.shard == sharding::fsdp_grad_op ? 0 : r.parallel.prefetch_units;
+  p.reducing = p.gathered + per_param(params(u.largest_layer.count() * prefetched), u.weight_bytes);
+  p.unsharded_accumulation = r.grad_accum_steps > 1 && !r.parallel.sync_each_batch;
+  if (p.unsharded_accumulation) p.grads_in_forward = per_param(u.all, u.grad_bytes);
+  p.final_norm = final_norm_bytes(spec.shape, r.setup, seen);
+}
+
+HEADROOM_INLINE constexpr step_parts step_parts_of(const model_spec& spec, const run_config& r,
+                                                   const static_estimate& statics,
+                                                   const sharded_state& per_gpu_static,
+                                                   const fsdp_flat_units& flat, const activation_config& seen,
+                                                   const activation_estimate& acts,
+                                                   const logits_estimate& head) {
   step_parts p{per_gpu_static.per_gpu, acts};
   const std::uint64_t head_shards = r.parallel.tensor_parallel;  // vocab-parallel head
   p.gathered = p.st.temporaries;
-  // FSDP1's units reduce at their post-backward (backward_end prices the root's); the root's pre-backward
-  // prefetches the last layer (BACKWARD_PRE) under full_shard. Others reduce throughout.
-  if (per_gpu_static.flat.count != 0) p.flat = &per_gpu_static.flat;
   p.reducing = p.gathered + per_gpu_static.comm.reduce;
-  if (p.flat)
-    p.reducing =
-        p.gathered + (r.parallel.shard == sharding::fsdp_grad_op
-                          ? bytes(0)
-                          : per_param(params(p.flat->largest_layer.count() * r.parallel.prefetch_units),
-                                      p.flat->weight_bytes));
-  // Accumulation keeps the gradients through the next forward, unless each was stepped and freed in backward;
-  // FSDP1 under accelerate's no_sync (sync_each_batch false) keeps every unit's gradient unsharded.
+  // Accumulation keeps the gradients through the next forward, unless each was stepped and freed in backward.
   p.grads_in_forward = r.grad_accum_steps > 1 && !r.setup.optim.in_backward ? p.st.grads : bytes(0);
-  p.unsharded_accumulation = p.flat && r.grad_accum_steps > 1 && !r.parallel.sync_each_batch;
-  if (p.unsharded_accumulation) p.grads_in_forward = per_param(p.flat->all, p.flat->grad_bytes);
-  p.step_temporaries = step_temporaries_on_gpu(r, statics, per_gpu_static.flat);
+  if (flat.count != 0) fsdp_flat_parts(p, spec, r, flat, seen);
+  p.step_temporaries = step_temporaries_on_gpu(r, statics, flat);
   const bool offloading = r.activations.ckpt == checkpointing::offload;
   p.kept = acts.kept + (offloading ? acts.recompute : bytes(0));  // offloading: the block being moved
   const std::uint64_t tokens = detail::checked_mul(seen.batch, seen.seq_len, "tokens");
@@ -303,16 +311,40 @@ constexpr varying root_post_backward(const step_parts& p) {
                  per_param(u.root, u.weight_bytes) + root + root};
 }
 
+/// FSDP1: the last layer's post-backward, the first in backward and the worst of the layers' (every layer
+/// below still holds its saved tensors; the final norm's are gone): its parameters gathered beside the root
+/// (or every unit under shard_grad_op) and the next layer prefetched, its gradients twice (each parameter's
+/// own and the flat gradient they are concatenated into), the root's gradients so far (the head's and the
+/// final norm's), the hidden-state gradient from above, and the loss and its seed.
+constexpr varying last_layer_post_backward(const step_parts& p, const parallel_config& layout,
+                                           const model_shape& m) {
+  const fsdp_flat_units& u = *p.flat;
+  const bytes layer_grads = per_param(u.largest_layer, u.grad_bytes);
+  const std::uint64_t gathered_layers =
+      layout.shard == sharding::fsdp_grad_op ? 0 : 1 + layout.prefetch_units;
+  const bytes spent = p.acts.per_layer_kept + p.final_norm;
+  const bytes below = p.kept > spent ? p.kept - spent : bytes(0);
+  const bytes norm_grad = per_param(params(m.hidden_size * norm_tensors(m)), u.grad_bytes);
+  return varying{p.grads_in_forward + layer_grads + layer_grads, below,
+                 p.head_after + norm_grad + bytes(detail::scalar_bytes),
+                 p.gathered + per_param(params(u.largest_layer.count() * gathered_layers), u.weight_bytes)};
+}
+
 /// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built
 /// (FSDP1: or the root unit's gradients are reduced).
-constexpr varying backward_end_of(const step_parts& p) {
-  const varying recompute{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
-                          p.reducing};
+constexpr varying first_layer_recompute(const step_parts& p) {
+  return varying{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
+                 p.reducing};
+}
+constexpr varying backward_end_of(const step_parts& p, const parallel_config& layout, const model_shape& m) {
   if (p.flat) {
-    const varying root = root_post_backward(p);
-    return p.recompute_last && moving(recompute) > moving(root) ? recompute : root;
+    const varying root = root_post_backward(p), layer = last_layer_post_backward(p, layout, m);
+    const varying& reduced = moving(layer) > moving(root) ? layer : root;
+    if (!p.recompute_last) return reduced;
+    const varying recompute = first_layer_recompute(p);
+    return moving(recompute) > moving(reduced) ? recompute : reduced;
   }
-  if (p.recompute_last) return recompute;
+  if (p.recompute_last) return first_layer_recompute(p);
   return varying{p.st.grads, p.acts.retained, loss_scalars, p.reducing + p.embedding};
 }
 
@@ -348,12 +380,18 @@ constexpr void step_in_backward(step_moments& ph, const model_spec& spec, const 
 /// for one GPU's whole model (a sharded or model-parallel layout leaves it out: load_not_modelled says so).
 /// Its worst moment: the last tensor arriving, or PEFT's PiSSA / OLoRA initialisation of the worst adapted
 /// module with every weight and adapter in place.
-constexpr load_estimate step_load(const model_spec& spec, const run_config& r,
-                                  const static_estimate& statics) {
+constexpr load_estimate step_load(const model_spec& spec, const run_config& r, const static_estimate& statics,
+                                  const fsdp_flat_units& flat) {
   const bool one_whole_model = r.parallel.shard == sharding::none && r.parallel.gpus() == 1;
+  // FSDP1 over flat parameters: every rank loads the whole model (from_pretrained), then wraps it.
+  const bool wrapped = flat.count != 0;
   load_estimate load =
-      estimate_load(spec.shape, r.setup, statics, one_whole_model ? r.load : load_path::none);
+      estimate_load(spec.shape, r.setup, statics, one_whole_model || wrapped ? r.load : load_path::none);
   if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
+  if (wrapped && load.path != load_path::none) {
+    load.wrap_weights = statics.buckets.weights;
+    load.wrap_transient = fsdp_wrap_transient(flat);
+  }
   return load;
 }
 constexpr memory_buckets load_phase_of(const load_estimate& load, const memory_buckets& st, bytes overhead) {
@@ -362,7 +400,10 @@ constexpr memory_buckets load_phase_of(const load_estimate& load, const memory_b
                                bytes(0),     bytes(0), load.transient, overhead};
   const memory_buckets init{st.weights, st.adapter_weights,  bytes(0), bytes(0), bytes(0), bytes(0),
                             bytes(0),   load.init_transient, overhead};
-  return init.total_bytes() > arrival.total_bytes() ? init : arrival;
+  const memory_buckets wrap{load.wrap_weights,   bytes(0), bytes(0), bytes(0), bytes(0), bytes(0), bytes(0),
+                            load.wrap_transient, overhead};
+  const memory_buckets& first = init.total_bytes() > arrival.total_bytes() ? init : arrival;
+  return wrap.total_bytes() > first.total_bytes() ? wrap : first;
 }
 
 /// Each changing bucket's largest value over the four phases (the sizes column).
@@ -399,8 +440,11 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
     acts.host += detail::div_up(head.kept, r.parallel.tensor_parallel);
   overhead_estimate over = estimate_overhead(r.overhead);
   if (!over.overridden) over.nccl = per_gpu_static.comm.nccl;  // a measured overhead already holds NCCL's
-  const step_parts p = step_parts_of(spec, r, statics, per_gpu_static, seen, acts, head);
-  step_moments ph{forward_end_of(p), backward_start_of(p), backward_end_of(p), optimizer_step_of(p)};
+  // FSDP1 priced unit by unit (count 0 otherwise): the step's moments and the load phase's wrap.
+  const fsdp_flat_units flat = fsdp_flat_units_for(spec.shape, statics, r.setup, r.parallel);
+  const step_parts p = step_parts_of(spec, r, statics, per_gpu_static, flat, seen, acts, head);
+  step_moments ph{forward_end_of(p), backward_start_of(p), backward_end_of(p, r.parallel, spec.shape),
+                  optimizer_step_of(p)};
   if (r.setup.optim.in_backward) step_in_backward(ph, spec, r, statics, p);
   const memory_buckets& st = p.st;
   const bytes overhead = over.total();
@@ -416,7 +460,7 @@ constexpr training_estimate step_of_valid_shape(const model_spec& spec, const ru
   std::size_t peak = 0;
   for (std::size_t i = 1; i < totals.size(); ++i)
     if (totals[i] > totals[peak]) peak = i;
-  const load_estimate load = step_load(spec, r, statics);
+  const load_estimate load = step_load(spec, r, statics, flat);
   const memory_buckets load_phase = load_phase_of(load, st, overhead);
   if (load.modelled() && load_phase.total_bytes() > phase(step[peak]).total_bytes())
     peak = static_cast<std::size_t>(step_phase::load);
@@ -710,9 +754,10 @@ inline std::string impl_reason(const training_setup& s) {
         "only; it is left out of this layout");
   if (load_not_modelled(r))
     notes.emplace_back(
-        "load phase: not modelled under sharding or model parallelism (each rank loads its shard); "
-        "--load-path "
-        "prices one GPU's whole model");
+        "load phase: not modelled under this sharding or model parallelism; --load-path prices one GPU's "
+        "whole model, and FSDP1 full fine-tuning on exact counts (every rank loads the whole model, then "
+        "wraps "
+        "it)");
   if (e.activations.host.count() != 0)
     notes.push_back("offloading keeps " + gb_text(e.activations.host) +
                     " of saved tensors in pinned host RAM (size the host for it; --explain lists the mode)");

@@ -632,6 +632,14 @@ constexpr void model_level_terms(const model_shape& m, const training_setup& s, 
   // The head matmul and whether it keeps the final hidden states belong to the loss head (logits.hpp).
 }
 
+/// What the final norm saves (model_level_terms' last term), freed once the backward has passed it.
+constexpr bytes final_norm_bytes(const model_shape& m, const training_setup& s, const activation_config& c) {
+  const block_context k = context_of(m, s, c);
+  bytes_sum out;
+  add_norm(out, "final norm", checked_mul(c.batch, c.seq_len, "tokens"), m.hidden_size, k.dt.stream, k);
+  return out.total();
+}
+
 /// The course's per-layer formula (Korthikanti et al. 2022): s·b·h·(34 + 5·a·s/h) bytes for 16-bit
 /// activations; FlashAttention / memory-efficient SDPA removes the 5·a·s/h term.
 template <class Out>

@@ -476,6 +476,10 @@ def fsdp_rows():
             fsdp(sharding=sharding, dtype="fp32", grad_accum=2, no_sync="1")
         fsdp(dtype="fp32", grad_accum=2, no_sync="0")
         fsdp(family="qwen2", dtype="bf16")
+    # Eight narrow layers over a small vocabulary: the wrap's worst moment is the first layer's, not the root's.
+    for world in (2, 4):
+        out.append(_row("fsdp", "mistral", world_size=world, sharding="full_shard", use_orig_params="0",
+                        **dict(step_kw, layers=8, dtype="fp32")))
     return out
 
 

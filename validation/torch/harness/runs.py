@@ -351,7 +351,7 @@ def _measure_init(row):
 def run_fsdp(row):
     """One rank of a FullyShardedDataParallel (FSDP1) step: the whole model wrapped with a unit per decoder layer
     (transformer_auto_wrap_policy, as accelerate's TRANSFORMER_BASED_WRAP) and the root, then run_step's warm-up,
-    micro-batches and measured step.
+    micro-batches and measured step. load_peak and after_load: the wrap of the whole model built on the rank.
 
     Measured in a fresh interpreter on torch's fake process group (FakeProcessGroup: collectives return at once,
     in the training thread) rather than gloo: a rank's allocations do not depend on the values the collectives
@@ -381,12 +381,20 @@ def _measure_fsdp(row):
 
     torch.set_num_threads(1)
     dist.init_process_group("fake", store=FakeStore(), rank=0, world_size=int(row["world_size"]))
-    model = build_model(row)
     policy = functools.partial(transformer_auto_wrap_policy, transformer_layer_cls={modules.DecoderLayer})
     strategy = {"full_shard": ShardingStrategy.FULL_SHARD, "shard_grad_op": ShardingStrategy.SHARD_GRAD_OP}
-    wrapped = FullyShardedDataParallel(_WholeModel(model, row), sharding_strategy=strategy[row["sharding"]],
-                                       auto_wrap_policy=policy, use_orig_params=row["use_orig_params"] == "1",
-                                       device_id=torch.device("cpu"))
+    # The load phase: the whole model on the rank (as from_pretrained puts it there), then wrapped unit by unit.
+    # Built inside the profile: the wrap frees the original parameters, which the profiler must have seen.
+    wrap = LiveBytes()
+    with wrap:
+        model = build_model(row)
+        gc.collect()
+        wrap.mark("wrap")
+        wrapped = FullyShardedDataParallel(_WholeModel(model, row), sharding_strategy=strategy[row["sharding"]],
+                                           auto_wrap_policy=policy, use_orig_params=row["use_orig_params"] == "1",
+                                           device_id=torch.device("cpu"))
+        wrap.mark("end")
+    loading = wrap.timeline()["wrap"]
     b, s, v = int(row["batch"]), int(row["seq_len"]), int(row["vocab"])
     torch.manual_seed(1)
     input_ids = torch.randint(0, v, (b, s))
@@ -412,7 +420,7 @@ def _measure_fsdp(row):
     seg = live.timeline()
     out = counts(wrapped)  # this rank's shards: params and param_bytes are what the rank holds
     out.update(step_columns(seg, seg["warm_up"][1]), state_bytes=optimizer_state_bytes(opt),
-               start_grad_bytes=start_grads)
+               start_grad_bytes=start_grads, load_peak=loading[0], after_load=loading[1])
     dist.destroy_process_group()
     return out
 
