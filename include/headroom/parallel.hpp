@@ -161,7 +161,8 @@ constexpr fsdp_flat_units fsdp_flat_units_of(const model_shape& m, std::uint64_t
     all = checked_add(all, checked_mul(unit, layers), "parameter count");
     shards = checked_add(shards, checked_mul(slice, layers), "parameter count");
     // The group's first slice follows the previous unit's; the others follow one of their own.
-    const std::uint64_t held = buffers * slice + (layers > 1 && slice > previous ? slice : previous);
+    const std::uint64_t held = checked_add(checked_mul(buffers, slice, "optimizer temporaries"),
+                                           layers > 1 && slice > previous ? slice : previous);
     worst = held > worst ? held : worst;
     previous = slice;
   });

@@ -330,12 +330,13 @@ constexpr varying last_layer_post_backward(const step_parts& p, const parallel_c
                  p.gathered + per_param(params(u.largest_layer.count() * gathered_layers), u.weight_bytes)};
 }
 
-/// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built
-/// (FSDP1: or the root unit's gradients are reduced).
+/// The first layer recomputed at the end of backward, every other gradient made.
 constexpr varying first_layer_recompute(const step_parts& p) {
   return varying{p.before_first_layer, p.acts.recompute + p.hidden + p.acts.retained, loss_scalars,
                  p.reducing};
 }
+/// backward_end: every gradient exists; the first block is recomputed, or the embedding's gradient is built
+/// (FSDP1: a layer's or the root's post-backward).
 constexpr varying backward_end_of(const step_parts& p, const parallel_config& layout, const model_shape& m) {
   if (p.flat) {
     const varying root = root_post_backward(p), layer = last_layer_post_backward(p, layout, m);
@@ -377,7 +378,8 @@ constexpr void step_in_backward(step_moments& ph, const model_spec& spec, const 
 }
 
 /// The load phase: the checkpoint arriving and being quantised or cast, before any adapter or state exists,
-/// for one GPU's whole model (a sharded or model-parallel layout leaves it out: load_not_modelled says so).
+/// for one GPU's whole model, or every rank's under FSDP1 priced unit by unit followed by the wrap (any other
+/// sharded or model-parallel layout leaves it out: load_not_modelled says so).
 /// Its worst moment: the last tensor arriving, or PEFT's PiSSA / OLoRA initialisation of the worst adapted
 /// module with every weight and adapter in place.
 constexpr load_estimate step_load(const model_spec& spec, const run_config& r, const static_estimate& statics,
@@ -756,8 +758,7 @@ inline std::string impl_reason(const training_setup& s) {
     notes.emplace_back(
         "load phase: not modelled under this sharding or model parallelism; --load-path prices one GPU's "
         "whole model, and FSDP1 full fine-tuning on exact counts (every rank loads the whole model, then "
-        "wraps "
-        "it)");
+        "wraps it)");
   if (e.activations.host.count() != 0)
     notes.push_back("offloading keeps " + gb_text(e.activations.host) +
                     " of saved tensors in pinned host RAM (size the host for it; --explain lists the mode)");

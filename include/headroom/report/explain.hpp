@@ -253,6 +253,13 @@ inline void explain_step_and_load(explanation& out, const run_config& r, const t
                              gb_text(e.load.transient), with_commas(e.load.largest.count()),
                              load_mechanism(e.load.path)),
                  at(step_phase::load).total_bytes(), "docs/peak.md"));
+  if (e.load.wrap_transient.count() != 0)
+    out.push_back(gb_value(
+        "step", "wrap",
+        fmt::format("FSDP1 wrapping the whole model ({}) on each rank, unit by unit: the worst unit's "
+                    "parameters, flat parameter and slice at once (the first layer's, or the root's)",
+                    gb_text(e.load.wrap_weights)),
+        e.load.wrap_transient, "torch distributed/fsdp/_flat_param.py; docs/parallel.md"));
   if (e.load.init_transient.count() != 0)
     out.push_back(gb_value(
         "step", "init",

@@ -121,6 +121,10 @@ inline void phases_json(nlohmann::json& j, const run_config& r, const training_e
                  {"transient_bytes", e.load.transient.count()},
                  {"largest_tensor_params", e.load.largest.count()},
                  {"total_bytes", e.phases[static_cast<std::size_t>(step_phase::load)].total_bytes().count()}};
+    if (e.load.wrap_transient.count() != 0) {  // FSDP1: every rank loads the whole model, then wraps it
+      j["load"]["wrap_weights_bytes"] = e.load.wrap_weights.count();
+      j["load"]["wrap_transient_bytes"] = e.load.wrap_transient.count();
+    }
     if (e.load.init_transient.count() != 0) {
       j["load"]["init_lora_weights"] = choice_name(lora_init_names, r.setup.lora.init);
       j["load"]["init_transient_bytes"] = e.load.init_transient.count();
