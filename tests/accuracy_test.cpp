@@ -333,7 +333,7 @@ TEST_CASE("Accuracy: the torch 2.6 generation has 150 rows or more, 90% of them 
   CHECK(all >= 150);
   CHECK(kinds["block"] >= 200);
   CHECK(kinds["step"] >= 80);
-  CHECK(kinds["fsdp"] >= 18);
+  CHECK(kinds["fsdp"] >= 30);
   CHECK(exact * 10 >= all * 9);
 }
 
@@ -353,15 +353,16 @@ TEST_CASE("Accuracy: one rank of FSDP1 (flat parameters) is byte-exact in every 
       INFO(p.column << ": estimate " << p.estimate << ", measured " << p.measured);
       CHECK(p.estimate == p.measured);
     }
-    // The wrap of the whole model built on the rank: its worst moment above the slices it leaves.
-    const bytes whole = e.statics.buckets.weights;
+    // The wrap of the whole model built on the rank (fp32 under MixedPrecision): its worst moment above the
+    // slices it leaves.
     const fsdp_flat_units units =
         fsdp_flat_units_for(shape_of(r), e.statics, run_of(r).setup, run_of(r).parallel);
+    const bytes whole(units.all.count() * units.weight_bytes);
     CHECK(signed_bytes(fsdp_wrap_transient(units) + whole - st.weights) ==
           static_cast<std::int64_t>(r.count("load_peak")) - static_cast<std::int64_t>(r.count("after_load")));
     ++checked;
   }
-  CHECK(checked >= 18);
+  CHECK(checked >= 30);
 }
 
 TEST_CASE("Report: whole steps", "[.report]") {

@@ -127,9 +127,17 @@ TEST_CASE("Load phase under FSDP1: every rank loads the whole model, then wraps 
   CHECK(e.load.wrap_transient == bytes(2 * (218'112'000ULL + 218'112'000ULL / 8)));
   const memory_buckets& load = e.phases[static_cast<std::size_t>(step_phase::load)];
   CHECK(load.total_bytes() == whole + e.load.wrap_transient + e.overhead.total());
-  CHECK(e.peak_phase == step_phase::load);          // the whole model on each GPU outweighs the sharded step
-  r.setup.precision = precision_route::bf16_mixed;  // a master copy: not priced unit by unit
-  CHECK(load_not_modelled(r));
+  CHECK(e.peak_phase == step_phase::load);  // the whole model on each GPU outweighs the sharded step
+  // bf16-mixed is FSDP1's MixedPrecision: the model is loaded and wrapped in fp32, gathered in bf16.
+  r.setup.precision = precision_route::bf16_mixed;
+  CHECK_FALSE(load_not_modelled(r));
+  const training_estimate mixed = estimate_training(llama8, r);
+  CHECK(mixed.load.weights == bytes(4 * 8'030'261'248ULL));
+  CHECK(mixed.load.wrap_weights == mixed.load.weights);
+  CHECK(mixed.load.wrap_transient == bytes(4 * (218'112'000ULL + 218'112'000ULL / 8)));
+  r.load = load_path::fp32_then_cast;  // would end in bf16 FlatParameters: refused, naming the field
+  CHECK_THROWS_WITH(estimate_training(llama8, r),
+                    Catch::Matchers::Contains("load_path") && Catch::Matchers::Contains("use direct"));
 }
 
 TEST_CASE("PiSSA and OLoRA: the initialisation transient of the worst adapted module", "[load]") {

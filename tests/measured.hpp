@@ -150,6 +150,7 @@ inline precision_route precision_of(const measured_row& r) {
   if (dtype == "bf16") return precision_route::bf16_pure;
   if (dtype == "fp32") return precision_route::fp32;
   if (dtype == "autocast") return precision_route::fp32_autocast;
+  if (dtype == "bf16_mixed") return precision_route::bf16_mixed;  // FSDP1 MixedPrecision over fp32 units
   throw std::runtime_error(r.id() + ": unknown dtype " + dtype);
 }
 

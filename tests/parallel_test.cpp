@@ -307,3 +307,40 @@ TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured 
     CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(2'790'656));
   }
 }
+
+TEST_CASE(
+    "FSDP1 MixedPrecision: fp32 FlatParameters gathered in bf16 (docs/parallel.md, measured row fsdp-453)",
+    "[parallel]") {
+  // accelerate's bf16 policy over the harness's fp32 model: param_dtype and reduce_dtype bf16.
+  training_setup s;
+  s.method = training_method::full;
+  s.precision = precision_route::bf16_mixed;
+  s.runtime.device = device_kind::cpu;
+  run_config r;
+  r.setup = s;
+  r.basis = params_basis::exact;
+  r.activations.batch = 2;
+  r.activations.seq_len = 32;
+  r.activations.ckpt = checkpointing::none;
+  r.activations.attention = attention_impl::sdpa;
+  r.overhead.override_total = true;
+  r.parallel.data_parallel = 2;
+  r.parallel.shard = sharding::fsdp_full;
+  const training_estimate e = estimate_training(model_spec{harness_llama, 0}, r);
+  const memory_buckets& st = e.per_gpu_static.per_gpu;
+  CHECK(st.weights == bytes(2'790'656));                // 697,664 fp32 values: the FlatParameters' slices
+  CHECK(st.master == bytes(0));                         // the FlatParameter is the fp32 copy
+  CHECK(st.grads == bytes(2'790'656));                  // each reduced slice cast back to fp32
+  CHECK(st.optimizer == bytes(2 * 2'790'656 + 3 * 4));  // fp32 state, one step per FlatParameter
+  CHECK(st.temporaries == bytes(2 * 1'048'704));        // the root gathered in bf16
+  const memory_buckets& end = e.phases[static_cast<std::size_t>(step_phase::backward_end)];
+  // the layers' fp32 slices + the root's bf16 parameters and its bf16 gradient twice + the loss and its seed
+  CHECK(end.total_bytes() - st.weights - st.optimizer == bytes(693'248 + 3 * 2'097'408 + 8));
+  SECTION("no_sync keeps every unit's unsharded gradient in bf16") {
+    r.parallel.data_parallel = 4;
+    r.grad_accum_steps = 2;
+    CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(2 * 1'395'328));
+    r.parallel.sync_each_batch = true;  // the fp32 slices of 4 ranks
+    CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(4 * 348'832));
+  }
+}

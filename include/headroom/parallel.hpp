@@ -87,8 +87,9 @@ struct fsdp_flat_units {
   params first_layer{0};        ///< the first layer's unit (the first wrapped), unsharded
   params first_layer_shard{0};  ///< its slice
   params step_values{0};  ///< a for-loop optimizer step's worst moment over the slices (for_loop_step_values)
-  std::uint64_t weight_bytes = 0;  ///< bytes per parameter value
-  std::uint64_t grad_bytes = 0;    ///< bytes per gradient value
+  std::uint64_t weight_bytes = 0;   ///< bytes per FlatParameter value (fp32 under MixedPrecision)
+  std::uint64_t grad_bytes = 0;     ///< bytes per sharded gradient value (cast to the FlatParameter's dtype)
+  std::uint64_t compute_bytes = 0;  ///< bytes per gathered parameter and unsharded gradient value
 };
 
 /// One GPU's static state under a layout, and what leaves for host RAM.
@@ -127,18 +128,22 @@ constexpr std::uint64_t largest_unit_params(const model_shape& m) {
 constexpr bytes div_up(bytes b, std::uint64_t n) { return bytes(ceil_div(b.count(), n)); }
 
 /// FSDP1 is priced unit by unit when its FlatParameters are the whole model's full fine-tuning on one
-/// data-parallel group, on exact parameter counts (a nominal N has no units), without a master copy, offload
-/// or model parallelism (those keep the bucket-wise shares below).
+/// data-parallel group, on exact parameter counts (a nominal N has no units), without offload or model
+/// parallelism (those keep the bucket-wise shares below). bf16_mixed is FSDP1's MixedPrecision.
 constexpr bool flat_units_layout(const training_setup& s, const parallel_config& p, params_basis basis) {
   return is_fsdp(p.shard) && p.fsdp_version == 1 && s.method == training_method::full &&
          !s.train_vision_tower && p.tensor_parallel == 1 && p.pipeline_parallel == 1 &&
-         !p.offload_optimizer && !p.offload_params && s.precision != precision_route::bf16_mixed &&
-         basis == params_basis::exact;
+         !p.offload_optimizer && !p.offload_params && basis == params_basis::exact;
 }
 constexpr bool prices_flat_units(const static_estimate& st, const training_setup& s,
                                  const parallel_config& p) {
-  return flat_units_layout(s, p, params_basis::exact) && st.buckets.master.count() == 0 &&
-         st.priced_params == st.model_params;
+  return flat_units_layout(s, p, params_basis::exact) && st.priced_params == st.model_params;
+}
+/// bf16_mixed under FSDP1 is accelerate's MixedPrecision(param_dtype, reduce_dtype = bf16)
+/// (FullyShardedDataParallelPlugin.set_mixed_precision): the FlatParameters, their gradient slices and the
+/// optimizer stay fp32 (the master copy is the FlatParameter), and each unit is gathered in bf16.
+constexpr bool fsdp_mixed_precision(const training_setup& s) {
+  return s.precision == precision_route::bf16_mixed;
 }
 
 /// The units of fsdp_flat_units for `ranks` ranks, in model.parameters() order (the root's FlatParameter
@@ -320,8 +325,11 @@ constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, cons
                                                             const parallel_config& p) {
   if (!detail::prices_flat_units(st, s, p)) return {};
   fsdp_flat_units u = detail::fsdp_flat_units_of(m, detail::shard_group(p), s.optimizer.buffers.per_tensor);
-  u.grad_bytes = st.buckets.grads.count() / st.trainable_params.count();
-  u.weight_bytes = detail::weight_bytes(s.precision);
+  u.compute_bytes = detail::weight_bytes(s.precision);
+  // MixedPrecision: _cast_grad_to_param_dtype casts each reduced slice to the FlatParameter's fp32.
+  const bool mixed = detail::fsdp_mixed_precision(s);
+  u.weight_bytes = mixed ? detail::fp32_bytes : u.compute_bytes;
+  u.grad_bytes = mixed ? detail::fp32_bytes : st.buckets.grads.count() / st.trainable_params.count();
   return u;
 }
 
@@ -337,15 +345,16 @@ constexpr sharded_state shard_flat_units(const model_shape& m, const static_esti
   const std::uint64_t n = shard_group(p), wb = u.weight_bytes;
   memory_buckets b = st.buckets;
   b.weights = per_param(u.shards, wb);
+  b.master = bytes(0);  // MixedPrecision's fp32 copy is the FlatParameter itself
   b.grads = per_param(u.shards, u.grad_bytes);
   b.optimizer = tensor_state(lumped_tensor(u.root_shard.count()), s) +
                 optimizer_step_counter_bytes(s.optimizer, u.count, s.runtime);
   for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
     b.optimizer += tensor_state(lumped_tensor(ceil_div(layer_parameter_count(kind).count(), n)), s) * layers;
   });
-  out.comm.gathered = per_param(p.shard == sharding::fsdp_grad_op ? u.all : u.root, wb);
+  out.comm.gathered = per_param(p.shard == sharding::fsdp_grad_op ? u.all : u.root, u.compute_bytes);
   out.comm.staging = bytes(0);
-  out.comm.reduce = per_param(u.root, 2 * u.grad_bytes);
+  out.comm.reduce = per_param(u.root, 2 * u.compute_bytes);
   b.temporaries = out.comm.gathered;
   out.per_gpu = b;
   return out;

@@ -236,9 +236,9 @@ HEADROOM_NOINLINE constexpr void fsdp_flat_parts(step_parts& p, const model_spec
                                                  const fsdp_flat_units& u, const activation_config& seen) {
   p.flat = &u;
   const std::uint64_t prefetched = r.parallel.shard == sharding::fsdp_grad_op ? 0 : r.parallel.prefetch_units;
-  p.reducing = p.gathered + per_param(params(u.largest_layer.count() * prefetched), u.weight_bytes);
+  p.reducing = p.gathered + per_param(params(u.largest_layer.count() * prefetched), u.compute_bytes);
   p.unsharded_accumulation = r.grad_accum_steps > 1 && !r.parallel.sync_each_batch;
-  if (p.unsharded_accumulation) p.grads_in_forward = per_param(u.all, u.grad_bytes);
+  if (p.unsharded_accumulation) p.grads_in_forward = per_param(u.all, u.compute_bytes);
   p.final_norm = final_norm_bytes(spec.shape, r.setup, seen);
 }
 
@@ -303,12 +303,12 @@ inline constexpr bytes loss_scalars = bytes(2 * detail::scalar_bytes);
 /// concatenated into before the reduce-scatter), with what earlier micro-batches accumulated.
 constexpr varying root_post_backward(const step_parts& p) {
   const fsdp_flat_units& u = *p.flat;
-  const bytes root_slice = per_param(u.root_shard, u.grad_bytes), root = per_param(u.root, u.grad_bytes);
+  const bytes root_slice = per_param(u.root_shard, u.grad_bytes), root = per_param(u.root, u.compute_bytes);
   const bytes earlier = p.unsharded_accumulation          ? root        // its unsharded accumulated gradient
                         : p.grads_in_forward.count() != 0 ? root_slice  // its slice, reduced before
                                                           : bytes(0);
   return varying{p.st.grads - root_slice + earlier, p.acts.retained, loss_scalars,
-                 per_param(u.root, u.weight_bytes) + root + root};
+                 per_param(u.root, u.compute_bytes) + root + root};
 }
 
 /// FSDP1: the last layer's post-backward, the first in backward and the worst of the layers' (every layer
@@ -319,15 +319,15 @@ constexpr varying root_post_backward(const step_parts& p) {
 constexpr varying last_layer_post_backward(const step_parts& p, const parallel_config& layout,
                                            const model_shape& m) {
   const fsdp_flat_units& u = *p.flat;
-  const bytes layer_grads = per_param(u.largest_layer, u.grad_bytes);
+  const bytes layer_grads = per_param(u.largest_layer, u.compute_bytes);
   const std::uint64_t gathered_layers =
       layout.shard == sharding::fsdp_grad_op ? 0 : 1 + layout.prefetch_units;
   const bytes spent = p.acts.per_layer_kept + p.final_norm;
   const bytes below = p.kept > spent ? p.kept - spent : bytes(0);
-  const bytes norm_grad = per_param(params(m.hidden_size * norm_tensors(m)), u.grad_bytes);
+  const bytes norm_grad = per_param(params(m.hidden_size * norm_tensors(m)), u.compute_bytes);
   return varying{p.grads_in_forward + layer_grads + layer_grads, below,
                  p.head_after + norm_grad + bytes(detail::scalar_bytes),
-                 p.gathered + per_param(params(u.largest_layer.count() * gathered_layers), u.weight_bytes)};
+                 p.gathered + per_param(params(u.largest_layer.count() * gathered_layers), u.compute_bytes)};
 }
 
 /// The first layer recomputed at the end of backward, every other gradient made.
@@ -391,7 +391,15 @@ constexpr load_estimate step_load(const model_spec& spec, const run_config& r, c
       estimate_load(spec.shape, r.setup, statics, one_whole_model || wrapped ? r.load : load_path::none);
   if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
   if (wrapped && load.path != load_path::none) {
-    load.wrap_weights = statics.buckets.weights;
+    // MixedPrecision wraps an fp32 model (its FlatParameters stay fp32): loaded, and wrapped, in fp32.
+    if (flat.weight_bytes != flat.compute_bytes) {
+      if (load.path == load_path::fp32_then_cast)
+        fail("load_path",
+             "fp32-cast ends in 16-bit weights, but FSDP1's MixedPrecision (bf16-mixed) wraps fp32 "
+             "FlatParameters: use direct");
+      load.weights = per_param(flat.all, flat.weight_bytes);
+    }
+    load.wrap_weights = per_param(flat.all, flat.weight_bytes);
     load.wrap_transient = fsdp_wrap_transient(flat);
   }
   return load;

@@ -480,6 +480,17 @@ def fsdp_rows():
     for world in (2, 4):
         out.append(_row("fsdp", "mistral", world_size=world, sharding="full_shard", use_orig_params="0",
                         **dict(step_kw, layers=8, dtype="fp32")))
+    # FSDP1's MixedPrecision over fp32 FlatParameters (accelerate's bf16 policy): bf16 gathers and gradients.
+    for world in (2, 4):
+        def mixed(family="llama", sharding="full_shard", layers=2, **kw):
+            out.append(_row("fsdp", family, world_size=world, sharding=sharding, use_orig_params="0",
+                            **dict(step_kw, layers=layers, dtype="bf16_mixed", **kw)))
+        mixed()
+        mixed(sharding="shard_grad_op")
+        mixed(grad_accum=2, no_sync="0")
+        mixed(grad_accum=2, no_sync="1")
+        mixed(family="qwen2")
+        mixed(family="mistral", layers=8)
     return out
 
 
@@ -499,4 +510,4 @@ CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "los
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
            "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
            "init-259", "step-266", "block-267", "block-270", "step-276", "block-369", "step-379", "fsdp-437",
-           "fsdp-448"]
+           "fsdp-448", "fsdp-462"]

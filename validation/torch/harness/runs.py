@@ -13,7 +13,8 @@ import torch
 from . import modules
 from .instruments import LiveBytes, SavedTensors, distinct_bytes, optimizer_state_bytes, storage_key
 
-DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "autocast": torch.float32}
+# bf16_mixed: an fp32 model that FSDP1 computes in bf16 (MixedPrecision, as accelerate sets it up for bf16).
+DTYPES = {"bf16": torch.bfloat16, "fp32": torch.float32, "autocast": torch.float32, "bf16_mixed": torch.float32}
 
 
 def model_config(row, layers=None):
@@ -372,6 +373,16 @@ class _WholeModel(torch.nn.Module):
         return forward_loss(self.model, self.row, input_ids, labels, num_items)
 
 
+def _fsdp_mixed_precision(row):
+    """accelerate's FSDP1 policy for mixed_precision "bf16" (FullyShardedDataParallelPlugin.set_mixed_precision):
+    parameters, gradient reduction and buffers in bf16 over fp32 FlatParameters. Without accelerate's autocast
+    around the forward: the CPU's autocast op lists are not CUDA's."""
+    if row["dtype"] != "bf16_mixed":
+        return None
+    from torch.distributed.fsdp import MixedPrecision
+    return MixedPrecision(param_dtype=torch.bfloat16, reduce_dtype=torch.bfloat16, buffer_dtype=torch.bfloat16)
+
+
 def _measure_fsdp(row):
     import functools
     import torch.distributed as dist
@@ -392,7 +403,7 @@ def _measure_fsdp(row):
         wrap.mark("wrap")
         wrapped = FullyShardedDataParallel(_WholeModel(model, row), sharding_strategy=strategy[row["sharding"]],
                                            auto_wrap_policy=policy, use_orig_params=row["use_orig_params"] == "1",
-                                           device_id=torch.device("cpu"))
+                                           mixed_precision=_fsdp_mixed_precision(row), device_id=torch.device("cpu"))
         wrap.mark("end")
     loading = wrap.timeline()["wrap"]
     b, s, v = int(row["batch"]), int(row["seq_len"]), int(row["vocab"])
