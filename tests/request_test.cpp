@@ -93,6 +93,16 @@ TEST_CASE("A profile decides only what the request leaves unset", "[request]") {
   run_request full;
   CHECK(resolve(full, framework::llama_factory).setup.precision ==
         profile_of(framework::llama_factory).full_precision);
+  // Under FSDP, accelerate makes the fp32 weights under autocast FSDP's MixedPrecision: bf16-mixed; LoRA and
+  // other layouts keep the profile's route.
+  full.shard = sharding::fsdp_full;
+  CHECK(resolve(full, framework::llama_factory).setup.precision == precision_route::bf16_mixed);
+  CHECK(resolve(full, framework::trl).setup.precision == precision_route::bf16_mixed);
+  full.shard = sharding::zero3;
+  CHECK(resolve(full, framework::trl).setup.precision == precision_route::fp32_autocast);
+  run_request lora_fsdp = q;
+  lora_fsdp.shard = sharding::fsdp_full;
+  CHECK(resolve(lora_fsdp, framework::trl).setup.precision == precision_route::fp32_autocast);
   run_request qlora;
   qlora.method = training_method::qlora;
   CHECK_FALSE(profile_defaults(profile_of(framework::trl), qlora).precision.has_value());

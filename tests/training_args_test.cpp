@@ -356,6 +356,24 @@ TEST_CASE("TrainingArguments fsdp and fsdp_config choose the sharding and its bu
   CHECK(a.notes.back().find("fsdp_config without fsdp") == 0);
 }
 
+TEST_CASE("bf16 on a float32 model under FSDP is accelerate's MixedPrecision: a full fine-tune is bf16-mixed",
+          "[training_args]") {
+  const loaded_model m = preset("qwen3-1.7b");
+  // SFTConfig: float32 load, bf16 (TRL's default): autocast on one GPU, MixedPrecision under FSDP.
+  CHECK(training_args_from_json(nlohmann::json::object(), m, "inline").run.setup.precision ==
+        precision_route::fp32_autocast);
+  const training_args a = training_args_from_json({{"fsdp", "full_shard auto_wrap"}}, m, "inline");
+  CHECK(a.run.setup.precision == precision_route::bf16_mixed);
+  CHECK(std::any_of(a.notes.begin(), a.notes.end(), [](const std::string& n) {
+    return n.find("MixedPrecision(param_dtype=bfloat16)") != n.npos;
+  }));
+  // LoRA keeps autocast over its fp32 base; a bfloat16 load is pure bf16 either way.
+  const nlohmann::json lora = {{"fsdp", "full_shard"}, {"peft_config", {{"r", 8}}}};
+  CHECK(training_args_from_json(lora, m, "inline").run.setup.precision == precision_route::fp32_autocast);
+  const nlohmann::json bf16_load = {{"fsdp", "full_shard"}, {"model_init_kwargs", {{"dtype", "bfloat16"}}}};
+  CHECK(training_args_from_json(bf16_load, m, "inline").run.setup.precision == precision_route::bf16_pure);
+}
+
 TEST_CASE(
     "accelerator_config's sync_each_batch chooses FSDP's accumulation (accelerate's no_sync by default)",
     "[training_args]") {

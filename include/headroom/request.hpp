@@ -160,16 +160,22 @@ struct run_request {
 }
 
 /// A framework profile as a layer of defaults under request `q` (framework.hpp holds each framework's values
-/// and sources): what the framework decides for the knobs nobody set. Three rules tie a profile to the
+/// and sources): what the framework decides for the knobs nobody set. Four rules tie a profile to the
 /// request: QLoRA's trainable parameters stay in bf16 under every framework (TRL sft_trainer.py, PEFT's kbit
 /// path), so the profile leaves its precision alone; a full fine-tune takes the profile's full-training
-/// precision; the loss head comes whole from the profile unless the request names any part of it. (Prefix
-/// tuning keeps checkpointing off under any layer unless the request asks: resolve's rule.)
+/// precision, and under FSDP a profile's fp32 weights under bf16 autocast become FSDP's MixedPrecision
+/// (bf16-mixed: every such profile runs through accelerate, whose AcceleratorState calls
+/// FullyShardedDataParallelPlugin.set_mixed_precision); the loss head comes whole from the profile unless the
+/// request names any part of it. (Prefix tuning keeps checkpointing off under any layer unless the request
+/// asks: resolve's rule.)
 [[nodiscard]] inline run_request profile_defaults(const framework_profile& p, const run_request& q) {
   run_request d;
   const training_method method = q.method ? *q.method : *headroom_defaults().method;
   if (method != training_method::qlora)
     d.precision = method == training_method::full ? p.full_precision : p.precision;
+  if (method == training_method::full && d.precision == precision_route::fp32_autocast && q.shard &&
+      detail::is_fsdp(*q.shard))
+    d.precision = precision_route::bf16_mixed;
   d.adapter_dtype = p.adapter_dtype;
   if (!q.loss && !q.chunk_tokens && !q.output_chunks) {
     d.loss = p.loss.impl;

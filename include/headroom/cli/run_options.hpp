@@ -590,11 +590,9 @@ namespace detail {
 /// DeepSpeed config adds its own layout): each tuning knob needs the sharding it tunes.
 inline void check_machine_flags(const run_config& r, const run_options& o) {
   if (!o.load_path.empty() && load_not_modelled(r))
-    throw input_error(
-        "--load-path",
-        "prices one GPU's whole model, or FSDP1 full fine-tuning without a master copy on exact counts "
-        "(--fsdp with --precision bf16-pure, fp32 or fp32-autocast, --exact-params); not --zero, --tp, --pp "
-        "or another FSDP layout");
+    throw input_error("--load-path",
+                      "prices one GPU's whole model, or FSDP1 full fine-tuning on exact counts (--fsdp with "
+                      "--exact-params, no offloading); not --zero, --tp, --pp or another FSDP layout");
   if ((!o.fsdp_version.empty() || !o.fsdp_prefetch.empty()) && !headroom::detail::is_fsdp(r.parallel.shard))
     throw input_error(o.fsdp_version.empty() ? "--fsdp-prefetch" : "--fsdp-version", "needs --fsdp");
   if ((!o.reduce_bucket.empty() || !o.overlap_comm.empty()) &&

@@ -407,6 +407,22 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
 }
 
+/// The Trainer's bf16 on a float32 model under FSDP is not autocast over fp32 weights: accelerate turns it
+/// into FSDP's MixedPrecision(param_dtype=bf16, reduce_dtype=bf16) (AcceleratorState calls
+/// FullyShardedDataParallelPlugin.set_mixed_precision, utils/dataclasses.py), so the units are gathered in
+/// bf16 and autocast finds no fp32 weight to cast. A full fine-tune is priced as --precision bf16-mixed (fp32
+/// FlatParameters, measured: docs/parallel.md); LoRA keeps fp32-autocast (its frozen base would be fp32
+/// slices).
+inline void read_args_fsdp_precision(args_reading& in, training_args& a) {
+  if (!in.q.shard || !detail::is_fsdp(*in.q.shard) || in.q.precision != precision_route::fp32_autocast ||
+      in.method() != training_method::full)
+    return;
+  in.q.precision = precision_route::bf16_mixed;
+  a.notes.emplace_back(
+      "FSDP with bf16 on a float32 model: accelerate sets MixedPrecision(param_dtype=bfloat16), fp32 "
+      "FlatParameters gathered in bf16 (priced as --precision bf16-mixed)");
+}
+
 /// TrainingArguments' accelerator_config: gradient_accumulation_kwargs.sync_each_batch (accelerate's
 /// GradientAccumulationPlugin; off: the micro-batches before the last run under no_sync).
 inline void read_args_accelerator_config(args_reading& in) {
@@ -904,6 +920,7 @@ inline training_args read_training_args(const json& j, const loaded_model& model
   read_peft_config(in, a);
   note_prefix_checkpointing(in, a);
   read_quantization_config(in);
+  read_args_fsdp_precision(in, a);
   // PEFT's get_peft_model(autocast_adapter_dtype=True) upcasts the adapters of a bf16/fp16 model to fp32
   // (peft/tuners/tuners_utils.py cast_adapter_dtype); TRL's SFTTrainer keeps that default except under
   // DeepSpeed ZeRO-3, and casts QLoRA's trainable parameters back to bf16 (sft_trainer.py __init__).
