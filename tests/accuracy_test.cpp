@@ -193,13 +193,20 @@ std::int64_t gathered_at_start(const measured_row& r, const training_estimate& e
                     r.count("grad_accum") > 1;
   return kept ? signed_bytes(e.per_gpu_static.comm.gathered) : 0;
 }
+/// use_orig_params: zero_grad clears the views' gradients, not the FlatParameter's sharded one, which the
+/// next forward frees (_flat_param.py _reset_flat_param_grad_info_if_needed): alive when a step that follows
+/// zero_grad begins (the harness's start_bytes counts it; no phase of the step does).
+std::int64_t flat_grad_at_start(const measured_row& r, const training_estimate& e) {
+  const bool lingers = r.kind() == "fsdp" && r.text("use_orig_params") == "1" && r.count("grad_accum") <= 1;
+  return lingers ? signed_bytes(e.per_gpu_static.per_gpu.grads) : 0;
+}
 std::array<phase_check, 4> step_checks(const measured_row& r, const training_estimate& e) {
   const memory_buckets& st = e.per_gpu_static.per_gpu;
   auto phase = [&](step_phase p) {
     return signed_bytes(e.phases[static_cast<std::size_t>(p)].total_bytes());
   };
   auto measured = [&](const char* column) {
-    return step_base(r) + gathered_at_start(r, e) + delta(r, column);
+    return step_base(r) + gathered_at_start(r, e) + flat_grad_at_start(r, e) + delta(r, column);
   };
   const bytes at_start = grads_at_start(e);
   // FSDP: the gathered units (the root, or every unit under shard_grad_op) stay after the forward.
@@ -333,7 +340,7 @@ TEST_CASE("Accuracy: the torch 2.6 generation has 150 rows or more, 90% of them 
   CHECK(all >= 150);
   CHECK(kinds["block"] >= 200);
   CHECK(kinds["step"] >= 80);
-  CHECK(kinds["fsdp"] >= 30);
+  CHECK(kinds["fsdp"] >= 46);
   CHECK(exact * 10 >= all * 9);
 }
 
@@ -362,7 +369,7 @@ TEST_CASE("Accuracy: one rank of FSDP1 (flat parameters) is byte-exact in every 
           static_cast<std::int64_t>(r.count("load_peak")) - static_cast<std::int64_t>(r.count("after_load")));
     ++checked;
   }
-  CHECK(checked >= 30);
+  CHECK(checked >= 46);
 }
 
 TEST_CASE("Report: whole steps", "[.report]") {

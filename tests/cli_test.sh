@@ -143,6 +143,9 @@ expect "fsdp1 load" 0 'peak phase: load' -- "${fsdp1[@]}" --sync-each-batch --lo
 expect "fsdp1 load explain" 0 'wrap +FSDP1 wrapping the whole model \(16\.061 GB\)' -- "${fsdp1[@]}" --sync-each-batch --load-path direct --explain
 # bf16-mixed under FSDP1 is MixedPrecision: fp32 slices are the master copy, units gathered in bf16.
 expect "fsdp1 mixed precision" 0 'master +0\.000 +0\.000' -- "${fsdp1[@]/bf16-pure/bf16-mixed}" --sync-each-batch
+# use_orig_params (the Trainer's default): the optimizer steps rank 0's views of the original parameters.
+expect "fsdp1 orig params" 0 '"use_orig_params": true' -- "${fsdp1[@]}" --sync-each-batch --fsdp-use-orig-params --json
+expect "orig params needs fsdp" 2 '--fsdp-use-orig-params: needs --fsdp' -- --fsdp-use-orig-params
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
 expect "peft type unknown" 2 "--peft-type: 'loha' is not modelled yet; valid: lora, dora" -- --method lora --peft-type loha

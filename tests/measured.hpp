@@ -245,6 +245,7 @@ inline run_config run_of(const measured_row& r) {
     run.parallel.data_parallel = r.count("world_size");
     run.parallel.shard = r.text("sharding") == "shard_grad_op" ? sharding::fsdp_grad_op : sharding::fsdp_full;
     run.parallel.sync_each_batch = r.text("no_sync") != "1";
+    run.parallel.use_orig_params = r.text("use_orig_params") == "1";
   }
   return run;
 }

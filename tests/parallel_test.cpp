@@ -344,3 +344,39 @@ TEST_CASE(
     CHECK(estimate_training(model_spec{harness_llama, 0}, r).phases[0].grads == bytes(4 * 348'832));
   }
 }
+
+// use_orig_params: rank 0 holds views of 14 of the 21 tensors (the embedding and half the final norm's root
+// slice; per layer q, k, v, o, gate and the start of up), and its worst for-loop moment is the embedding's
+// view alone (fsdp-465).
+constexpr detail::first_rank_views harness_views = detail::first_rank_views_of(harness_llama, 2, 2);
+static_assert(harness_views.count == 14);
+static_assert(harness_views.step_values == 2 * 524'288);
+
+TEST_CASE(
+    "FSDP1 use_orig_params: the optimizer steps rank 0's views (docs/parallel.md, measured row fsdp-465)",
+    "[parallel]") {
+  run_config r;
+  r.setup.method = training_method::full;
+  r.setup.precision = precision_route::fp32;
+  r.setup.runtime.device = device_kind::cpu;
+  r.basis = params_basis::exact;
+  r.overhead.override_total = true;
+  r.parallel.data_parallel = 2;
+  r.parallel.shard = sharding::fsdp_full;
+  const training_estimate flat = estimate_training(model_spec{harness_llama, 0}, r);
+  r.parallel.use_orig_params = true;
+  const training_estimate views = estimate_training(model_spec{harness_llama, 0}, r);
+  // 14 step counters instead of 3; the same state values
+  CHECK(views.per_gpu_static.per_gpu.optimizer ==
+        flat.per_gpu_static.per_gpu.optimizer + bytes((14 - 3) * 4));
+  // the worst view (the embedding's 524,288 values) is 64 values short of the root's slice: 2 · 64 · 4 B
+  // fewer
+  const auto step = static_cast<std::size_t>(step_phase::optimizer_step);
+  CHECK(flat.phases[step].temporaries - views.phases[step].temporaries == bytes(2 * 64 * 4));
+  r.parallel.shard = sharding::zero3;  // FSDP1's flag only
+  require_input_error(
+      [&] {
+        (void)estimate_training(model_spec{harness_llama, 0}, r);
+      },
+      "use_orig_params", "FSDP1");
+}

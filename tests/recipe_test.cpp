@@ -262,6 +262,8 @@ TEST_CASE("accelerate configs: processes, FSDP and DeepSpeed plugin keys", "[rec
   const run_config r = resolve(accelerate_request(fsdp, notes));
   CHECK(r.parallel.data_parallel == 2);
   CHECK(r.parallel.shard == sharding::fsdp_full);
+  CHECK(r.parallel.use_orig_params);  // fsdp_use_orig_params: true
+  CHECK_FALSE(test::mentions(fsdp.ignored, "fsdp_use_orig_params"));
   CHECK(test::mentions(notes, "mixed_precision bf16"));
 
   const accelerate_config two = load_accelerate_config(recipes / "acc_fsdp2_offload.yaml");

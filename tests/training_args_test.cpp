@@ -351,6 +351,16 @@ TEST_CASE("TrainingArguments fsdp and fsdp_config choose the sharding and its bu
         (void)run({{"fsdp", "full_shard"}, {"fsdp_config", {{"backward_prefetch", "early"}}}});
       },
       "/backward_prefetch", "backward_pre");
+  // use_orig_params: the Trainer's fsdp_config default is true; FSDP2 has no such flag.
+  CHECK(run({{"fsdp", "full_shard"}}).use_orig_params);
+  CHECK_FALSE(run({{"fsdp", "full_shard"}, {"fsdp_config", {{"use_orig_params", false}}}}).use_orig_params);
+  CHECK_FALSE(run({{"fsdp", "full_shard"}, {"fsdp_config", {{"fsdp_version", 2}}}}).use_orig_params);
+  CHECK_FALSE(run(nlohmann::json::object()).use_orig_params);
+  test::require_input_error(
+      [&] {
+        (void)run({{"fsdp", "full_shard"}, {"fsdp_config", {{"use_orig_params", "yes"}}}});
+      },
+      "/use_orig_params", "true or false");
   const training_args a = training_args_from_json({{"fsdp_config", {{"fsdp_version", 2}}}}, m, "inline");
   CHECK(a.run.parallel.shard == sharding::none);
   CHECK(a.notes.back().find("fsdp_config without fsdp") == 0);

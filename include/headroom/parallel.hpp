@@ -57,6 +57,8 @@ struct parallel_config {
   bool sync_each_batch =
       false;  ///< accelerate's sync_each_batch: reduce gradients every micro-batch (default:
               ///< no_sync until the last, every rank keeping its unsharded gradients)
+  bool use_orig_params = false;  ///< FSDP1's use_orig_params: the optimizer steps views of the original
+                                 ///< parameters (accelerate's plugin default false; the Trainer's true)
   [[nodiscard]] constexpr std::uint64_t gpus() const {
     return detail::checked_mul(detail::checked_mul(data_parallel, tensor_parallel, "GPUs"), pipeline_parallel,
                                "GPUs");
@@ -87,7 +89,8 @@ struct fsdp_flat_units {
   params first_layer{0};        ///< the first layer's unit (the first wrapped), unsharded
   params first_layer_shard{0};  ///< its slice
   params step_values{0};  ///< a for-loop optimizer step's worst moment over the slices (for_loop_step_values)
-  std::uint64_t weight_bytes = 0;   ///< bytes per FlatParameter value (fp32 under MixedPrecision)
+  std::uint64_t optimizer_tensors = 0;  ///< tensors the optimizer steps: FlatParameters, or rank 0's views
+  std::uint64_t weight_bytes = 0;       ///< bytes per FlatParameter value (fp32 under MixedPrecision)
   std::uint64_t grad_bytes = 0;     ///< bytes per sharded gradient value (cast to the FlatParameter's dtype)
   std::uint64_t compute_bytes = 0;  ///< bytes per gathered parameter and unsharded gradient value
 };
@@ -174,7 +177,51 @@ constexpr fsdp_flat_units fsdp_flat_units_of(const model_shape& m, std::uint64_t
   u.all = params(all);
   u.shards = params(shards);
   u.step_values = params(worst);
+  u.optimizer_tensors = u.count;
   return u;
+}
+
+/// use_orig_params: the optimizer steps a view of each original parameter that has values in the rank's
+/// slice of its unit (_flat_param.py FlatParamHandle._use_sharded_views; one with none has no gradient and no
+/// state). For rank 0 (the first ⌈U/N⌉ values of each unit, its tensors in registration order): the views,
+/// and a for-loop step's worst moment in model.parameters() order (embedding, layers, final norm, head),
+/// where a view's temporaries meet the previous view's last one (fsdp_flat_units_of's rule, view by view).
+struct first_rank_views {
+  std::uint64_t count = 0;        ///< original parameters with values on rank 0
+  std::uint64_t step_values = 0;  ///< the for-loop step's worst moment, in values
+};
+constexpr first_rank_views first_rank_views_of(const model_shape& m, std::uint64_t ranks,
+                                               std::uint64_t buffers) {
+  first_rank_views v;
+  std::uint64_t previous = 0;
+  auto view = [&](std::uint64_t numel, std::uint64_t& offset, std::uint64_t slice) {
+    const std::uint64_t held = offset < slice ? (numel < slice - offset ? numel : slice - offset) : 0;
+    offset = checked_add(offset, numel, "parameter count");
+    if (held == 0) return;
+    ++v.count;
+    const std::uint64_t moment = checked_add(checked_mul(buffers, held, "optimizer temporaries"), previous);
+    v.step_values = moment > v.step_values ? moment : v.step_values;
+    previous = held;
+  };
+  const std::uint64_t d = m.hidden_size, table = checked_mul(m.vocab_size, d, "embedding");
+  const std::uint64_t root_slice = ceil_div(model_level_parameters(m), ranks);
+  std::uint64_t root_offset = 0;
+  view(table, root_offset, root_slice);  // embed_tokens, the root's first tensor
+  for (std::uint64_t layer = 0; layer < m.num_hidden_layers; ++layer) {
+    const std::uint64_t moe = moe_layer(m, layer) ? 1 : 0;
+    const layer_run run{1, 1 - moe, moe, true};
+    std::uint64_t unit = 0, offset = 0;
+    auto sum = [&](const param_tensor& t) { unit += t.copies != 0 && t.rows != 0 ? t.numel() : 0; };
+    visit_layer(m, run, sum);
+    const std::uint64_t slice = ceil_div(unit, ranks);
+    auto emit = [&](const param_tensor& t) {
+      if (t.copies != 0 && t.rows != 0) view(t.numel(), offset, slice);
+    };
+    visit_layer(m, run, emit);
+  }
+  for (std::uint64_t i = 0; i < norm_tensors(m); ++i) view(d, root_offset, root_slice);  // the final norm
+  if (!m.tie_word_embeddings) view(table, root_offset, root_slice);                      // lm_head
+  return v;
 }
 }  // namespace detail
 
@@ -202,6 +249,10 @@ constexpr void validate(const parallel_config& p) {
     detail::fail("offload_params", "needs parameter sharding (zero3 or FSDP full/hybrid shard)");
   if (p.sequence_parallel && p.tensor_parallel == 1)
     detail::fail("sequence_parallel", "needs tensor_parallel > 1");
+  if (p.use_orig_params && (!detail::is_fsdp(p.shard) || p.fsdp_version != 1))
+    detail::fail("use_orig_params",
+                 "is FSDP1's flag: it needs FSDP with fsdp_version 1 (FSDP2 always steps the "
+                 "original parameters)");
 }
 
 namespace detail {
@@ -330,6 +381,12 @@ constexpr comm_buffers communication_buffers_of_valid(const model_shape& m, cons
   const bool mixed = detail::fsdp_mixed_precision(s);
   u.weight_bytes = mixed ? detail::fp32_bytes : u.compute_bytes;
   u.grad_bytes = mixed ? detail::fp32_bytes : st.buckets.grads.count() / st.trainable_params.count();
+  if (p.use_orig_params) {
+    const detail::first_rank_views v =
+        detail::first_rank_views_of(m, detail::shard_group(p), s.optimizer.buffers.per_tensor);
+    u.optimizer_tensors = v.count;
+    u.step_values = params(v.step_values);
+  }
   return u;
 }
 
@@ -348,7 +405,7 @@ constexpr sharded_state shard_flat_units(const model_shape& m, const static_esti
   b.master = bytes(0);  // MixedPrecision's fp32 copy is the FlatParameter itself
   b.grads = per_param(u.shards, u.grad_bytes);
   b.optimizer = tensor_state(lumped_tensor(u.root_shard.count()), s) +
-                optimizer_step_counter_bytes(s.optimizer, u.count, s.runtime);
+                optimizer_step_counter_bytes(s.optimizer, u.optimizer_tensors, s.runtime);
   for_each_layer_group(m, [&](const model_shape& kind, std::uint64_t layers) {
     b.optimizer += tensor_state(lumped_tensor(ceil_div(layer_parameter_count(kind).count(), n)), s) * layers;
   });

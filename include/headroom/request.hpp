@@ -77,6 +77,7 @@ struct run_request {
   std::optional<std::uint64_t> nccl_channels;           ///< --nccl-channels
   std::optional<bool> gradient_as_bucket_view;          ///< --ddp-bucket-view
   std::optional<bool> sync_each_batch;    ///< --sync-each-batch (accelerate's gradient_accumulation_kwargs)
+  std::optional<bool> use_orig_params;    ///< --fsdp-use-orig-params (FSDP1's flag)
   std::optional<bool> offload_optimizer;  ///< --offload-optimizer
   std::optional<bool> offload_params;     ///< --offload-params
   std::optional<load_path> load;          ///< --load-path
@@ -134,6 +135,7 @@ struct run_request {
   d.nccl_channels = one.nccl_channels;
   d.gradient_as_bucket_view = one.gradient_as_bucket_view;
   d.sync_each_batch = one.sync_each_batch;
+  d.use_orig_params = one.use_orig_params;
   d.offload_optimizer = one.offload_optimizer;
   d.offload_params = one.offload_params;
   d.load = load_path::none;  // the model is in memory before the step (no loading transient priced)
@@ -252,6 +254,7 @@ void take_later(std::optional<T>& into, const std::optional<T>& later) {
   take_later(m.nccl_channels, later.nccl_channels);
   take_later(m.gradient_as_bucket_view, later.gradient_as_bucket_view);
   take_later(m.sync_each_batch, later.sync_each_batch);
+  take_later(m.use_orig_params, later.use_orig_params);
   take_later(m.offload_optimizer, later.offload_optimizer);
   take_later(m.offload_params, later.offload_params);
   take_later(m.load, later.load);
@@ -383,6 +386,7 @@ inline void resolve_machine(const run_request& d, run_config& r) {
   p.nccl_channels = *d.nccl_channels;
   p.gradient_as_bucket_view = *d.gradient_as_bucket_view;
   p.sync_each_batch = *d.sync_each_batch;
+  p.use_orig_params = *d.use_orig_params;
   p.offload_optimizer = *d.offload_optimizer;
   p.offload_params = *d.offload_params;
   r.load = *d.load;

@@ -97,6 +97,7 @@ inline constexpr flag_help flag_table[] = {
     {"--fsdp-version", "Parallelism", "CHOICE"},
     {"--fsdp-prefetch", "Parallelism", "INT"},
     {"--sync-each-batch", "Parallelism", ""},
+    {"--fsdp-use-orig-params", "Parallelism", ""},
     {"--offload-optimizer", "Parallelism", ""},
     {"--offload-params", "Parallelism", ""},
     {"--reduce-bucket-size", "Parallelism", "INT"},

@@ -86,6 +86,7 @@ struct run_options {
   std::string nccl_channels;
   bool ddp_bucket_view = false;
   bool sync_each_batch = false;
+  bool use_orig_params = false;
   bool non_reentrant = false;
   bool compile = false;
   std::string images;               ///< --images: images (Llama-4: tiles) per sequence of a multimodal model
@@ -241,6 +242,9 @@ inline void add_parallel_options(CLI::App& app, run_options& o) {
   app.add_flag("--ddp-bucket-view", o.ddp_bucket_view, "DDP gradient_as_bucket_view=True (no bucket copy)");
   app.add_flag("--sync-each-batch", o.sync_each_batch,
                "FSDP: reduce gradients every micro-batch (accelerate's sync_each_batch; default no_sync)");
+  app.add_flag("--fsdp-use-orig-params", o.use_orig_params,
+               "FSDP1: the optimizer steps the original parameters' views (the Trainer's default; "
+               "accelerate's plugin: flat parameters)");
   auto* ds =
       app.add_option("--deepspeed", o.deepspeed,
                      "a DeepSpeed ds_config.json: ZeRO stage, offloading, buckets, precision (\"auto\" "
@@ -417,6 +421,7 @@ inline void comm_flags(const run_options& o, run_request& q) {
   if (!o.nccl_channels.empty()) q.nccl_channels = parse_count("--nccl-channels", o.nccl_channels, 64);
   if (o.ddp_bucket_view) q.gradient_as_bucket_view = true;
   if (o.sync_each_batch) q.sync_each_batch = true;
+  if (o.use_orig_params) q.use_orig_params = true;
   if (o.offload_optimizer) q.offload_optimizer = true;
   if (o.offload_params) q.offload_params = true;
   if (!o.overhead_gb.empty())
@@ -602,6 +607,8 @@ inline void check_machine_flags(const run_config& r, const run_options& o) {
     throw input_error("--ddp-bucket-view", "applies to DDP (no --zero or --fsdp)");
   if (o.sync_each_batch && !headroom::detail::is_fsdp(r.parallel.shard))
     throw input_error("--sync-each-batch", "needs --fsdp");
+  if (o.use_orig_params && !headroom::detail::is_fsdp(r.parallel.shard))
+    throw input_error("--fsdp-use-orig-params", "needs --fsdp");
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if ((!o.zero.empty() || !o.fsdp.empty()) && r.parallel.data_parallel == 1 && !o.offload_optimizer &&

@@ -390,11 +390,16 @@ inline void read_args_fsdp_words(args_reading& in) {
   }
 }
 
-/// TrainingArguments' fsdp_config: the FSDP version and the backward prefetch.
+/// TrainingArguments' fsdp_config: the FSDP version, the backward prefetch and FSDP1's use_orig_params (true
+/// unless it says false: the Trainer's fsdp_config default, docs/training-args.md).
 inline void read_args_fsdp_config(args_reading& in, training_args& a) {
   const auto fc = in.j.find("fsdp_config");
-  if (fc == in.j.end() || fc->is_null()) return;
   const std::string fo = in.origin + ": /fsdp_config";
+  const bool given_config = fc != in.j.end() && !fc->is_null();
+  if (!given_config) {
+    if (in.q.shard) in.q.use_orig_params = true;
+    return;
+  }
   if (!fc->is_object()) throw input_error(fo, "must be an object");
   in.q.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
   const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
@@ -402,6 +407,8 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
     throw input_error(fo + "/backward_prefetch",
                       "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
   in.q.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
+  const bool orig = read_bool_or(*fc, "use_orig_params", fo, true);
+  if (in.q.shard && *in.q.fsdp_version == 1) in.q.use_orig_params = orig;
   if (!in.q.shard)
     a.notes.emplace_back(
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");

@@ -26,8 +26,9 @@ struct accelerate_config {
   bool offload_params = false;
   bool activation_checkpointing = false;  ///< fsdp_activation_checkpointing
   std::uint64_t prefetch_units =
-      1;                       ///< fsdp_backward_prefetch: BACKWARD_PRE / BACKWARD_POST 1, NO_PREFETCH 0
-  std::string deepspeed_file;  ///< deepspeed_config.deepspeed_config_file, resolved
+      1;  ///< fsdp_backward_prefetch: BACKWARD_PRE / BACKWARD_POST 1, NO_PREFETCH 0
+  std::optional<bool> use_orig_params;  ///< fsdp_use_orig_params (FSDP1; the plugin's default false)
+  std::string deepspeed_file;           ///< deepspeed_config.deepspeed_config_file, resolved
   std::vector<std::string> notes;
   std::vector<std::string> warnings;
   std::vector<std::string> ignored;
@@ -77,9 +78,11 @@ inline void read_accelerate_fsdp(const yaml_doc& d, const nlohmann::json& j, acc
     throw input_error(d.at("fsdp_config.fsdp_backward_prefetch"),
                       "unknown '" + prefetch + "'; valid: BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
   a.prefetch_units = prefetch == "NO_PREFETCH" ? 0 : 1;
+  if (a.fsdp_version == 1 && yaml_find(fc, "fsdp_use_orig_params") != nullptr)
+    a.use_orig_params = yaml_bool(d, fc, "fsdp_config.fsdp_use_orig_params", "fsdp_use_orig_params", false);
   sort_keys(d, fc, "fsdp_config",
             {"fsdp_version", "fsdp_sharding_strategy", "fsdp_reshard_after_forward", "fsdp_offload_params",
-             "fsdp_activation_checkpointing", "fsdp_backward_prefetch"},
+             "fsdp_activation_checkpointing", "fsdp_backward_prefetch", "fsdp_use_orig_params"},
             {"fsdp_forward_prefetch", "fsdp_min_num_params"}, sorted);
 }
 
@@ -166,6 +169,7 @@ inline void read_accelerate_deepspeed(const yaml_doc& d, const nlohmann::json& j
   if (a.distributed_type == "FSDP") {
     q.fsdp_version = a.fsdp_version;
     q.prefetch_units = a.prefetch_units;
+    if (a.use_orig_params) q.use_orig_params = *a.use_orig_params;
     if (a.activation_checkpointing) {
       q.ckpt = checkpointing::full;
       q.reentrant = false;

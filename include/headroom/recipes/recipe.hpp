@@ -481,7 +481,7 @@ inline void axolotl_kernels(const yaml_doc& d, const nlohmann::json& j, translat
 /// `fsdp_config` turn it on; its keys with or without the deprecated `fsdp_` prefix; the version top-level or
 /// in the config (1 by default); the sharding from the words, `sharding_strategy`, or FSDP2's
 /// `reshard_after_forward` (accelerate's default: full sharding); `offload_params`,
-/// `activation_checkpointing`.
+/// `activation_checkpointing`, FSDP1's `use_orig_params`.
 inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64_t gpus, translation& t) {
   const auto* words = yaml_find(j, "fsdp");
   const auto* given_config = yaml_find(j, "fsdp_config");
@@ -517,6 +517,9 @@ inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64
   const std::string prefetch =
       lower_case(yaml_string(d, cfg, "fsdp_config.backward_prefetch", "backward_prefetch", ""));
   if (!prefetch.empty()) t.set("fsdp_config/backward_prefetch", prefetch, d.at("fsdp_config"));
+  if (version == 1 && cfg.contains("use_orig_params"))  // the Trainer's default (true) otherwise
+    t.set("fsdp_config/use_orig_params",
+          yaml_bool(d, cfg, "fsdp_config.use_orig_params", "use_orig_params", true), d.at("fsdp_config"));
   if (yaml_bool(d, cfg, "fsdp_config.activation_checkpointing", "activation_checkpointing", false)) {
     t.set("gradient_checkpointing", true, where);  // accelerate's checkpoint_wrapper: non-reentrant
     t.set("gradient_checkpointing_kwargs", nlohmann::json{{"use_reentrant", false}}, where);

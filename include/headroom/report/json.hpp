@@ -150,7 +150,8 @@ inline void parallel_json(nlohmann::json& j, const run_config& r, const training
         {"gathered_bytes", comm.gathered.count()}, {"staging_bytes", comm.staging.count()},
         {"reduce_bytes", comm.reduce.count()},     {"nccl_bytes", comm.nccl.count()},
         {"communicators", comm.communicators},     {"fsdp_version", par.fsdp_version},
-        {"prefetch_units", par.prefetch_units}};
+        {"prefetch_units", par.prefetch_units},    {"sync_each_batch", par.sync_each_batch},
+        {"use_orig_params", par.use_orig_params}};
 }
 
 /// The activation and loss-head inventories, term by term and event by event.

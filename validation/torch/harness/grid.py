@@ -491,6 +491,20 @@ def fsdp_rows():
         mixed(grad_accum=2, no_sync="1")
         mixed(family="qwen2")
         mixed(family="mistral", layers=8)
+    # use_orig_params=True (the Trainer's fsdp_config default): the optimizer steps the original parameters'
+    # views of the rank's slices.
+    for world in (2, 4):
+        def orig(family="llama", sharding="full_shard", layers=2, dtype="fp32", **kw):
+            out.append(_row("fsdp", family, world_size=world, sharding=sharding, use_orig_params="1",
+                            **dict(step_kw, layers=layers, dtype=dtype, **kw)))
+        orig()
+        orig(dtype="bf16")
+        orig(dtype="bf16_mixed")
+        orig(sharding="shard_grad_op")
+        orig(grad_accum=2, no_sync="0")
+        orig(grad_accum=2, no_sync="1")
+        orig(family="qwen2", dtype="bf16")
+        orig(family="mistral", layers=8)
     return out
 
 
@@ -510,4 +524,4 @@ CI_ROWS = ["block-000", "block-005", "block-037", "block-054", "block-075", "los
            "step-181", "loss-187", "loss-199", "step-202", "load-204", "block-210", "step-218", "block-220", "step-225",
            "block-226", "step-232", "block-238", "step-240", "block-246", "step-249", "step-252", "init-253",
            "init-259", "step-266", "block-267", "block-270", "step-276", "block-369", "step-379", "fsdp-437",
-           "fsdp-448", "fsdp-462"]
+           "fsdp-448", "fsdp-462", "fsdp-470"]
