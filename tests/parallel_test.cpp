@@ -274,16 +274,14 @@ constexpr fsdp_flat_units harness_fp32 = [] {
   return u;
 }();
 static_assert(fsdp_wrap_transient(harness_fp32) == bytes(5'598'976));
-}  // namespace
 
-TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured row fsdp-435)",
-          "[parallel]") {
-  training_setup s;
-  s.method = training_method::full;
-  s.precision = precision_route::fp32;
-  s.runtime.device = device_kind::cpu;
+/// The harness's fsdp rows as a run: full fine-tuning on a CPU, batch 2 × 32, SDPA, one rank of 2
+/// (full_shard).
+run_config harness_fsdp_run(precision_route precision) {
   run_config r;
-  r.setup = s;
+  r.setup.method = training_method::full;
+  r.setup.precision = precision;
+  r.setup.runtime.device = device_kind::cpu;
   r.basis = params_basis::exact;
   r.activations.batch = 2;
   r.activations.seq_len = 32;
@@ -292,6 +290,13 @@ TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured 
   r.overhead.override_total = true;
   r.parallel.data_parallel = 2;
   r.parallel.shard = sharding::fsdp_full;
+  return r;
+}
+}  // namespace
+
+TEST_CASE("FSDP1 priced unit by unit: one rank of 2 (docs/parallel.md, measured row fsdp-435)",
+          "[parallel]") {
+  run_config r = harness_fsdp_run(precision_route::fp32);
   const training_estimate e = estimate_training(model_spec{harness_llama, 0}, r);
   const memory_buckets& st = e.per_gpu_static.per_gpu;
   CHECK(st.weights == bytes(2'790'656));                // 697,664 values x 4
@@ -312,20 +317,7 @@ TEST_CASE(
     "FSDP1 MixedPrecision: fp32 FlatParameters gathered in bf16 (docs/parallel.md, measured row fsdp-453)",
     "[parallel]") {
   // accelerate's bf16 policy over the harness's fp32 model: param_dtype and reduce_dtype bf16.
-  training_setup s;
-  s.method = training_method::full;
-  s.precision = precision_route::bf16_mixed;
-  s.runtime.device = device_kind::cpu;
-  run_config r;
-  r.setup = s;
-  r.basis = params_basis::exact;
-  r.activations.batch = 2;
-  r.activations.seq_len = 32;
-  r.activations.ckpt = checkpointing::none;
-  r.activations.attention = attention_impl::sdpa;
-  r.overhead.override_total = true;
-  r.parallel.data_parallel = 2;
-  r.parallel.shard = sharding::fsdp_full;
+  run_config r = harness_fsdp_run(precision_route::bf16_mixed);
   const training_estimate e = estimate_training(model_spec{harness_llama, 0}, r);
   const memory_buckets& st = e.per_gpu_static.per_gpu;
   CHECK(st.weights == bytes(2'790'656));                // 697,664 fp32 values: the FlatParameters' slices
@@ -355,14 +347,7 @@ static_assert(harness_views.step_values == 2 * 524'288);
 TEST_CASE(
     "FSDP1 use_orig_params: the optimizer steps rank 0's views (docs/parallel.md, measured row fsdp-465)",
     "[parallel]") {
-  run_config r;
-  r.setup.method = training_method::full;
-  r.setup.precision = precision_route::fp32;
-  r.setup.runtime.device = device_kind::cpu;
-  r.basis = params_basis::exact;
-  r.overhead.override_total = true;
-  r.parallel.data_parallel = 2;
-  r.parallel.shard = sharding::fsdp_full;
+  run_config r = harness_fsdp_run(precision_route::fp32);
   const training_estimate flat = estimate_training(model_spec{harness_llama, 0}, r);
   r.parallel.use_orig_params = true;
   const training_estimate views = estimate_training(model_spec{harness_llama, 0}, r);
