@@ -146,6 +146,7 @@ expect "fsdp1 mixed precision" 0 'master +0\.000 +0\.000' -- "${fsdp1[@]/bf16-pu
 # use_orig_params (the Trainer's default): the optimizer steps rank 0's views of the original parameters.
 expect "fsdp1 orig params" 0 '"use_orig_params": true' -- "${fsdp1[@]}" --sync-each-batch --fsdp-use-orig-params --json
 expect "orig params needs fsdp" 2 '--fsdp-use-orig-params: needs --fsdp' -- --fsdp-use-orig-params
+expect "orig params fsdp2" 2 "--fsdp-use-orig-params: is FSDP1's flag" -- --gpus 2 --fsdp full_shard --fsdp-version 2 --fsdp-use-orig-params
 expect "dora transient" 0 '"module_transient_bytes": 1762525184' -- --method lora --adapter-dtype fp32 --peft-type dora --json
 expect "dora explain" 0 'DoRA: the base output, saved by' -- --method lora --peft-type dora --explain
 expect "peft type unknown" 2 "--peft-type: 'loha' is not modelled yet; valid: lora, dora" -- --method lora --peft-type loha

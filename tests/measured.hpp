@@ -241,7 +241,7 @@ inline run_config run_of(const measured_row& r) {
   run.grad_accum_steps = r.count("grad_accum");
   run.overhead.override_total = true;  // a CPU has no CUDA context, workspaces or caching allocator
   run.overhead.total_override = bytes(0);
-  if (r.kind() == "fsdp") {  // one rank of FSDP1 over flat parameters (use_orig_params false)
+  if (r.kind() == "fsdp") {  // one rank of FSDP1: flat parameters, or the original ones' views
     run.parallel.data_parallel = r.count("world_size");
     run.parallel.shard = r.text("sharding") == "shard_grad_op" ? sharding::fsdp_grad_op : sharding::fsdp_full;
     run.parallel.sync_each_batch = r.text("no_sync") != "1";

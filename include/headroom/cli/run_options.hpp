@@ -609,6 +609,9 @@ inline void check_machine_flags(const run_config& r, const run_options& o) {
     throw input_error("--sync-each-batch", "needs --fsdp");
   if (o.use_orig_params && !headroom::detail::is_fsdp(r.parallel.shard))
     throw input_error("--fsdp-use-orig-params", "needs --fsdp");
+  if (o.use_orig_params && r.parallel.fsdp_version != 1)
+    throw input_error("--fsdp-use-orig-params",
+                      "is FSDP1's flag (FSDP2 always steps the original parameters)");
   if (o.offload_optimizer && r.parallel.shard == sharding::none)
     throw input_error("--offload-optimizer", "needs --zero or --fsdp");
   if ((!o.zero.empty() || !o.fsdp.empty()) && r.parallel.data_parallel == 1 && !o.offload_optimizer &&
