@@ -391,15 +391,15 @@ constexpr load_estimate step_load(const model_spec& spec, const run_config& r, c
       estimate_load(spec.shape, r.setup, statics, one_whole_model || wrapped ? r.load : load_path::none);
   if (!one_whole_model) load.init_transient = bytes(0);  // PiSSA / OLoRA on a shard: not modelled either
   if (wrapped && load.path != load_path::none) {
+    load.wrap_weights = per_param(flat.all, flat.weight_bytes);
     // MixedPrecision wraps an fp32 model (its FlatParameters stay fp32): loaded, and wrapped, in fp32.
     if (flat.weight_bytes != flat.compute_bytes) {
       if (load.path == load_path::fp32_then_cast)
         fail("load_path",
              "fp32-cast ends in 16-bit weights, but FSDP1's MixedPrecision (bf16-mixed) wraps fp32 "
              "FlatParameters: use direct");
-      load.weights = per_param(flat.all, flat.weight_bytes);
+      load.weights = load.wrap_weights;
     }
-    load.wrap_weights = per_param(flat.all, flat.weight_bytes);
     load.wrap_transient = fsdp_wrap_transient(flat);
   }
   return load;

@@ -161,6 +161,18 @@ struct run_request {
   return d;
 }
 
+/// The precision accelerate runs a full fine-tune in: under FSDP, bf16 autocast over fp32 weights becomes
+/// FSDP's MixedPrecision (AcceleratorState calls FullyShardedDataParallelPlugin.set_mixed_precision), which
+/// headroom prices as bf16_mixed (docs/parallel.md); anything else is left as it is. The one rule the
+/// training-args reader and the accelerate-based framework profiles share.
+[[nodiscard]] constexpr precision_route accelerate_precision(precision_route p, training_method method,
+                                                             std::optional<sharding> shard) {
+  const bool fsdp = shard && detail::is_fsdp(*shard);
+  return fsdp && method == training_method::full && p == precision_route::fp32_autocast
+             ? precision_route::bf16_mixed
+             : p;
+}
+
 /// A framework profile as a layer of defaults under request `q` (framework.hpp holds each framework's values
 /// and sources): what the framework decides for the knobs nobody set. Four rules tie a profile to the
 /// request: QLoRA's trainable parameters stay in bf16 under every framework (TRL sft_trainer.py, PEFT's kbit
@@ -174,10 +186,8 @@ struct run_request {
   run_request d;
   const training_method method = q.method ? *q.method : *headroom_defaults().method;
   if (method != training_method::qlora)
-    d.precision = method == training_method::full ? p.full_precision : p.precision;
-  if (method == training_method::full && d.precision == precision_route::fp32_autocast && q.shard &&
-      detail::is_fsdp(*q.shard))
-    d.precision = precision_route::bf16_mixed;
+    d.precision = accelerate_precision(method == training_method::full ? p.full_precision : p.precision,
+                                       method, q.shard);
   d.adapter_dtype = p.adapter_dtype;
   if (!q.loss && !q.chunk_tokens && !q.output_chunks) {
     d.loss = p.loss.impl;

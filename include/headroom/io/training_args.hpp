@@ -414,17 +414,14 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
 }
 
-/// The Trainer's bf16 on a float32 model under FSDP is not autocast over fp32 weights: accelerate turns it
-/// into FSDP's MixedPrecision(param_dtype=bf16, reduce_dtype=bf16) (AcceleratorState calls
-/// FullyShardedDataParallelPlugin.set_mixed_precision, utils/dataclasses.py), so the units are gathered in
-/// bf16 and autocast finds no fp32 weight to cast. A full fine-tune is priced as --precision bf16-mixed (fp32
-/// FlatParameters, measured: docs/parallel.md); LoRA keeps fp32-autocast (its frozen base would be fp32
-/// slices).
+/// The Trainer's bf16 on a float32 model under FSDP is accelerate's MixedPrecision, with a note
+/// (accelerate_precision, request.hpp: a full fine-tune is priced as --precision bf16-mixed; LoRA keeps
+/// fp32-autocast, its frozen base would be fp32 slices).
 inline void read_args_fsdp_precision(args_reading& in, training_args& a) {
-  if (!in.q.shard || !detail::is_fsdp(*in.q.shard) || in.q.precision != precision_route::fp32_autocast ||
-      in.method() != training_method::full)
-    return;
-  in.q.precision = precision_route::bf16_mixed;
+  if (!in.q.precision) return;
+  const precision_route route = accelerate_precision(*in.q.precision, in.method(), in.q.shard);
+  if (route == *in.q.precision) return;
+  in.q.precision = route;
   a.notes.emplace_back(
       "FSDP with bf16 on a float32 model: accelerate sets MixedPrecision(param_dtype=bfloat16), fp32 "
       "FlatParameters gathered in bf16 (priced as --precision bf16-mixed)");
