@@ -9,6 +9,9 @@ set -u
 dir=$1
 data=$2
 golden=${3:-}
+# Hub ids resolve in the test cache only (tests/data/hub), never in the user's own (docs/presets.md).
+export HF_HUB_CACHE=$data/hub
+unset HUGGINGFACE_HUB_CACHE HF_HOME
 lengths_csv=$data/../../examples/data/chat_lengths.csv
 bin=$dir/memory_calculator
 passed=0
@@ -52,6 +55,19 @@ expect "GiB column" 0 'size GiB +at peak GB +at peak GiB' -- --gib
 expect "qv targets" 0 '"adapter_params": 6815744,' -- "${p8[@]}" --method lora --targets q_proj,v_proj --json
 expect "realistic QLoRA" 0 '"qlora_layout": "realistic"' -- "${p8[@]}" --method qlora --exact-params --json
 expect "raw config.json" 0 '"params": 4022468096,' -- --config "$data/qwen3-4b-hf-config.json" --json
+# Issue 32: a Hub id from the local cache, a revision, a model directory, and the misses.
+snap=$data/hub/models--headroom-tests--Qwen3-4B/snapshots/4f3c2b1a0e9d8c7b6a5f4e3d2c1b0a9f8e7d6c5b
+expect "--model cached" 0 'model +headroom-tests/Qwen3-4B \(qwen3\), 4,022,468,096 parameters' -- --model headroom-tests/Qwen3-4B
+expect "--model revision" 0 'headroom-tests/Qwen3-4B@refs/pr/1 \(qwen2\), 138,304' -- --model headroom-tests/Qwen3-4B@refs/pr/1
+expect "--model json" 0 '"name": "headroom-tests/Qwen3-4B"' -- --model headroom-tests/Qwen3-4B --method qlora --json
+expect "--model preset" 0 "'Qwen/Qwen3-4B' is not in the Hugging Face cache: priced with the preset qwen3-4b \(its shapes\); cache its config.json" -- --model Qwen/Qwen3-4B
+expect "--model missing" 2 'not in the Hugging Face cache \(looked for .*models--nobody--nothing' -- --model nobody/nothing
+expect "--model no revision" 2 "revision 'v2' is not in the cache" -- --model headroom-tests/Qwen3-4B@v2
+expect "--model no config" 2 'has no config.json' -- --model headroom-tests/no-config
+expect "--model bad id" 2 "--model: 'org/na--me': a Hub model id is ORG/NAME" -- --model org/na--me
+expect "--model and --preset" 2 'excludes' -- --model headroom-tests/Qwen3-4B --preset qwen3-4b
+expect "--config directory" 0 'model +headroom-tests/Qwen3-4B \(qwen3\)' -- --config "$snap"
+expect "--config empty directory" 2 'must hold a config.json' -- --config "$data/hub"
 # Architectures of issue 15 from their real config.json files, and the safetensors cross-check beside them.
 expect "olmo2" 0 'olmo2\), 7,298,617,344 parameters' -- --config "$data/configs/olmo-2-1124-7b-instruct.json"
 expect "granite" 0 'granite\), 8,170,864,640 parameters' -- --config "$data/configs/granite-3.3-8b-instruct.json"
@@ -249,6 +265,8 @@ expect "args qlora" 0 'method     qlora \| precision bf16-pure' -- --preset qwen
 expect "args ignored" 0 'ignored fields \(not used by the estimate\): output_dir, report_to' -- --preset qwen3-4b --training-args "$data/args/sft-qlora.json"
 expect "args defaults" 0 'TRL loads the model in float32' -- --training-args "$data/args/sft-defaults.json"
 expect "args json" 0 '"config_class": "SFTConfig"' -- --training-args "$data/args/sft-defaults.json" --json
+expect "args names the model" 0 'model +headroom-tests/Qwen3-4B \(qwen3\)' -- --training-args "$data/args/trl-script-cached-model.json"
+expect "args model flag wins" 0 'model +qwen3-1.7b' -- --preset qwen3-1.7b --training-args "$data/args/trl-script-cached-model.json"
 expect "args bad" 2 'per_device_train_batch_size: must be a positive integer, got -2' -- --training-args "$data/args/bad-batch.json"
 rec=$data/recipes
 expect "lf tower" 0 '\(the vision tower trains\)' -- --recipe "$rec/lf_gemma3_full_tower.yaml" --config "$data/configs/gemma-3-4b-it.json" --images 1
@@ -310,7 +328,7 @@ expect "hf-trainer file" 0 'profile    hf-trainer \(TrainingArguments' -- --trai
 expect "peft example file" 0 'profile    trl \(SFTConfig.s defaults. PEFT.s for the adapters\)' -- --preset mistral-7b-v0.3 --training-args "$rec/peft_sft_qlora.json"
 expect "training-args profile" 0 'profile    trl \(SFTConfig' -- --training-args "$data/args/sft-qlora.json"
 expect "accelerate as recipe" 2 'is an accelerate config' -- --recipe "$rec/acc_fsdp.yaml"
-expect "directory as file" 2 'is a directory, not a file' -- --config "$data"
+expect "directory without config.json" 2 'a model directory must hold a config.json' -- --config "$data"
 expect "flags over args" 0 'method     lora' -- --training-args "$data/args/sft-defaults.json" --method lora
 expect "flags over args batch" 0 'micro-batch 4 x seq-len 4096 \(accumulation 8\)' -- --preset qwen3-4b --training-args "$data/args/sft-qlora.json" --batch 4 --seq-len 4096
 

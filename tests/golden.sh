@@ -66,6 +66,7 @@ golden_data() {
     base=$(basename "$f")
     case $f in
       */README.md | */checkpoints/*/model.safetensors* | */checkpoints/*/*.index.json) ;;  # read beside a config
+      */hub/*) ;;  # a Hugging Face cache: read through --model (cli_test.sh)
       */recipes/acc_*.yaml) golden_run memory_calculator --accelerate-config "$f" ;;
       */recipes/ds_*.json) golden_run memory_calculator --deepspeed "$f" --gpus 8 ;;
       */recipes/*.yaml | */recipes/*.yml) golden_run memory_calculator --recipe "$f" ;;

@@ -40,6 +40,7 @@ inline constexpr flag_help flag_table[] = {
     {"--help", "Help", ""},
     {"--preset", "Model", "NAME"},
     {"--config", "Model", "FILE"},
+    {"--model", "Model", "ID"},
     {"--preset-dir", "Model", "DIR"},
     {"--exact-params", "Model", ""},
     {"--list-presets", "Model", ""},

@@ -39,6 +39,7 @@ inline std::string default_text(const std::optional<double>& value) {
 struct run_options {
   std::string preset = "llama-3.1-8b-like";
   std::string config;
+  std::string model;  ///< --model: a Hub id in the local Hugging Face cache, a model directory or config.json
   std::string preset_dir;
   std::string gpu;
   std::string method = detail::default_text(method_names, headroom_defaults().method);
@@ -114,6 +115,8 @@ struct run_options {
     return program_search_path(preset_dir);
   }
   [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
+    if (!model.empty())
+      return load_model_named(model, "--model", dirs, hub_cache_dir(hub_environment_of_process()));
     return config.empty() ? load_preset(preset, dirs) : load_model_config(config);
   }
 };
@@ -122,7 +125,15 @@ struct run_options {
 inline void add_model_and_method_options(CLI::App& app, run_options& o) {
   auto* preset =
       app.add_option("--preset", o.preset, "model preset name (see --list-presets)")->capture_default_str();
-  app.add_option("--config", o.config, "a Hugging Face config.json instead of a preset")->excludes(preset);
+  auto* config =
+      app.add_option("--config", o.config,
+                     "a Hugging Face config.json (or the model directory holding it) instead of a preset")
+          ->excludes(preset);
+  app.add_option("--model", o.model,
+                 "ORG/NAME[@REVISION]: the config.json of a Hub model in the local Hugging Face cache "
+                 "(HF_HUB_CACHE, HF_HOME); also a model directory")
+      ->excludes(preset)
+      ->excludes(config);
   app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets (and its gpus/)");
   app.add_option("--gpu", o.gpu, "a GPU from presets/gpus: h100-sxm, a100-80gb, rtx-4090, ...");
   app.add_option("--method", o.method, "full | lora | qlora")->capture_default_str();
@@ -523,7 +534,7 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
   if (!o.recipe.empty()) {
     recipe_options ro;
     ro.preset_dirs = dirs;
-    if (o.given("--preset") || o.given("--config")) ro.model = o.load_model(dirs);
+    if (o.given("--preset") || o.given("--config") || o.given("--model")) ro.model = o.load_model(dirs);
     ro.fallback_seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
     ro.overrides = o.overrides;
@@ -536,7 +547,12 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     check_framework_of_file(o, out);
     return out;
   }
-  out.model = o.load_model(dirs);
+  const bool model_given = o.given("--preset") || o.given("--config") || o.given("--model");
+  const std::optional<std::string> named =
+      o.args_file.empty() || model_given ? std::nullopt : training_args_model_id(o.args_file);
+  out.model = named ? load_model_named(*named, o.args_file + ": /model_name_or_path", dirs,
+                                       hub_cache_dir(hub_environment_of_process()))
+                    : o.load_model(dirs);
   // The flags given over the file, knob by knob (merge(file, flags): docs/run-request.md).
   if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model, request_from_flags(o));
   check_framework_of_file(o, out);

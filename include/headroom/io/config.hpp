@@ -23,6 +23,7 @@
 #include "../model.hpp"
 #include "detail/family_fields.hpp"
 #include "detail/json_fields.hpp"
+#include "hub_cache.hpp"
 
 namespace headroom {
 
@@ -614,10 +615,43 @@ inline void cross_check_checkpoint(loaded_model& m, const nlohmann::json& config
 
 /// Reads and parses a config.json or preset file; errors name the file (and byte offset). A safetensors
 /// checkpoint beside it (index or single file) cross-checks the parameter count (loaded_model::checks).
-[[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& file) {
+/// A model directory (a snapshot, a save_pretrained folder) stands for the config.json in it, named by the
+/// folder.
+[[nodiscard]] inline loaded_model load_model_config(const std::filesystem::path& path) {
+  std::error_code ec;
+  const bool dir = std::filesystem::is_directory(path, ec);
+  const std::filesystem::path file = dir ? path / "config.json" : path;
+  if (dir && !std::filesystem::is_regular_file(file, ec))
+    throw input_error(path.string(), "a model directory must hold a config.json; this one has none");
   const nlohmann::json config = detail::parse_json_file(file);
   loaded_model m = model_from_config(config, file.string());
   detail::cross_check_checkpoint(m, config, file);
+  if (dir && !config.contains("_headroom")) {
+    std::filesystem::path full = std::filesystem::absolute(path, ec).lexically_normal();
+    if (!full.has_filename()) full = full.parent_path();
+    m.name = full.filename().string();
+    // A cache snapshot (models--ORG--NAME/snapshots/<commit>) is named by its Hub id.
+    const std::string repo = full.parent_path().parent_path().filename().string();
+    const auto sep = repo.find("--", 8);
+    if (full.parent_path().filename() == "snapshots" && repo.rfind("models--", 0) == 0 &&
+        sep != std::string::npos) {
+      m.source = "the Hugging Face cache, snapshot " + m.name;
+      m.name = repo.substr(8, sep - 8) + "/" + repo.substr(sep + 2);
+    }
+  }
+  return m;
+}
+
+/// The config.json of Hub model `id` from the local Hugging Face cache (hub_cache.hpp), named by its id and
+/// its snapshot; a miss is an input_error naming `where` and the folder looked in.
+[[nodiscard]] inline loaded_model load_cached_hub_model(const hub_model_id& id, const std::string& where,
+                                                        const std::filesystem::path& cache) {
+  const hub_cache_lookup l = find_in_hub_cache(cache, id, "config.json");
+  if (l.state != hub_cache_lookup::status::found)
+    throw input_error(where, id.repo + ": " + hub_cache_miss(id, l, cache));
+  loaded_model m = load_model_config(l.file);
+  m.name = id.revision == "main" ? id.repo : id.repo + "@" + id.revision;
+  m.source = "the Hugging Face cache, snapshot " + l.commit;
   return m;
 }
 
@@ -679,6 +713,92 @@ inline std::optional<std::filesystem::path> find_named_json(std::string_view nam
   throw input_error("preset", "unknown '" + std::string(name) +
                                   "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
                                   " (searched: " + searched + ")");
+}
+
+namespace detail {
+/// The presets a Hub id or a torchtune builder names, after normalisation (lower case, no organisation,
+/// no -Instruct / -it / -hf / -bnb-4bit / date suffix).
+inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> known_models{{
+    {"llama-3.1-8b", "llama-3.1-8b-like"},
+    {"llama-3-8b", "llama-3.1-8b-like"},  // Llama 3 and 3.1 8B: the same tensor shapes (rope scaling differs)
+    {"llama-3.1-70b", "llama-3.1-70b-like"},
+    {"llama-3.2-1b", "llama-3.2-1b-like"},
+    {"llama-3.2-3b", "llama-3.2-3b"},
+    {"llama-2-7b", "llama-2-7b"},
+    {"qwen3-1.7b", "qwen3-1.7b"},
+    {"qwen3-4b", "qwen3-4b"},
+    {"qwen3-8b", "qwen3-8b"},
+    {"qwen3-14b", "qwen3-14b"},
+    {"qwen3-32b", "qwen3-32b-like"},
+    {"qwen3-30b-a3b", "qwen3-30b-a3b"},
+    {"mistral-7b-v0.3", "mistral-7b-v0.3"},
+    {"gemma-2-2b", "gemma-2-2b"},
+}};
+/// `text` in lower case (ASCII: Hub ids, accelerate's upper-case enum names).
+inline std::string lower_case(std::string text) {
+  std::transform(text.begin(), text.end(), text.begin(),
+                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
+  return text;
+}
+inline std::string normalise_model_id(std::string id) {
+  if (const auto slash = id.rfind('/'); slash != std::string::npos) id = id.substr(slash + 1);
+  id = lower_case(std::move(id));
+  for (bool changed = true; changed;) {
+    changed = false;
+    for (std::string_view suffix : {"-bnb-4bit", "-unsloth", "-instruct", "-it", "-hf", "-base"})
+      if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
+        id.resize(id.size() - suffix.size());
+        changed = true;
+      }
+    // a release date such as Qwen3-4B-Instruct-2507
+    if (id.size() > 5 && id[id.size() - 5] == '-' && std::all_of(id.end() - 4, id.end(), [](char c) {
+          return std::isdigit(static_cast<unsigned char>(c));
+        })) {
+      id.resize(id.size() - 5);
+      changed = true;
+    }
+  }
+  if (id.rfind("meta-", 0) == 0) id = id.substr(5);
+  return id;
+}
+
+}  // namespace detail
+
+/// A model as a user or a file names it (--model, a recipe's base_model, a torchtune builder): a config.json
+/// or a model directory; a Hub id ORG/NAME[@REVISION] whose config.json is in the local Hugging Face cache
+/// (`cache`, hub_cache_dir); else a Hub id or builder whose shapes a preset holds (known_models), with a note
+/// saying so. Errors name `where`.
+[[nodiscard]] inline loaded_model load_model_named(const std::string& id, const std::string& where,
+                                                   const std::vector<std::filesystem::path>& preset_dirs,
+                                                   const std::filesystem::path& cache) {
+  std::error_code ec;
+  if (std::filesystem::exists(id, ec)) return load_model_config(id);
+  std::string miss;
+  if (looks_like_hub_id(id)) {
+    const hub_model_id hub = parse_hub_model_id(id, where);
+    const hub_cache_lookup l = find_in_hub_cache(cache, hub, "config.json");
+    if (l.state == hub_cache_lookup::status::found) return load_cached_hub_model(hub, where, cache);
+    miss = hub_cache_miss(hub, l, cache);
+    // A revision asks for that very file: no preset stands in for it.
+    if (id.find('@') != std::string::npos) throw input_error(where, hub.repo + ": " + miss);
+  }
+  const std::string key = detail::normalise_model_id(id.substr(0, id.find('@')));
+  for (const auto& [name, preset] : detail::known_models)
+    if (name == key) {
+      loaded_model m = load_preset(preset, preset_dirs);
+      if (!miss.empty())
+        m.notes.push_back("'" + id + "' is not in the Hugging Face cache: priced with the preset " +
+                          std::string(preset) +
+                          " (its shapes); cache its config.json to read the file itself");
+      return m;
+    }
+  std::string known;
+  for (const auto& m : detail::known_models) detail::append_listed(known, m.first);
+  throw input_error(
+      where,
+      "unknown model '" + id + "'" + (miss.empty() ? "" : ": " + miss) + "; presets for: " + known +
+          " (any organisation, -Instruct and -bnb-4bit variants too); otherwise give --model, --config "
+          "or --preset");
 }
 
 }  // namespace headroom

@@ -996,6 +996,24 @@ inline std::string trl_script_read_as(bool by_keys) {
   return a;
 }
 
+/// The model a training-args file names, as TRL's ModelConfig does (model_name_or_path, with model_revision
+/// as
+/// @REVISION), for load_model_named; nullopt when it names none (TrainingArguments itself holds no model).
+[[nodiscard]] inline std::optional<std::string> training_args_model_id(const std::filesystem::path& file) {
+  const nlohmann::json j = detail::parse_json_file(file);
+  const auto name = j.is_object() ? j.find("model_name_or_path") : j.end();
+  if (name == j.end()) return std::nullopt;
+  if (!name->is_string() || name->get_ref<const std::string&>().empty())
+    throw input_error(file.string() + ": /model_name_or_path",
+                      "must be a non-empty string: a Hub id or a path");
+  std::string id = name->get<std::string>();
+  std::error_code ec;  // a local folder wins over a Hub id, as from_pretrained decides
+  if (std::filesystem::exists(id, ec)) return id;
+  if (const auto rev = j.find("model_revision"); rev != j.end() && rev->is_string() && *rev != "main")
+    id += "@" + rev->get<std::string>();
+  return id;
+}
+
 /// Reads a training-args JSON file for `model`, with `later` (the command line's flags) over it.
 [[nodiscard]] inline training_args load_training_args(const std::filesystem::path& file,
                                                       const loaded_model& model,

@@ -39,6 +39,8 @@ struct recipe {
 /// What a recipe cannot say itself.
 struct recipe_options {
   std::vector<std::filesystem::path> preset_dirs = preset_search_path();
+  std::filesystem::path hub_cache =
+      hub_cache_dir(hub_environment_of_process());  ///< where Hub ids are looked up
   std::optional<loaded_model> model;      ///< replaces the file's model (the CLI's --preset / --config)
   std::uint64_t fallback_seq_len = 2048;  ///< when the file sets no length (torchtune max_seq_len: null)
   std::vector<std::string> overrides;     ///< key.path=value, applied before reading (--set)
@@ -50,67 +52,10 @@ struct recipe_options {
 
 namespace detail {
 
-/// The presets a Hub id or a torchtune builder names, after normalisation (lower case, no organisation,
-/// no -Instruct / -it / -hf / -bnb-4bit / date suffix).
-inline constexpr std::array<std::pair<std::string_view, std::string_view>, 14> known_models{{
-    {"llama-3.1-8b", "llama-3.1-8b-like"},
-    {"llama-3-8b", "llama-3.1-8b-like"},  // Llama 3 and 3.1 8B: the same tensor shapes (rope scaling differs)
-    {"llama-3.1-70b", "llama-3.1-70b-like"},
-    {"llama-3.2-1b", "llama-3.2-1b-like"},
-    {"llama-3.2-3b", "llama-3.2-3b"},
-    {"llama-2-7b", "llama-2-7b"},
-    {"qwen3-1.7b", "qwen3-1.7b"},
-    {"qwen3-4b", "qwen3-4b"},
-    {"qwen3-8b", "qwen3-8b"},
-    {"qwen3-14b", "qwen3-14b"},
-    {"qwen3-32b", "qwen3-32b-like"},
-    {"qwen3-30b-a3b", "qwen3-30b-a3b"},
-    {"mistral-7b-v0.3", "mistral-7b-v0.3"},
-    {"gemma-2-2b", "gemma-2-2b"},
-}};
-/// `text` in lower case (ASCII: Hub ids, accelerate's upper-case enum names).
-inline std::string lower_case(std::string text) {
-  std::transform(text.begin(), text.end(), text.begin(),
-                 [](char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); });
-  return text;
-}
-inline std::string normalise_model_id(std::string id) {
-  if (const auto slash = id.rfind('/'); slash != std::string::npos) id = id.substr(slash + 1);
-  id = lower_case(std::move(id));
-  for (bool changed = true; changed;) {
-    changed = false;
-    for (std::string_view suffix : {"-bnb-4bit", "-unsloth", "-instruct", "-it", "-hf", "-base"})
-      if (id.size() > suffix.size() && id.compare(id.size() - suffix.size(), suffix.size(), suffix) == 0) {
-        id.resize(id.size() - suffix.size());
-        changed = true;
-      }
-    // a release date such as Qwen3-4B-Instruct-2507
-    if (id.size() > 5 && id[id.size() - 5] == '-' && std::all_of(id.end() - 4, id.end(), [](char c) {
-          return std::isdigit(static_cast<unsigned char>(c));
-        })) {
-      id.resize(id.size() - 5);
-      changed = true;
-    }
-  }
-  if (id.rfind("meta-", 0) == 0) id = id.substr(5);
-  return id;
-}
-
-/// The model a file names: a local directory or config.json, or a known Hub id (a preset).
+/// The model a file names (load_model_named), unless the caller gave one (--preset, --config, --model).
 inline loaded_model model_named(const std::string& id, const std::string& where, const recipe_options& opt) {
   if (opt.model) return *opt.model;
-  std::error_code ec;
-  if (std::filesystem::is_directory(id, ec) && std::filesystem::is_regular_file(id + "/config.json", ec))
-    return load_model_config(id + "/config.json");
-  if (std::filesystem::is_regular_file(id, ec)) return load_model_config(id);
-  const std::string key = normalise_model_id(id);
-  for (const auto& [name, preset] : known_models)
-    if (name == key) return load_preset(preset, opt.preset_dirs);
-  std::string known;
-  for (const auto& m : known_models) append_listed(known, m.first);
-  throw input_error(where, "unknown model '" + id + "'; known: " + known +
-                               " (any organisation, -Instruct and -bnb-4bit variants too); otherwise give "
-                               "--config config.json or --preset");
+  return load_model_named(id, where, opt.preset_dirs, opt.hub_cache);
 }
 
 /// Resolves the translation like a training-args file, the framework's own choices (t.request) and then the
