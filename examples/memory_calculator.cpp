@@ -494,7 +494,8 @@ int calculate(const CLI::App& app, const options& o) {
 
 void add_options(CLI::App& app, options& o) {
   cli::add_run_options(app, o.run);
-  app.add_option("--budget-gb", o.budget_gb, "GPU memory budget in GB; exit 1 if the total exceeds it");
+  app.add_option("--budget-gb", o.budget_gb,
+                 "GPU memory budget: 24 (GB), 24GB, 24GiB; exit 1 if the total exceeds it");
   app.add_option("--fit", o.fit, "seq-len | batch: the largest value that fits the budget");
   app.add_option("--sweep", o.sweep, "seq-len=FROM:TO[:xK|:+K] or batch=...: one estimate per value");
   app.add_option("--lengths", o.lengths,

@@ -156,7 +156,8 @@ std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run
 // --tokens: the wall clock and GPU-hours to train a token budget at these rates.
 void token_budget(report& out, const options& o, const run_config& r, const rates& x) {
   if (o.tokens.empty()) return;
-  const double budget = static_cast<double>(cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50));
+  const double budget = static_cast<double>(
+      cli::parse_count("--tokens", o.tokens, std::uint64_t{1} << 50, number_kind::tokens));
   const double gpus = static_cast<double>(r.parallel.gpus());
   const double seconds_total = budget / (x.tokens_per_second * gpus);
   out.json["time_to_train_s"] = seconds_total;
@@ -234,7 +235,8 @@ void add_options(CLI::App& app, options& o) {
   app.add_option("--tokens-per-second", o.tokens_per_second,
                  "measured trained tokens/s per GPU: report MFU and HFU");
   app.add_option("--flops-convention", o.convention, "6n | palm | megatron")->capture_default_str();
-  app.add_option("--tokens", o.tokens, "a token budget to train: time and GPU-hours");
+  app.add_option("--tokens", o.tokens,
+                 "a token budget to train: time and GPU-hours (1e9, 2B, 500M, 1,000,000)");
   app.add_option("--lengths", o.lengths, "sequence lengths (CSV or JSON array) for padding waste");
   app.add_flag("--packing", o.packing, "pack sequences (best-fit decreasing, padding-free)");
   app.add_option("--matmul-efficiency", o.matmul_efficiency, "fraction of dense peak large GEMMs reach")

@@ -8,7 +8,15 @@ generate() {
   printf 'Generated from each program'"'"'s `--help` by `tests/cli_doc.sh`; the tests fail when it is stale.\n'
   printf 'Options are grouped as in the help; a value'"'"'s type follows the flag (`INT`, `NUMBER`, `FRACTION`, `GB`,\n'
   printf '`FILE`, `NAME`, `CHOICE`, ...) and its default follows `=`. Flags that exclude each other are refused\n'
-  printf 'when given together, with an error naming both.\n'
+  printf 'when given together, with an error naming both.\n\n'
+  printf 'Numbers and names are taken as people write them (`include/headroom/number_text.hpp`, one parser for every\n'
+  printf 'program): counts with thousands separators (`1,024`); lengths (`--seq-len`, `--ce-chunk`, a `seq-len` sweep)\n'
+  printf 'also as `4k`, `32K`, `1.5k`, `1M` (k = 1024, as "a 4k context" means); token counts (`--tokens`) also as\n'
+  printf '`1e9`, `2.5e9`, `500M`, `2B`, `1.5T` (decimal); memory sizes (`--budget-gb`, `--overhead-gb`) bare in GB or\n'
+  printf 'with a unit that decides: `24GB` (10^9 bytes), `24GiB` (2^30), `512MiB`, `1TB`. Every other form is refused\n'
+  printf 'with the accepted ones named. Choices, presets and GPUs are taken in any case on the command line (`--method\n'
+  printf 'QLoRA`, `--preset Qwen3-8B`, `--gpu H100-SXM`); a near miss is answered with "did you mean" (`--gpu H100`:\n'
+  printf '`h100-pcie`, `h100-sxm`). Keys in files keep their framework'"'"'s case.\n'
   for prog in memory_calculator throughput_calculator lr_schedule; do
     printf '\n## %s\n\n```text\n' "$prog"
     "$dir/$prog" --help

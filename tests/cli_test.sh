@@ -179,7 +179,7 @@ expect "prefix compile" 2 'compile: prefix tuning' -- --method lora --peft-type 
 expect "projection without prefix" 2 '--prefix-projection: needs --peft-type prefix-tuning' -- --method lora --peft-type p-tuning --virtual-tokens 4 --prefix-projection
 expect "encoder width without encoder" 2 '--encoder-hidden-size: needs --peft-type p-tuning or prefix-tuning' -- --method lora --peft-type prompt-tuning --virtual-tokens 4 --encoder-hidden-size 64
 expect "prefix no tokens" 2 '--virtual-tokens: is required with --peft-type prefix-tuning' -- --method lora --peft-type prefix-tuning
-expect "peft type typo" 2 "--peft-type: unknown 'ia4'; valid: lora, dora, lora-fa, ia3" -- --method lora --peft-type ia4
+expect "peft type typo" 2 "--peft-type: unknown 'ia4' \\(did you mean 'ia3'\\?\\); valid: lora, dora, lora-fa, ia3" -- --method lora --peft-type ia4
 expect "ia3 json" 0 '"feedforward_modules": "down_proj"' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --json
 expect "ia3 explain" 0 'IA3: the base output, saved for the vector' -- --method lora --peft-type ia3 --targets k_proj,v_proj,down_proj --explain
 expect "ia3 subset" 2 'feedforward_modules: must be a subset of target_modules' -- --method lora --peft-type ia3 --targets k_proj,v_proj --ia3-feedforward down_proj
@@ -212,16 +212,31 @@ expect "fit zero lever" 1 'fit        with that advice, the longest seq-len that
 expect "fit zero json" 1 '"max_seq_len_with_advice": [1-9]' -- --preset llama-3.1-70b-like --method lora --fit seq-len --gpu h100-sxm --json
 expect "chunked note helps" 0 'chunked_nll, which lowers this peak to' -- --preset qwen3-4b --method lora --seq-len 8192
 expect "bf16 on T4" 2 'no bf16 support: use fp16 with loss scaling' -- --gpu t4
-expect "unknown gpu" 2 "gpu: unknown 'h300'; valid: a100-40gb" -- --gpu h300
+expect "unknown gpu" 2 "gpu: unknown 'h300' \\(did you mean 'h200'\\?\\); valid: a100-40gb" -- --gpu h300
 expect "fit needs budget" 2 '--fit: needs a budget' -- --fit seq-len
 expect "unknown fit" 2 "--fit: unknown 'rank'" -- --fit rank --budget-gb 24
 expect "unknown attention" 2 "--attention: unknown 'xformers'; valid: eager, sdpa, flash" -- --attention xformers
 expect "unknown checkpointing" 2 "--checkpointing: unknown 'some'" -- --checkpointing some
 expect "bad fused" 2 "--fused-ce: unknown 'naive'; valid: liger, cce" -- --fused-ce naive
 expect "zero seq" 2 "--seq-len: expected a positive integer, got '0'" -- --seq-len 0
+# Issue 32: numbers and names as people write them (docs/cli.md).
+expect "seq-len 4k" 0 'micro-batch 1 x seq-len 4096 ' -- --seq-len 4k
+expect "seq-len 32,768" 0 'micro-batch 1 x seq-len 32768 ' -- --seq-len 32,768
+expect "seq-len bad suffix" 2 "--seq-len: expected a positive integer such as 4096 or 32,768, or with k = 1024" -- --seq-len 4kb
+expect "batch no suffix" 2 "--batch: expected a positive integer, got '4k'" -- --batch 4k
+expect "budget GiB" 0 'budget +214\.748 GB: fits' -- --budget-gb 200GiB
+expect "budget GB unit" 1 'budget +80\.000 GB: does not fit' -- --budget-gb 80GB
+expect "budget bare G" 2 "--budget-gb: expected a size in GB such as 24 or 0\.5, or with its unit: 24GB, 24GiB" -- --budget-gb 24G
+expect "sweep 1k" 0 '^2048,' -- --sweep seq-len=1k:4k:x2 --csv
+expect "method any case" 0 'method +qlora' -- --method QLoRA
+expect "preset any case" 0 'model +qwen3-8b \(qwen3\)' -- --preset Qwen3-8B
+expect "gpu any case" 1 'budget +80\.000 GB' -- --gpu H100-SXM
+expect "gpu did you mean" 2 "gpu: unknown 'H100' \(did you mean 'h100-pcie', 'h100-sxm'\?\)" -- --gpu H100
+expect "method did you mean" 2 "--method: unknown 'qlor' \(did you mean 'qlora'\?\)" -- --method qlor
+expect "optimizer did you mean" 2 "optimizer: unknown 'adamw_torh' \(did you mean 'adamw_torch'\?\)" -- --optimizer adamw_torh
 expect "absurd seq" 2 "--seq-len: is absurdly large" -- --seq-len 1099511627776
 expect "zero batch" 2 "--batch: expected a positive integer" -- --batch 0
-expect "NaN overhead" 2 "--overhead-gb: expected a decimal number such as 0.5, 12 or 2e-4, got 'nan'" -- --overhead-gb nan
+expect "NaN overhead" 2 "--overhead-gb: expected a size in GB such as 24 or 0.5, .*got 'nan'" -- --overhead-gb nan
 expect "overhead override" 0 '"measured_override": true' -- --overhead-gb 2 --json
 
 # --fit answers exactly, and moves the right way with --fused-ce and --no-checkpointing.
@@ -238,16 +253,16 @@ expect "help without exclusion lists" 0 'Parallelism:' -- --help
 if "$bin" --help | grep -q 'Excludes'; then failed=$((failed + 1)); echo "FAIL help lists Excludes"; else passed=$((passed + 1)); fi
 
 expect "unknown preset" 2 "unknown 'llama-9b'.*llama-3.1-8b-like" -- --preset llama-9b
-expect "unknown method" 2 "--method: unknown 'dora'; valid: full, lora, qlora" -- --method dora
-expect "unknown optimizer" 2 "optimizer: unknown 'adam'; valid: adamw_torch" -- --optimizer adam
+expect "unknown method" 2 "--method: unknown 'dora' \\(did you mean 'lora'\\?\\); valid: full, lora, qlora" -- --method dora
+expect "unknown optimizer" 2 "optimizer: unknown 'adam' \\(did you mean 'adamw_torch', 'adamw_torch_fused', 'adamw_8bit', \\.\\.\\.\\?\\); valid: adamw_torch" -- --optimizer adam
 expect "negative rank" 2 "--rank: expected a positive integer, got '-5'" -- --method lora --rank=-5
 expect "zero rank" 2 "--rank: expected a positive integer, got '0'" -- --method lora --rank 0
 expect "fractional rank" 2 "--rank: expected a positive integer, got '1.5'" -- --method lora --rank 1.5
 expect "text rank" 2 "--rank: expected a positive integer, got 'abc'" -- --method lora --rank abc
 expect "absurd rank" 2 "rank: is absurdly large" -- --method lora --rank 99999999
 expect "unknown target" 2 "target_modules: unknown module 'qkv'" -- --method lora --targets qkv
-expect "NaN budget" 2 "--budget-gb: expected a decimal number such as 0.5, 12 or 2e-4, got 'nan'" -- --budget-gb nan
-expect "negative budget" 2 "--budget-gb: expected a decimal number.*got '-3'" -- --budget-gb=-3
+expect "NaN budget" 2 "--budget-gb: expected a size in GB such as 24 or 0.5, .*got 'nan'" -- --budget-gb nan
+expect "negative budget" 2 "--budget-gb: expected a size in GB.*got '-3'" -- --budget-gb=-3
 expect "zero block" 2 "--optim-block-size: expected a positive integer" -- --optim-block-size 0
 expect "malformed JSON" 2 "malformed\.json: malformed JSON at line [0-9]+ \(byte" -- --config "$data/malformed.json"
 expect "negative field" 2 "negative_heads\.json: /num_attention_heads: must be a positive integer, got -32" -- \
@@ -372,9 +387,9 @@ expect "tp not dividing" 2 'tensor_parallel: must divide the attention heads and
 expect "tp above kv heads" 2 'tensor_parallel: must divide' -- --tp 16
 expect "pp above layers" 2 'pipeline_parallel: is above the layer count \(32 layers' -- --pp 64
 expect "overhead zero" 0 'total \(peak\)' -- --overhead-gb 0
-expect "overhead hex" 2 "--overhead-gb: expected a decimal number such as 0.5, 12 or 2e-4, got '0x1'" -- --overhead-gb 0x1
-expect "overhead sign" 2 '--overhead-gb: expected a decimal number' -- --overhead-gb +2
-expect "overhead space" 2 '--overhead-gb: expected a decimal number' -- --overhead-gb ' 2'
+expect "overhead hex" 2 "--overhead-gb: expected a size in GB such as 24 or 0.5, .*got '0x1'" -- --overhead-gb 0x1
+expect "overhead sign" 2 '--overhead-gb: expected a size in GB' -- --overhead-gb +2
+expect "overhead space" 2 '--overhead-gb: expected a size in GB' -- --overhead-gb ' 2'
 expect "overhead exponent" 0 'total \(peak\)' -- --overhead-gb 1e1
 expect "budget zero" 2 '--budget-gb: expected a positive number' -- --budget-gb 0
 expect "missing model_type" 2 '/model_type: missing' -- --config "$data/args/sft-defaults.json"
@@ -407,6 +422,9 @@ expect "prediction mfu" 0 '"mfu": 0\.[0-9]' -- --preset qwen3-1.7b --method lora
 expect "json keys" 0 '"step_time_s": [0-9]' -- --preset qwen3-1.7b --method lora --gpu a100-80gb --json
 expect "megatron" 0 "under convention 'megatron'" -- --preset qwen3-1.7b --gpu a100-80gb --flops-convention megatron
 expect "token budget" 0 'GPU-hours' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --gpus 8 --tokens-per-second 12000
+expect "tokens 2B" 0 'budget +2e\+09 tokens on 8 GPU\(s\)' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 2B --gpus 8 --tokens-per-second 12000
+expect "tokens 1e9" 0 'budget +1e\+09 tokens' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1e9 --tokens-per-second 12000
+expect "tokens bad" 2 "--tokens: expected a positive integer such as 1000000000 or 1,000,000, 1e9" -- --preset qwen3-1.7b --gpu a100-80gb --tokens 1.5
 expect "gpu hours json" 0 '"gpu_hours": [0-9]' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --json
 expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu rtx-4090 --method lora --batch 4 --lengths "$data/../../examples/data/chat_lengths.csv"
 expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b

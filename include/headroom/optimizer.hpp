@@ -220,7 +220,10 @@ struct optimizer_options {
   for (const refused_optimizer& r : refused_optimizers)
     if (r.name == name)
       throw input_error("optimizer", "'" + std::string(name) + "' " + std::string(r.reason));
-  throw input_error("optimizer", "unknown '" + std::string(name) + "'; valid: " + optimizer_names());
+  std::array<std::string_view, optimizer_catalog.size()> names{};
+  for (std::size_t i = 0; i < names.size(); ++i) names[i] = optimizer_catalog[i].name;
+  throw input_error("optimizer", "unknown '" + std::string(name) + "'" + detail::did_you_mean(names, name) +
+                                     "; valid: " + optimizer_names());
 }
 
 namespace detail {

@@ -17,6 +17,7 @@
 #include "../error.hpp"
 #include "../io/config.hpp"
 #include "../io/gpu.hpp"
+#include "../number_text.hpp"
 #include "help.hpp"
 
 namespace headroom::cli {
@@ -25,16 +26,17 @@ inline constexpr int exit_ok = 0;
 inline constexpr int exit_does_not_fit = 1;
 inline constexpr int exit_bad_input = 2;
 
-/// A positive integer flag value; "-5", "0", "1.5", "abc" and absurd values are errors naming it.
+/// A positive integer flag value, with thousands separators ("1,024"); "-5", "0", "1.5", "abc" and absurd
+/// values are errors naming it. `kind` adds the suffixes of lengths (4k) or token counts (2B):
+/// number_text.hpp.
 inline std::uint64_t parse_count(const std::string& flag, const std::string& text,
-                                 std::uint64_t limit = std::uint64_t{1} << 40) {
-  if (text.empty() || text.find_first_not_of("0123456789") != std::string::npos)
-    throw input_error(flag, "expected a positive integer, got '" + text + "'");
-  if (text.size() > 15) throw input_error(flag, "is absurdly large ('" + text + "')");
-  const std::uint64_t v = std::stoull(text);
-  if (v == 0) throw input_error(flag, "expected a positive integer, got '0'");
-  if (v > limit) throw input_error(flag, "is absurdly large ('" + text + "')");
-  return v;
+                                 std::uint64_t limit = std::uint64_t{1} << 40,
+                                 number_kind kind = number_kind::count) {
+  return parse_number(flag, text, kind, limit);
+}
+/// A sequence length: 4096, 32,768, 4k, 32K (k = 1024).
+inline std::uint64_t parse_length(const std::string& flag, const std::string& text, std::uint64_t limit) {
+  return parse_count(flag, text, limit, number_kind::length);
 }
 
 /// A decimal flag value: the integer flags' digits, optionally a "." and digits, optionally an exponent
@@ -94,8 +96,9 @@ inline sweep_spec parse_sweep(const std::string& text) {
     parts.push_back(rest.substr(0, pos));
   parts.push_back(rest);
   if (parts.size() < 2 || parts.size() > 3) throw input_error("--sweep", "expected FROM:TO or FROM:TO:STEP");
-  const std::uint64_t from = parse_count("--sweep", parts[0], std::uint64_t{1} << 26);
-  const std::uint64_t to = parse_count("--sweep", parts[1], std::uint64_t{1} << 26);
+  const number_kind kind = s.dimension == "seq-len" ? number_kind::length : number_kind::count;
+  const std::uint64_t from = parse_count("--sweep", parts[0], std::uint64_t{1} << 26, kind);
+  const std::uint64_t to = parse_count("--sweep", parts[1], std::uint64_t{1} << 26, kind);
   if (to < from) throw input_error("--sweep", "TO must not be below FROM");
   bool geometric = false;
   std::uint64_t step = 1;

@@ -170,7 +170,8 @@ inline void add_model_and_method_options(CLI::App& app, run_options& o) {
 // The micro-batch, attention, checkpointing, the loss head and multimodal batches.
 inline void add_workload_options(CLI::App& app, run_options& o) {
   app.add_option("--batch", o.batch, "micro-batch (per_device_train_batch_size)")->capture_default_str();
-  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length)")->capture_default_str();
+  app.add_option("--seq-len", o.seq_len, "tokens per sequence (max_length): 4096, 32,768, 4k, 32K (k = 1024)")
+      ->capture_default_str();
   app.add_option("--grad-accum", o.grad_accum, "gradient_accumulation_steps")->capture_default_str();
   app.add_option("--activation-formula", o.formula, "detailed (per-tensor) | korthikanti (the course's)")
       ->capture_default_str();
@@ -352,7 +353,7 @@ inline void method_flags(const run_options& o, run_request& q) {
 /// and --fused-ce are other spellings of --attention, --checkpointing and --loss).
 inline void workload_flags(const run_options& o, run_request& q) {
   if (o.given("--batch")) q.batch = parse_count("--batch", o.batch, max_solver_batch);
-  if (o.given("--seq-len")) q.seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+  if (o.given("--seq-len")) q.seq_len = parse_length("--seq-len", o.seq_len, max_solver_seq_len);
   if (o.given("--grad-accum")) q.grad_accum = parse_count("--grad-accum", o.grad_accum, 1u << 20);
   if (o.given("--images")) q.images = parse_count("--images", o.images, max_images_per_sequence);
   if (o.train_vision_tower) q.train_vision_tower = true;
@@ -373,7 +374,7 @@ inline void workload_flags(const run_options& o, run_request& q) {
     q.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
   if (o.given("--ce-chunk")) {
     q.loss = loss_impl::chunked;
-    q.chunk_tokens = parse_count("--ce-chunk", o.ce_chunk, max_solver_seq_len);
+    q.chunk_tokens = parse_length("--ce-chunk", o.ce_chunk, max_solver_seq_len);
   }
   if (o.given("--fused-ce")) {
     if (o.given("--ce-chunk")) throw input_error("--fused-ce", "cannot be combined with --ce-chunk");
@@ -385,9 +386,16 @@ inline void workload_flags(const run_options& o, run_request& q) {
 
 /// Bytes from a decimal GB flag value (positive, or >= 0 where zero is meaningful).
 inline bytes gb_flag(const std::string& flag, const std::string& text, bool zero_allowed = false) {
-  const double gb = zero_allowed ? parse_nonnegative(flag, text) : parse_positive(flag, text);
-  if (gb > 1e9) throw input_error(flag, "is absurdly large ('" + text + "')");
-  return bytes(static_cast<std::uint64_t>(gb * static_cast<double>(bytes_per_gb)));
+  const std::optional<std::uint64_t> size = read_memory_size(text, bytes_per_gb);
+  if (!size)
+    throw input_error(flag,
+                      "expected a size in GB such as 24 or 0.5, or with its unit: 24GB, 24GiB, 512MiB "
+                      "(GB = 10^9 bytes, GiB = 2^30), got '" +
+                          text + "'");
+  if (*size == 0 && !zero_allowed) throw input_error(flag, "expected a positive number, got '" + text + "'");
+  if (*size > std::uint64_t{1'000'000'000} * bytes_per_gb)
+    throw input_error(flag, "is absurdly large ('" + text + "')");
+  return bytes(*size);
 }
 
 /// --gpus, --tp, --pp, --sp, --zero, --fsdp and --load-path given, as a request's knobs.
@@ -535,7 +543,7 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
     recipe_options ro;
     ro.preset_dirs = dirs;
     if (o.given("--preset") || o.given("--config") || o.given("--model")) ro.model = o.load_model(dirs);
-    ro.fallback_seq_len = parse_count("--seq-len", o.seq_len, max_solver_seq_len);
+    ro.fallback_seq_len = parse_length("--seq-len", o.seq_len, max_solver_seq_len);
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
     ro.overrides = o.overrides;
     ro.later = request_from_flags(o);  // the flags given over the file's keys (docs/run-request.md)

@@ -17,6 +17,7 @@
 
 #include <nlohmann/json.hpp>
 
+#include "../choices.hpp"
 #include "../error.hpp"
 #include "../loaded_model.hpp"
 #include "../memory.hpp"
@@ -702,16 +703,28 @@ inline std::optional<std::filesystem::path> find_named_json(std::string_view nam
 }
 }  // namespace detail
 
-/// Loads preset `name` from the first directory that has `<name>.json`.
+namespace detail {
+/// The one name of `names` that `name` spells in another case ("Qwen3-8B", "H100-SXM"), if any.
+inline std::optional<std::string> name_in_other_case(std::string_view name,
+                                                     const std::vector<std::string>& names) {
+  for (const std::string& n : names)
+    if (equal_ignoring_case(n, name)) return n;
+  return std::nullopt;
+}
+}  // namespace detail
+
+/// Loads preset `name` (in any case) from the first directory that has `<name>.json`.
 [[nodiscard]] inline loaded_model load_preset(std::string_view name,
                                               const std::vector<std::filesystem::path>& dirs) {
   if (const auto file = detail::find_named_json(name, dirs)) return load_model_config(*file);
+  const std::vector<std::string> names = preset_names(dirs);
+  if (const auto other = detail::name_in_other_case(name, names)) return load_preset(*other, dirs);
   std::string known;
-  for (const auto& n : preset_names(dirs)) detail::append_listed(known, n);
+  for (const auto& n : names) detail::append_listed(known, n);
   std::string searched;
   for (const auto& d : dirs) detail::append_listed(searched, d.string());
-  throw input_error("preset", "unknown '" + std::string(name) +
-                                  "'; valid: " + (known.empty() ? std::string("(none found)") : known) +
+  throw input_error("preset", "unknown '" + std::string(name) + "'" + detail::did_you_mean(names, name) +
+                                  "; valid: " + (known.empty() ? std::string("(none found)") : known) +
                                   " (searched: " + searched + ")");
 }
 

@@ -72,10 +72,12 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
                                        const std::vector<std::filesystem::path>& dirs) {
   if (const auto file = detail::find_named_json(name, dirs, "gpus"))
     return gpu_from_json(detail::parse_json_file(*file), file->string());
+  const std::vector<std::string> names = gpu_names(dirs);
+  if (const auto other = detail::name_in_other_case(name, names)) return load_gpu(*other, dirs);
   std::string known;
-  for (const auto& n : gpu_names(dirs)) detail::append_listed(known, n);
-  throw input_error(
-      "gpu", "unknown '" + std::string(name) + "'; valid: " + (known.empty() ? "(none found)" : known));
+  for (const auto& n : names) detail::append_listed(known, n);
+  throw input_error("gpu", "unknown '" + std::string(name) + "'" + detail::did_you_mean(names, name) +
+                               "; valid: " + (known.empty() ? "(none found)" : known));
 }
 
 /// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line
