@@ -667,6 +667,20 @@ inline void cross_check_checkpoint(loaded_model& m, const nlohmann::json& config
 #ifdef HEADROOM_PRESET_INSTALL_DIR
   dirs.emplace_back(HEADROOM_PRESET_INSTALL_DIR);
 #endif
+#ifdef HEADROOM_PRESET_INSTALL_PATH  // headroom.pc's define, a bare path: made a string here, where GNU
+                                     // mode's predefined `linux` and `unix` cannot rewrite its parts
+#pragma push_macro("linux")
+#pragma push_macro("unix")
+#undef linux
+#undef unix
+#define HEADROOM_DETAIL_STRING(path) #path
+#define HEADROOM_DETAIL_EXPANDED_STRING(path) HEADROOM_DETAIL_STRING(path)
+  dirs.emplace_back(HEADROOM_DETAIL_EXPANDED_STRING(HEADROOM_PRESET_INSTALL_PATH));
+#undef HEADROOM_DETAIL_EXPANDED_STRING
+#undef HEADROOM_DETAIL_STRING
+#pragma pop_macro("unix")
+#pragma pop_macro("linux")
+#endif
 #ifdef HEADROOM_PRESET_SOURCE_DIR
   dirs.emplace_back(HEADROOM_PRESET_SOURCE_DIR);
 #endif
