@@ -102,10 +102,7 @@ int main(int argc, char** argv) {
       }
       const std::string chart = svg_line_chart(type + " schedule, peak " + fmt::format("{:g}", c.peak_lr),
                                                "optimizer step", "learning rate", steps, lrs);
-      std::FILE* f = std::fopen(svg.c_str(), "w");
-      if (f == nullptr) throw input_error("--svg", "cannot write '" + svg + "'");
-      std::fputs(chart.c_str(), f);
-      std::fclose(f);
+      cli::write_output_file("--svg", svg, chart, {});
     }
     if (csv) {
       fmt::print("step,lr\n");

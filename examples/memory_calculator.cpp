@@ -231,10 +231,9 @@ int sweep(const loaded_model& model, const run_config& base, const options& o,
     const std::string chart =
         svg_stacked_chart(title, seq ? "sequence length (tokens)" : "micro-batch",
                           "GB (1e9 bytes) at the peak phase", xs, series, budget ? in_gb(*budget) : 0.0);
-    std::FILE* f = std::fopen(o.svg.c_str(), "w");
-    if (f == nullptr) throw input_error("--svg", "cannot write '" + o.svg + "'");
-    std::fputs(chart.c_str(), f);
-    std::fclose(f);
+    const cli::run_options& r = o.run;
+    cli::write_output_file("--svg", o.svg, chart,
+                           {r.config, r.model, r.recipe, r.args_file, r.deepspeed, r.accelerate, o.lengths});
   }
   if (o.csv)
     fmt::print("{}", csv);

@@ -17,6 +17,11 @@ generate() {
   printf 'with the accepted ones named. Choices, presets and GPUs are taken in any case on the command line (`--method\n'
   printf 'QLoRA`, `--preset Qwen3-8B`, `--gpu H100-SXM`); a near miss is answered with "did you mean" (`--gpu H100`:\n'
   printf '`h100-pcie`, `h100-sxm`). Keys in files keep their framework'"'"'s case.\n'
+  printf '\nOutputs are checked: standard output is flushed before the exit code is returned, and a write that fails\n'
+  printf '(a full disk, a closed stdout) is exit 2 with `error: standard output: cannot write (...)`. `--svg FILE` is\n'
+  printf 'written under a temporary name beside FILE and renamed (a device such as `/dev/stdout` is written in place),\n'
+  printf 'and is refused when FILE is a file the run reads (`--config`, `--model`, `--recipe`, `--training-args`,\n'
+  printf '`--deepspeed`, `--accelerate-config`, `--lengths`).\n'
   for prog in memory_calculator throughput_calculator lr_schedule; do
     printf '\n## %s\n\n```text\n' "$prog"
     "$dir/$prog" --help

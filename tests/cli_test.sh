@@ -413,6 +413,36 @@ expect "explain" 0 'per layer flash-attn q, k, v' -- --preset qwen3-4b --method 
 expect "explain optimizer" 0 'optimizer adamw_torch: 2 state' -- --preset qwen3-4b --explain
 rm -f "$svg"
 
+# Issue 31: every output is checked, and no file the run reads is written over.
+out_dir=$(mktemp -d)
+cp "$data/qwen3-4b-hf-config.json" "$out_dir/config.json"
+expect "svg over its config" 2 "--svg: '.*/config.json' is a file this run reads; refusing to write over it" -- --config "$out_dir/config.json" --svg "$out_dir/config.json"
+if cmp -s "$data/qwen3-4b-hf-config.json" "$out_dir/config.json"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL the config was written over"; fi
+expect "svg into a missing folder" 2 "--svg: cannot write '.*/missing/chart.svg': No such file or directory" -- --svg "$out_dir/missing/chart.svg"
+expect "svg to a full disk" 2 "--svg: cannot write '/dev/full': No space left on device" -- --svg /dev/full
+[[ -z $(ls -A "$out_dir" | grep -v '^config.json$') ]] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a temporary file was left: $(ls -A "$out_dir")"; }
+# full_stdout NAME PROG ARGS...: PROG's standard output on a full disk is exit 2 naming it, never a silent 0.
+full_stdout() {
+  local name=$1 prog=$2 err rc
+  shift 2
+  err=$("$dir/$prog" "$@" 2>&1 >/dev/full)
+  rc=$?
+  if [[ $rc -eq 2 ]] && grep -q 'standard output: cannot write (No space left on device)' <<<"$err"; then
+    passed=$((passed + 1))
+  else
+    failed=$((failed + 1))
+    printf 'FAIL %s: stdout on /dev/full gave exit %s\n%s\n' "$name" "$rc" "$err"
+  fi
+}
+full_stdout "full table" memory_calculator --preset qwen3-4b
+full_stdout "full json" memory_calculator --preset qwen3-4b --json
+full_stdout "full csv" memory_calculator --sweep seq-len=512:1024:x2 --csv
+full_stdout "full help" memory_calculator --help
+full_stdout "full presets" memory_calculator --list-presets
+full_stdout "full throughput" throughput_calculator --gpu h100-sxm --json
+full_stdout "full lr csv" lr_schedule --type cosine --peak 2e-4 --warmup 10 --total 100 --csv
+rm -rf "$out_dir"
+
 # throughput_calculator (issue 4): W33 from a measured rate, a prediction that names its convention.
 bin=$dir/throughput_calculator
 expect "W33 mfu" 0 '"mfu": 0\.1455' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --tokens-per-second 3000 --json

@@ -3,13 +3,16 @@
 // (0 ok, 1 does not fit the given budget, 2 bad input).
 #pragma once
 
+#include <cerrno>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstring>
 #include <exception>
 #include <filesystem>
 #include <optional>
 #include <string>
+#include <system_error>
 #include <vector>
 
 #include <CLI/CLI.hpp>
@@ -137,6 +140,47 @@ inline std::vector<std::filesystem::path> program_search_path(const std::string&
   return dirs;
 }
 
+/// Writes `text` to the file `path` named by `flag` (an --svg chart), never over a file the run read
+/// (`read_files`: --config, --recipe, ...): a regular file is written under a temporary name beside it and
+/// renamed, so a failed write leaves the old file whole; a device or FIFO (/dev/stdout) is written in place.
+/// Every failure (a full disk, a missing folder) is an input_error naming the flag (issue 31).
+inline void write_output_file(const std::string& flag, const std::string& path, const std::string& text,
+                              const std::vector<std::string>& read_files) {
+  namespace fs = std::filesystem;
+  std::error_code ec;
+  for (const std::string& read : read_files)
+    if (!read.empty() && fs::equivalent(path, read, ec))
+      throw input_error(flag, "'" + path + "' is a file this run reads; refusing to write over it");
+  const fs::file_status status = fs::status(path, ec);
+  if (fs::is_directory(status)) throw input_error(flag, "'" + path + "' is a directory");
+  const bool in_place = fs::exists(status) && !fs::is_regular_file(status);
+  const std::string target = in_place ? path : path + ".headroom-tmp";
+  auto fail = [&](int error) {
+    if (!in_place) fs::remove(target, ec);
+    throw input_error(flag, "cannot write '" + path + "': " + std::strerror(error));
+  };
+  errno = 0;
+  std::FILE* f = std::fopen(target.c_str(), "w");
+  if (f == nullptr) fail(errno);
+  const bool written = std::fwrite(text.data(), 1, text.size(), f) == text.size() && std::fflush(f) == 0;
+  const int error = errno;
+  if (std::fclose(f) != 0 || !written) fail(written ? errno : error);
+  if (!in_place) {
+    fs::rename(target, path, ec);
+    if (ec) fail(ec.value());
+  }
+}
+
+/// The exit code `rc` once standard output is flushed: a full disk or a closed stdout is exit 2 naming the
+/// output, never a silent success (issue 31).
+inline int checked_stdout(int rc) {
+  // errno is left as the failed write set it: a flush after an earlier failure may make no call of its own.
+  if (std::fflush(stdout) == 0 && std::ferror(stdout) == 0) return rc;
+  std::fprintf(stderr, "error: standard output: cannot write (%s)\n",
+               errno != 0 ? std::strerror(errno) : "a write failed");
+  return exit_bad_input;
+}
+
 /// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
 template <class Body>
 int run(CLI::App& app, int argc, char** argv, Body&& body) {
@@ -148,15 +192,21 @@ int run(CLI::App& app, int argc, char** argv, Body&& body) {
         for (const std::string& value : opt->results())
           if (value.empty())
             throw input_error(opt->get_name(), "is empty; give a value or leave the flag out");
-    return body();
+    return checked_stdout(body());
   } catch (const CLI::CallForHelp&) {
     std::fputs(app.help().c_str(), stdout);
-    return exit_ok;
+    return checked_stdout(exit_ok);
   } catch (const CLI::ParseError& e) {
     std::fprintf(stderr, "error: %s\nrun with --help for the options\n", e.what());
     return exit_bad_input;
   } catch (const input_error& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
+    return exit_bad_input;
+  } catch (const std::system_error& e) {  // fmt::print's failed write to a full or closed stdout
+    if (std::ferror(stdout) != 0)
+      std::fprintf(stderr, "error: standard output: cannot write (%s)\n", e.code().message().c_str());
+    else
+      std::fprintf(stderr, "error: %s\n", e.what());
     return exit_bad_input;
   } catch (const std::exception& e) {
     std::fprintf(stderr, "error: %s\n", e.what());
