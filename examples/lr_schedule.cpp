@@ -6,6 +6,7 @@
 #include <cstdio>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include <fmt/format.h>
@@ -43,6 +44,42 @@ std::string chart(const schedule_config& c, std::size_t width, std::size_t heigh
   return out;
 }
 
+// The curve as an SVG chart: at most chart_points steps (evenly spaced, the named steps always among them)
+// so that a schedule of 2^32 steps is a chart of kilobytes, with its start, warmup end, decay start and
+// total.
+std::string schedule_chart(const schedule_config& c, const std::string& type) {
+  constexpr std::uint64_t chart_points = 2000;  // finer than the plot's 680 pixels
+  const std::uint64_t T = c.total_steps, W = c.warmup_steps;
+  std::vector<std::pair<const char*, std::uint64_t>> named{{"start", 0}};
+  if (W > 0 && W < T) named.emplace_back("warmup end", W);
+  if (c.type == schedule_type::warmup_stable_decay) {  // schedules.hpp learning_rate: the stable phase ends
+    const std::uint64_t D = c.num_decay_steps.value_or(0),
+                        S = c.num_stable_steps.value_or(T > W + D ? T - W - D : 0);
+    if (W + S > W && W + S < T) named.emplace_back("decay start", W + S);
+  }
+  named.emplace_back("total", T);
+  std::vector<std::uint64_t> ts;
+  for (std::uint64_t i = 0; i <= chart_points; ++i)
+    ts.push_back(T <= chart_points ? i : T / chart_points * i);
+  for (const auto& n : named) ts.push_back(n.second);
+  std::sort(ts.begin(), ts.end());
+  ts.erase(std::unique(ts.begin(), ts.end()), ts.end());
+  while (!ts.empty() && ts.back() > T) ts.pop_back();
+  line_chart lc;
+  lc.title = fmt::format("{} schedule, peak learning rate {:g}", type, c.peak_lr);
+  lc.subtitle = fmt::format("warmup {} of {} optimizer steps", W, T);
+  lc.x_label = "optimizer step";
+  lc.y_label = "learning rate";
+  for (std::uint64_t t : ts) {
+    lc.xs.push_back(static_cast<double>(t));
+    lc.ys.push_back(learning_rate(c, t));
+  }
+  for (const auto& [what, t] : named)
+    lc.marks.push_back({static_cast<double>(t), learning_rate(c, t),
+                        fmt::format("{}, step {}: lr {:.3g}", what, t, learning_rate(c, t))});
+  return svg_line_chart(lc);
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -70,7 +107,7 @@ int main(int argc, char** argv) {
   app.add_option("--lr-end", lr_end, "polynomial: final learning rate (default 1e-7)");
   app.add_option("--power", power, "polynomial: power (default 1)");
   app.add_flag("--csv", csv, "print step,lr rows for steps 0..total");
-  app.add_option("--svg", svg, "write the curve as an SVG file");
+  app.add_option("--svg", svg, "write the curve as an SVG file, its start, warmup end and total labelled");
   cli::arrange_help(
       app, "lr_schedule",
       "Exit codes: 0 ok, 2 bad input (the message names the flag). Every flag of every program: "
@@ -95,13 +132,7 @@ int main(int argc, char** argv) {
     if (!power.empty()) c.power = cli::parse_positive("--power", power);
     validate(c);
     if (!svg.empty()) {
-      std::vector<double> steps, lrs;
-      for (std::uint64_t t = 0; t <= c.total_steps; ++t) {
-        steps.push_back(static_cast<double>(t));
-        lrs.push_back(learning_rate(c, t));
-      }
-      const std::string chart = svg_line_chart(type + " schedule, peak " + fmt::format("{:g}", c.peak_lr),
-                                               "optimizer step", "learning rate", steps, lrs);
+      const std::string chart = schedule_chart(c, type);
       cli::write_output_file("--svg", svg, chart, {});
     }
     if (csv) {

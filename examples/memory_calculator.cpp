@@ -191,57 +191,6 @@ int smoke(const std::vector<std::filesystem::path>& dirs) {
   return r.failures == 0 ? cli::exit_ok : cli::exit_bad_input;
 }
 
-/// One estimate per swept value: CSV rows, an SVG chart, or a compact table.
-int sweep(const loaded_model& model, const run_config& base, const options& o,
-          const std::optional<bytes>& budget) {
-  const cli::sweep_spec spec = cli::parse_sweep(o.sweep.empty() ? "seq-len=512:32768:x2" : o.sweep);
-  const bool seq = spec.dimension == "seq-len";
-  std::vector<std::string> xs;
-  std::vector<chart_series> series;
-  for (const bucket_field& f : bucket_fields) series.push_back({std::string(f.name), {}});
-  std::string csv = std::string(seq ? "seq_len" : "batch");
-  for (const bucket_field& f : bucket_fields) csv += "," + std::string(f.name);
-  csv += ",total_bytes,peak_phase" + std::string(budget ? ",fits" : "") + "\n";
-  std::string table;
-  bool all_fit = true;
-  for (std::uint64_t v : spec.values) {
-    run_config r = base;
-    (seq ? r.activations.seq_len : r.activations.batch) = v;
-    const training_estimate e = estimate_training(model.spec, r);
-    const memory_buckets& b = e.at_peak();
-    xs.push_back(std::to_string(v));
-    csv += std::to_string(v);
-    for (std::size_t k = 0; k < bucket_fields.size(); ++k) {
-      const bytes part = b.*bucket_fields[k].member;
-      series[k].values.push_back(in_gb(part));
-      csv += "," + std::to_string(part.count());
-    }
-    const bool ok = !budget || fits(e, *budget);
-    all_fit = all_fit && ok;
-    csv += "," + std::to_string(e.total_bytes().count()) + "," +
-           std::string(choice_name(phase_names, e.peak_phase)) +
-           (budget ? std::string(ok ? ",true" : ",false") : std::string()) + "\n";
-    table +=
-        fmt::format("{:>10} {:>12} GB  {}{}\n", v, gb_digits(e.total_bytes()),
-                    choice_name(phase_names, e.peak_phase), budget ? (ok ? "  fits" : "  does not fit") : "");
-  }
-  if (!o.svg.empty()) {
-    const std::string title = model.name + " " + std::string(choice_name(method_names, base.setup.method)) +
-                              ": peak memory by bucket";
-    const std::string chart =
-        svg_stacked_chart(title, seq ? "sequence length (tokens)" : "micro-batch",
-                          "GB (1e9 bytes) at the peak phase", xs, series, budget ? in_gb(*budget) : 0.0);
-    const cli::run_options& r = o.run;
-    cli::write_output_file("--svg", o.svg, chart,
-                           {r.config, r.model, r.recipe, r.args_file, r.deepspeed, r.accelerate, o.lengths});
-  }
-  if (o.csv)
-    fmt::print("{}", csv);
-  else if (o.svg.empty() || !o.sweep.empty())
-    fmt::print("{:>10} {:>15}  peak phase\n{}", seq ? "seq-len" : "batch", "total", table);
-  return all_fit ? cli::exit_ok : cli::exit_does_not_fit;
-}
-
 /// The run as the flags and files describe it, with what the files said, before any answer is computed.
 struct prepared_run {
   cli::loaded_run in;
@@ -468,6 +417,93 @@ int answer(report& out, const prepared_run& p, const options& o, const CLI::App&
   return cli::exit_does_not_fit;
 }
 
+// The chart's second line: the run that was swept, as the table's header lines name it.
+std::string run_line(const run_config& r, bool seq, const std::optional<gpu_info>& gpu) {
+  const activation_config& a = r.activations;
+  const parallel_config& p = r.parallel;
+  std::string layout = p.gpus() == 1 ? "1 GPU" : fmt::format("{} GPUs", p.gpus());
+  if (p.shard != sharding::none) layout += ", " + std::string(choice_name(sharding_names, p.shard));
+  if (p.tensor_parallel > 1) layout += fmt::format(", tp {}", p.tensor_parallel);
+  if (p.pipeline_parallel > 1) layout += fmt::format(", pp {}", p.pipeline_parallel);
+  return fmt::format("{}micro-batch {} x seq-len {} | {} | loss {} | {} | checkpointing {} | GB = 1e9 bytes",
+                     gpu ? gpu->name + " | " : "", seq ? std::to_string(a.batch) : "swept",
+                     seq ? "swept" : std::to_string(a.seq_len),
+                     choice_name(precision_names, r.setup.precision), choice_name(loss_names, r.loss.impl),
+                     layout, choice_name(checkpointing_names, a.ckpt));
+}
+
+void write_chart(const loaded_model& model, const prepared_run& p, const options& o, bool seq,
+                 const std::vector<std::string>& xs, const std::vector<chart_series>& series) {
+  stacked_chart c;
+  c.title =
+      fmt::format("Peak memory by bucket: {}, {}", model.name, choice_name(method_names, p.run.setup.method));
+  c.subtitle = run_line(p.run, seq, p.gpu);
+  c.x_label = seq ? "sequence length (tokens)" : "micro-batch";
+  c.y_label = "memory at the peak phase";
+  c.unit = "GB";
+  c.xs = xs;
+  c.series = series;
+  if (p.budget) {
+    c.capacity = in_gb(*p.budget);
+    c.capacity_name = p.gpu && o.budget_gb.empty() ? p.gpu->name : "budget";
+  }
+  const cli::run_options& r = o.run;
+  cli::write_output_file("--svg", o.svg, svg_stacked_chart(c),
+                         {r.config, r.model, r.recipe, r.args_file, r.deepspeed, r.accelerate, o.lengths});
+}
+
+/// One estimate per swept value: CSV rows or a compact table, and an SVG chart with --svg.
+int sweep(const loaded_model& model, const prepared_run& p, const options& o) {
+  const cli::sweep_spec spec = cli::parse_sweep(o.sweep.empty() ? "seq-len=512:32768:x2" : o.sweep);
+  const bool seq = spec.dimension == "seq-len";
+  const run_config& base = p.run;
+  const std::optional<bytes>& budget = p.budget;
+  std::vector<std::string> xs;
+  std::vector<chart_series> series;
+  for (const bucket_field& f : bucket_fields) series.push_back({std::string(f.name), {}});
+  std::string csv = std::string(seq ? "seq_len" : "batch");
+  for (const bucket_field& f : bucket_fields) csv += "," + std::string(f.name);
+  csv += ",total_bytes,peak_phase" + std::string(budget ? ",fits" : "") + "\n";
+  std::string table;
+  std::size_t over = 0;
+  std::optional<std::uint64_t> largest_fit;
+  for (std::uint64_t v : spec.values) {
+    run_config r = base;
+    (seq ? r.activations.seq_len : r.activations.batch) = v;
+    const training_estimate e = estimate_training(model.spec, r);
+    const memory_buckets& b = e.at_peak();
+    xs.push_back(std::to_string(v));
+    csv += std::to_string(v);
+    for (std::size_t k = 0; k < bucket_fields.size(); ++k) {
+      const bytes part = b.*bucket_fields[k].member;
+      series[k].values.push_back(in_gb(part));
+      csv += "," + std::to_string(part.count());
+    }
+    const bool ok = !budget || fits(e, *budget);
+    if (!ok) ++over;
+    if (ok && budget && (!largest_fit || v > *largest_fit)) largest_fit = v;
+    csv += "," + std::to_string(e.total_bytes().count()) + "," +
+           std::string(choice_name(phase_names, e.peak_phase)) +
+           (budget ? std::string(ok ? ",true" : ",false") : std::string()) + "\n";
+    table +=
+        fmt::format("{:>10} {:>12} GB  {}{}\n", v, gb_digits(e.total_bytes()),
+                    choice_name(phase_names, e.peak_phase), budget ? (ok ? "  fits" : "  does not fit") : "");
+  }
+  if (!o.svg.empty()) write_chart(model, p, o, seq, xs, series);
+  if (o.csv) {
+    fmt::print("{}", csv);
+  } else {
+    fmt::print("{:>10} {:>15}  peak phase\n{}", seq ? "seq-len" : "batch", "total", table);
+    if (budget)
+      fmt::print("budget     {}: {} of {} values do not fit{}\n", gb_text(*budget), over, spec.values.size(),
+                 largest_fit ? fmt::format("; the largest that fits is {} {}", seq ? "seq-len" : "batch",
+                                           *largest_fit)
+                             : std::string());
+    if (!o.svg.empty()) fmt::print("chart      {}\n", o.svg);
+  }
+  return over == 0 ? cli::exit_ok : cli::exit_does_not_fit;
+}
+
 int calculate(const CLI::App& app, const options& o) {
   const auto dirs = o.run.search_path();
   if (o.list_presets) {
@@ -478,7 +514,7 @@ int calculate(const CLI::App& app, const options& o) {
   const prepared_run p = prepare(o, dirs);
   const loaded_model& model = p.in.model;
   const training_estimate e = estimate_training(model.spec, p.run);
-  if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, p.run, o, p.budget);
+  if (!o.sweep.empty() || !o.svg.empty()) return sweep(model, p, o);
   report out{training_estimate_json(model, p.run, e, p.budget),
              format_training_table(model, p.run, e, o.gib, p.budget)};
   describe_inputs(out, p, o, e);
@@ -505,7 +541,8 @@ void add_options(CLI::App& app, options& o) {
   app.add_flag("--explain", o.explain, "follow every number with its formula, shapes and source");
   app.add_flag("--csv", o.csv, "with --sweep: CSV rows of the peak-phase buckets in bytes");
   app.add_option("--svg", o.svg,
-                 "write a stacked-bucket chart of the peak against the sweep (default seq-len=512:32768:x2)");
+                 "write a stacked-bucket chart of the peak against the sweep (default seq-len=512:32768:x2); "
+                 "exit 1 when a value exceeds a given budget");
   app.add_option("--solve-gpus", o.solve_gpus, "with a budget: the fewest GPUs per sharding layout, up to N")
       ->expected(0, 1);
   app.add_flag("--json", o.json, "print one JSON object (docs/json-schema.md)");

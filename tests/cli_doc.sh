@@ -22,6 +22,17 @@ generate() {
   printf 'written under a temporary name beside FILE and renamed (a device such as `/dev/stdout` is written in place),\n'
   printf 'and is refused when FILE is a file the run reads (`--config`, `--model`, `--recipe`, `--training-args`,\n'
   printf '`--deepspeed`, `--accelerate-config`, `--lengths`).\n'
+  printf '\nCharts (`--svg FILE`, `include/headroom/report/svg.hpp`): memory_calculator draws the peak-phase buckets of each\n'
+  printf 'swept value as stacked bars (the sweep `seq-len=512:32768:x2` when `--sweep` is not given), titled with the model\n'
+  printf 'and method, with a second line naming the GPU, micro-batch x length, precision, loss, layout and checkpointing. Y\n'
+  printf 'ticks fall on 1, 2 or 5 times a power of ten, each with its unit (GB = 10^9 bytes). With a GPU or `--budget-gb` the\n'
+  printf 'capacity is a dashed line labelled with its name and size beside the plot, bars over it are shaded, and the largest\n'
+  printf 'value that fits is outlined and named; buckets that are zero at every value are left out of the legend. The table\n'
+  printf 'is printed too, with `budget ...: K of N values do not fit; the largest that fits is ...`; the exit is 1 when a\n'
+  printf 'value exceeds a given budget, 0 otherwise. lr_schedule labels the start, warmup end, decay start (WSD) and total\n'
+  printf 'with their step and learning rate, and draws at most 2,001 evenly spaced steps (a schedule of 2^32 steps is a\n'
+  printf 'chart of kilobytes). CI renders both charts to PNG and compares them with `tests/charts/*.png`, 16-pixel cell by\n'
+  printf 'cell (`tests/charts/compare_png.py`).\n'
   for prog in memory_calculator throughput_calculator lr_schedule; do
     printf '\n## %s\n\n```text\n' "$prog"
     "$dir/$prog" --help

@@ -407,6 +407,14 @@ expect "sweep batch" 0 '^4,' -- --preset qwen3-4b --method qlora --sweep batch=1
 expect "svg written" 0 '' -- --preset qwen3-4b --method qlora --svg "$svg"
 [[ -n $golden ]] && golden_file "svg written" "$svg"
 if grep -q '</svg>' "$svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL svg content"; fi
+# Issue 32: --svg alone draws the default sweep and says so; 1 only when a given budget is exceeded, said.
+expect "svg alone" 0 "^chart      $svg\$" -- --svg "$svg"
+expect "svg over a gpu" 1 'budget     24.000 GB: 2 of 7 values do not fit; the largest that fits is seq-len 8192' -- --preset qwen3-4b --method qlora --gpu rtx-4090 --svg "$svg"
+[[ -n $golden ]] && golden_file "svg over a gpu" "$svg"
+if grep -q '>largest fit</text>' "$svg" && grep -q '>rtx-4090 24 GB</text>' "$svg" && grep -q '>over rtx-4090</text>' "$svg" &&
+  grep -q '>20 GB</text>' "$svg" && ! grep -q '>temporaries</text>' "$svg"; then passed=$((passed + 1)); else
+  failed=$((failed + 1)); echo "FAIL svg marks: largest fit, capacity label with its unit, shade, 1-2-5 ticks, no empty bucket"; fi
+expect "svg in the budget" 0 'budget     80.000 GB: 0 of 7 values do not fit; the largest that fits is seq-len 32768' -- --preset qwen3-4b --method qlora --gpu h100-sxm --svg "$svg"
 expect "bad sweep" 2 "--sweep: unknown dimension 'rank'" -- --sweep rank=1:8
 expect "bad sweep step" 2 '--sweep: a geometric step must be at least x2' -- --sweep seq-len=512:1024:x1
 expect "explain" 0 'per layer flash-attn q, k, v' -- --preset qwen3-4b --method lora --explain
@@ -492,6 +500,10 @@ lr_svg=$(mktemp --suffix=.svg)
 expect "lr svg" 0 'step,lr' -- --type cosine --peak 2e-4 --warmup 10 --total 100 --csv --svg "$lr_svg"
 [[ -n $golden ]] && golden_file "lr svg" "$lr_svg"
 if grep -q '<polyline' "$lr_svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL lr svg"; fi
+if grep -q '>start, step 0: lr 0</text>' "$lr_svg" && grep -q '>warmup end, step 10: lr 0.0002</text>' "$lr_svg" &&
+  grep -q '>total, step 100: lr 0</text>' "$lr_svg"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL lr svg marks"; fi
+expect "lr svg of 2^32 steps" 0 'warmup 128849019 of 4294967295 steps' -- --type cosine --peak 2e-4 --warmup 0.03 --total 4294967295 --svg "$lr_svg"
+if [[ $(stat -c %s "$lr_svg") -lt 200000 ]]; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL lr svg of 2^32 steps is $(stat -c %s "$lr_svg") bytes"; fi
 rm -f "$lr_svg"
 expect "fraction warmup" 0 'warmup 5 of 100 steps' -- --type linear --peak 1e-4 --warmup 0.05 --total 100
 expect "wsd needs decay" 2 'num_decay_steps: is required' -- --type warmup_stable_decay --peak 1e-4 --total 100
