@@ -11,7 +11,10 @@ data=$2
 golden=${3:-}
 # Hub ids resolve in the test cache only (tests/data/hub), never in the user's own (docs/presets.md).
 export HF_HUB_CACHE=$data/hub
-unset HUGGINGFACE_HUB_CACHE HF_HOME
+unset HUGGINGFACE_HUB_CACHE HF_HOME HF_TOKEN HUGGING_FACE_HUB_TOKEN HF_TOKEN_PATH HF_ENDPOINT HF_HUB_DOWNLOAD_TIMEOUT
+unset TRANSFORMERS_OFFLINE
+# and nothing is downloaded but from the fake Hub of the download checks below (HF_HUB_OFFLINE unset there).
+export HF_HUB_OFFLINE=1
 lengths_csv=$data/../../examples/data/chat_lengths.csv
 bin=$dir/memory_calculator
 passed=0
@@ -429,6 +432,59 @@ if cmp -s "$data/qwen3-4b-hf-config.json" "$out_dir/config.json"; then passed=$(
 expect "svg into a missing folder" 2 "--svg: cannot write '.*/missing/chart.svg': No such file or directory" -- --svg "$out_dir/missing/chart.svg"
 expect "svg to a full disk" 2 "--svg: cannot write '/dev/full': No space left on device" -- --svg /dev/full
 [[ -z $(ls -A "$out_dir" | grep -v '^config.json$') ]] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a temporary file was left: $(ls -A "$out_dir")"; }
+# Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
+# in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.
+if [[ -x $dir/fake_hub ]]; then
+  hub_out=$(mktemp)
+  "$dir/fake_hub" 30 >"$hub_out" &
+  hub_pid=$!
+  for _ in $(seq 50); do [[ -s $hub_out ]] && break; sleep 0.1; done
+  hub="http://127.0.0.1:$(cat "$hub_out")"
+  hub_cache=$(mktemp -d)
+  saved_golden=$golden
+  golden=
+  export HF_ENDPOINT=$hub HF_HUB_CACHE=$hub_cache HF_HUB_DOWNLOAD_TIMEOUT=1
+  unset HF_HUB_OFFLINE
+  tiny=$hub_cache/models--headroom-tests--tiny-llama
+  commit=0123456789abcdef0123456789abcdef01234567
+  expect "hub download" 0 '^model      headroom-tests/tiny-llama \(llama\), 44,372,480 parameters' -- --model headroom-tests/tiny-llama
+  if [[ -L $tiny/snapshots/$commit/config.json && $(readlink "$tiny/snapshots/$commit/config.json") == ../../blobs/a1b2c3d4e5f60718293a4b5c6d7e8f9012345678 &&
+    $(cat "$tiny/refs/main") == "$commit" && -f $tiny/.no_exist/$commit/model.safetensors.index.json &&
+    -z $(find "$hub_cache" -name '*.incomplete') ]]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL hub cache layout: $(find "$hub_cache" | sed "s|$hub_cache||")"; fi
+  HF_HUB_OFFLINE=1 expect "hub cached, offline" 0 '"origin": ".*/models--headroom-tests--tiny-llama/snapshots/0123456789abcdef0123456789abcdef01234567/config.json"' -- --model headroom-tests/tiny-llama --json
+  expect "hub by commit" 0 '^model      headroom-tests/tiny-llama@0123456789abcdef0123456789abcdef01234567 ' -- --model headroom-tests/tiny-llama@$commit
+  expect "hub redirect" 0 '^model      headroom-tests/renamed \(llama\)' -- --model headroom-tests/renamed
+  expect "hub gated" 2 '^error: --model: headroom-tests/gated is gated: accept its licence on the Hub, then set HF_TOKEN \(no token was sent\)' -- --model headroom-tests/gated
+  HF_TOKEN=hf_wrong expect "hub gated, refused token" 2 'is gated: .*\(the token was refused\)' -- --model headroom-tests/gated
+  HF_TOKEN=hf_headroom_test_token expect "hub gated, token" 0 '^model      headroom-tests/gated \(llama\)' -- --model headroom-tests/gated
+  token_file=$(mktemp)
+  echo hf_headroom_test_token >"$token_file"
+  HF_TOKEN_PATH=$token_file expect "hub token file" 0 '^model      headroom-tests/gated@main|^model      headroom-tests/gated \(' -- --model headroom-tests/gated --method lora
+  expect "hub no repo" 2 "^error: --model: headroom-tests/nothing-here: no such repository on $hub \\(or it is private: set HF_TOKEN\\)" -- --model headroom-tests/nothing-here
+  expect "hub no revision" 2 "headroom-tests/tiny-llama@v9: the repository has no revision 'v9'" -- --model headroom-tests/tiny-llama@v9
+  expect "hub truncated" 2 'the download of config.json was cut short after 40 bytes .*nothing was cached' -- --model headroom-tests/truncated
+  expect "hub slow" 2 'no data for 1 s \(HF_HUB_DOWNLOAD_TIMEOUT\)' -- --model headroom-tests/slow
+  expect "hub 500" 2 'headroom-tests/broken: the Hub answered HTTP 500' -- --model headroom-tests/broken
+  HUGGING_FACE_HUB_TOKEN=hf_headroom_test_token expect "hub legacy token" 0 '^model      headroom-tests/gated \(llama\)' -- --model headroom-tests/gated --seq-len 1k
+  home=$(mktemp -d)
+  echo hf_headroom_test_token >"$home/token"
+  HF_HOME=$home expect "hub HF_HOME token" 0 '^model      headroom-tests/gated \(llama\)' -- --model headroom-tests/gated --seq-len 2k
+  rm -rf "$home"
+  TRANSFORMERS_OFFLINE=1 expect "hub transformers offline" 2 "unknown model 'headroom-tests/other': not in the Hugging Face cache" -- --model headroom-tests/other
+  HF_HUB_OFFLINE=yes expect "hub offline" 2 "unknown model 'headroom-tests/other': not in the Hugging Face cache .*HF_HUB_OFFLINE is unset" -- --model headroom-tests/other
+  expect "hub preset stands in" 0 "note       'Qwen/Qwen3-4B' could not be downloaded \(Qwen/Qwen3-4B: no such repository on .*\): priced with the preset qwen3-4b" -- --model Qwen/Qwen3-4B
+  HF_ENDPOINT=http://127.0.0.1:9 expect "hub unreachable" 2 'cannot reach the Hub at http://127.0.0.1:9 \(HF_ENDPOINT\): .*with HF_HUB_OFFLINE=1 only the cache is read' -- --model headroom-tests/other
+  HF_HUB_DOWNLOAD_TIMEOUT=soon expect "hub bad timeout" 2 "HF_HUB_DOWNLOAD_TIMEOUT: 'soon' is not a number of seconds" -- --model headroom-tests/other
+  if [[ ! -e $hub_cache/models--headroom-tests--truncated/snapshots ]]; then passed=$((passed + 1)); else
+    failed=$((failed + 1)); echo "FAIL a truncated download left a snapshot"; fi
+  kill "$hub_pid" 2>/dev/null
+  wait "$hub_pid" 2>/dev/null
+  rm -rf "$hub_cache" "$hub_out" "$token_file"
+  golden=$saved_golden
+  export HF_HUB_CACHE=$data/hub HF_HUB_OFFLINE=1
+  unset HF_ENDPOINT HF_HUB_DOWNLOAD_TIMEOUT
+fi
 # full_stdout NAME PROG ARGS...: PROG's standard output on a full disk is exit 2 naming it, never a silent 0.
 full_stdout() {
   local name=$1 prog=$2 err rc

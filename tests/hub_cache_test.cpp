@@ -2,6 +2,9 @@
 // A model named as people type it (io/hub_cache.hpp, load_model_named): Hub ids and revisions checked as
 // huggingface_hub checks them, its cache folder from the environment, and the cache layout of tests/data/hub
 // (refs, snapshots linked into blobs, .no_exist).
+#include <filesystem>
+#include <fstream>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -119,4 +122,62 @@ TEST_CASE(
         std::string::npos);
   CHECK(hub_test::error_of("headroom-tests/no-config").find("has no config.json") != std::string::npos);
   CHECK(hub_test::error_of("org/na--me").find("'--' and '..' are not allowed") != std::string::npos);
+}
+
+TEST_CASE("HF_HOME, where huggingface-cli login keeps the token: HF_HOME, XDG_CACHE_HOME, ~ (constants.py)") {
+  hub_environment env;
+  env.home = "/home/u";
+  CHECK(hub_home_dir(env) == "/home/u/.cache/huggingface");
+  env.xdg_cache_home = "/xdg";
+  CHECK(hub_home_dir(env) == "/xdg/huggingface");
+  env.hf_hub_cache = "/fast/hub";  // the cache moved; the home (and its token) did not
+  CHECK(hub_home_dir(env) == "/xdg/huggingface");
+  env.hf_home = "~/hf";
+  CHECK(hub_home_dir(env) == "/home/u/hf");
+}
+
+TEST_CASE(
+    "load_model_named with a fetcher: a miss is fetched into the cache, a failure falls back or names it") {
+  const std::filesystem::path cache = std::filesystem::temp_directory_path() /
+                                      ("headroom-hub-fetch-" + std::to_string(std::random_device{}()));
+  int calls = 0;
+  // A fetcher that writes what the Hub would: a snapshot config.json and the ref naming it.
+  const hub_fetcher writes = [&](const hub_model_id& id, const std::filesystem::path& into,
+                                 const std::string&) {
+    ++calls;
+    const std::filesystem::path repo = find_in_hub_cache(into, id, "config.json").repo_dir;
+    const std::filesystem::path snap = repo / "snapshots" / hub_test::main_commit;
+    std::filesystem::create_directories(snap);
+    std::filesystem::copy_file(hub_test::cache / "models--headroom-tests--Qwen3-4B" / "snapshots" /
+                                   hub_test::pr_commit / "config.json",
+                               snap / "config.json");
+    std::filesystem::create_directories(repo / "refs");
+    std::ofstream(repo / "refs" / id.revision) << hub_test::main_commit;
+    return true;
+  };
+  const loaded_model fetched = load_model_named("someone/tiny", "--model", hub_test::presets, cache, writes);
+  CHECK(calls == 1);
+  CHECK(fetched.name == "someone/tiny");
+  CHECK(fetched.spec.shape.hidden_size == 64);
+  CHECK(load_model_named("someone/tiny", "--model", hub_test::presets, cache, writes).name == "someone/tiny");
+  CHECK(calls == 1);  // cached now: not fetched again
+  const hub_fetcher declines = [](const hub_model_id&, const std::filesystem::path&, const std::string&) {
+    return false;
+  };
+  CHECK_THROWS_WITH(load_model_named("nobody/nothing", "--model", hub_test::presets, cache, declines),
+                    Catch::Contains("unknown model 'nobody/nothing'"));
+  const hub_fetcher fails = [](const hub_model_id&, const std::filesystem::path&,
+                               const std::string& where) -> bool {
+    throw input_error(where, "the Hub answered HTTP 500");
+  };
+  const loaded_model preset = load_model_named("Qwen/Qwen3-4B", "--model", hub_test::presets, cache, fails);
+  CHECK(preset.name == "qwen3-4b");
+  REQUIRE_FALSE(preset.notes.empty());
+  CHECK(preset.notes.back().find("could not be downloaded (the Hub answered HTTP 500)") != std::string::npos);
+  // An explicit revision, or an id no preset holds, reports the failure itself.
+  CHECK_THROWS_WITH(load_model_named("Qwen/Qwen3-4B@main", "--model", hub_test::presets, cache, fails),
+                    Catch::Contains("HTTP 500"));
+  CHECK_THROWS_WITH(load_model_named("nobody/nothing", "--model", hub_test::presets, cache, fails),
+                    Catch::Contains("HTTP 500"));
+  std::filesystem::remove_all(cache);
 }

@@ -15,8 +15,28 @@
 #include "../recipes/recipe.hpp"
 #include "../request.hpp"
 #include "parse.hpp"
+#if defined(HEADROOM_WITH_CURL)  // the programs link headroom::hub (libcurl); the fuzzers and tests do not
+#include "../io/hub_download.hpp"
+#endif
 
 namespace headroom::cli {
+
+/// How a program fills the Hugging Face cache on a miss: a download where it was built with libcurl
+/// (HEADROOM_WITH_CURL, target headroom::hub), otherwise nothing (the cache is only read).
+[[nodiscard]] inline hub_fetcher program_hub_fetcher() {
+#if defined(HEADROOM_WITH_CURL)
+  return hub_downloader();
+#else
+  return {};
+#endif
+}
+/// What --help says of a miss, as this build behaves.
+#if defined(HEADROOM_WITH_CURL)
+inline constexpr const char* hub_download_help =
+    ", downloaded into it on a miss (HF_ENDPOINT, HF_TOKEN; not under HF_HUB_OFFLINE=1)";
+#else
+inline constexpr const char* hub_download_help = " (this build does not download: no libcurl)";
+#endif
 
 namespace detail {
 /// A default of headroom_defaults() as --help shows it.
@@ -116,7 +136,8 @@ struct run_options {
   }
   [[nodiscard]] loaded_model load_model(const std::vector<std::filesystem::path>& dirs) const {
     if (!model.empty())
-      return load_model_named(model, "--model", dirs, hub_cache_dir(hub_environment_of_process()));
+      return load_model_named(model, "--model", dirs, hub_cache_dir(hub_environment_of_process()),
+                              program_hub_fetcher());
     return config.empty() ? load_preset(preset, dirs) : load_model_config(config);
   }
 };
@@ -130,8 +151,9 @@ inline void add_model_and_method_options(CLI::App& app, run_options& o) {
                      "a Hugging Face config.json (or the model directory holding it) instead of a preset")
           ->excludes(preset);
   app.add_option("--model", o.model,
-                 "ORG/NAME[@REVISION]: the config.json of a Hub model in the local Hugging Face cache "
-                 "(HF_HUB_CACHE, HF_HOME); also a model directory")
+                 std::string("ORG/NAME[@REVISION]: the config.json of a Hub model in the local Hugging Face "
+                             "cache (HF_HUB_CACHE, HF_HOME)") +
+                     hub_download_help + "; also a model directory")
       ->excludes(preset)
       ->excludes(config);
   app.add_option("--preset-dir", o.preset_dir, "directory searched first for presets (and its gpus/)");
@@ -542,6 +564,7 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
   if (!o.recipe.empty()) {
     recipe_options ro;
     ro.preset_dirs = dirs;
+    ro.fetch = program_hub_fetcher();
     if (o.given("--preset") || o.given("--config") || o.given("--model")) ro.model = o.load_model(dirs);
     ro.fallback_seq_len = parse_length("--seq-len", o.seq_len, max_solver_seq_len);
     ro.gpus = parse_count("--gpus", o.gpus, max_parallel_gpus);
@@ -559,7 +582,7 @@ inline loaded_run load_run(const run_options& o, const std::vector<std::filesyst
   const std::optional<std::string> named =
       o.args_file.empty() || model_given ? std::nullopt : training_args_model_id(o.args_file);
   out.model = named ? load_model_named(*named, o.args_file + ": /model_name_or_path", dirs,
-                                       hub_cache_dir(hub_environment_of_process()))
+                                       hub_cache_dir(hub_environment_of_process()), program_hub_fetcher())
                     : o.load_model(dirs);
   // The flags given over the file, knob by knob (merge(file, flags): docs/run-request.md).
   if (!o.args_file.empty()) out.args = load_training_args(o.args_file, out.model, request_from_flags(o));

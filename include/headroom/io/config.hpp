@@ -788,6 +788,13 @@ inline std::string normalise_model_id(std::string id) {
   if (id.rfind("meta-", 0) == 0) id = id.substr(5);
   return id;
 }
+/// The preset whose shapes a Hub id or builder names (known_models), or "" for none.
+inline std::string_view known_model_preset(const std::string& id) {
+  const std::string key = normalise_model_id(id.substr(0, id.find('@')));
+  for (const auto& [name, preset] : known_models)
+    if (name == key) return preset;
+  return {};
+}
 
 }  // namespace detail
 
@@ -797,28 +804,37 @@ inline std::string normalise_model_id(std::string id) {
 /// saying so. Errors name `where`.
 [[nodiscard]] inline loaded_model load_model_named(const std::string& id, const std::string& where,
                                                    const std::vector<std::filesystem::path>& preset_dirs,
-                                                   const std::filesystem::path& cache) {
+                                                   const std::filesystem::path& cache,
+                                                   const hub_fetcher& fetch = {}) {
   std::error_code ec;
   if (std::filesystem::exists(id, ec)) return load_model_config(id);
-  std::string miss;
+  std::string miss, failed;  // what the cache lacked; why the download failed
   if (looks_like_hub_id(id)) {
     const hub_model_id hub = parse_hub_model_id(id, where);
-    const hub_cache_lookup l = find_in_hub_cache(cache, hub, "config.json");
+    hub_cache_lookup l = find_in_hub_cache(cache, hub, "config.json");
+    const bool revision = id.find('@') != std::string::npos;  // that very file: no preset stands in for it
+    if (l.state != hub_cache_lookup::status::found && l.state != hub_cache_lookup::status::known_missing &&
+        fetch)
+      try {
+        if (fetch(hub, cache, where)) l = find_in_hub_cache(cache, hub, "config.json");
+      } catch (const input_error& e) {
+        if (revision || detail::known_model_preset(id).empty()) throw;
+        failed = std::string(e.what()).substr(e.field().size() + 2);
+      }
     if (l.state == hub_cache_lookup::status::found) return load_cached_hub_model(hub, where, cache);
     miss = hub_cache_miss(hub, l, cache);
-    // A revision asks for that very file: no preset stands in for it.
-    if (id.find('@') != std::string::npos) throw input_error(where, hub.repo + ": " + miss);
+    if (revision) throw input_error(where, hub.repo + ": " + miss);
   }
-  const std::string key = detail::normalise_model_id(id.substr(0, id.find('@')));
-  for (const auto& [name, preset] : detail::known_models)
-    if (name == key) {
-      loaded_model m = load_preset(preset, preset_dirs);
-      if (!miss.empty())
-        m.notes.push_back("'" + id + "' is not in the Hugging Face cache: priced with the preset " +
-                          std::string(preset) +
-                          " (its shapes); cache its config.json to read the file itself");
-      return m;
-    }
+  if (const std::string_view preset = detail::known_model_preset(id); !preset.empty()) {
+    loaded_model m = load_preset(preset, preset_dirs);
+    if (!failed.empty())
+      m.notes.push_back("'" + id + "' could not be downloaded (" + failed + "): priced with the preset " +
+                        std::string(preset) + " (its shapes)");
+    else if (!miss.empty())
+      m.notes.push_back("'" + id + "' is not in the Hugging Face cache: priced with the preset " +
+                        std::string(preset) + " (its shapes); cache its config.json to read the file itself");
+    return m;
+  }
   std::string known;
   for (const auto& m : detail::known_models) detail::append_listed(known, m.first);
   throw input_error(

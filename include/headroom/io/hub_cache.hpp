@@ -1,14 +1,15 @@
 // SPDX-License-Identifier: MIT
 // A model named the way people type it: a Hub id `ORG/NAME[@REVISION]` found in the local Hugging Face
 // cache, with the cache's own layout and environment variables (read in huggingface_hub's constants.py and
-// file_download.py try_to_load_from_cache, commit ee0a451; docs/cli.md "Pointing at a model"). Standard
-// library only: no download here.
+// file_download.py try_to_load_from_cache, commit ee0a451; docs/presets.md "Pointing at your model").
+// Standard library only: the download is io/hub_download.hpp's (libcurl), handed in as a hub_fetcher.
 #pragma once
 
 #include <cstdint>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <functional>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -90,20 +91,28 @@ struct hub_environment {
           get("HOME")};
 }
 
+namespace detail {
+inline std::filesystem::path expand_home(const hub_environment& env, const std::string& p) {
+  if (!env.home.empty() && (p == "~" || p.rfind("~/", 0) == 0)) return env.home + p.substr(1);
+  return p;
+}
+}  // namespace detail
+
+/// HF_HOME, else $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (constants.py HF_HOME).
+[[nodiscard]] inline std::filesystem::path hub_home_dir(const hub_environment& env) {
+  if (!env.hf_home.empty()) return detail::expand_home(env, env.hf_home);
+  const std::filesystem::path cache = !env.xdg_cache_home.empty() ? std::filesystem::path(env.xdg_cache_home)
+                                                                  : detail::expand_home(env, "~/.cache");
+  return cache / "huggingface";
+}
+
 /// The hub cache folder: HF_HUB_CACHE, else the legacy HUGGINGFACE_HUB_CACHE, else $HF_HOME/hub, with HF_HOME
 /// defaulting to $XDG_CACHE_HOME/huggingface, else ~/.cache/huggingface (constants.py). A leading `~/` is the
 /// home folder, as expanduser makes it.
 [[nodiscard]] inline std::filesystem::path hub_cache_dir(const hub_environment& env) {
-  auto expand = [&](const std::string& p) -> std::filesystem::path {
-    if (!env.home.empty() && (p == "~" || p.rfind("~/", 0) == 0)) return env.home + p.substr(1);
-    return p;
-  };
-  if (!env.hf_hub_cache.empty()) return expand(env.hf_hub_cache);
-  if (!env.huggingface_hub_cache.empty()) return expand(env.huggingface_hub_cache);
-  if (!env.hf_home.empty()) return expand(env.hf_home) / "hub";
-  const std::filesystem::path cache =
-      !env.xdg_cache_home.empty() ? std::filesystem::path(env.xdg_cache_home) : expand("~/.cache");
-  return cache / "huggingface" / "hub";
+  if (!env.hf_hub_cache.empty()) return detail::expand_home(env, env.hf_hub_cache);
+  if (!env.huggingface_hub_cache.empty()) return detail::expand_home(env, env.huggingface_hub_cache);
+  return hub_home_dir(env) / "hub";
 }
 
 /// What the cache holds for one file of one revision.
@@ -152,13 +161,21 @@ struct hub_cache_lookup {
   return out;
 }
 
+/// Fills `cache` with the config.json of a model the cache lacks (io/hub_download.hpp: a download over HTTPS,
+/// where the programs were built with libcurl). Returns false when it declined to try (HF_HUB_OFFLINE); a
+/// failed try is an input_error naming `where`. An empty fetcher is a cache that is only read.
+using hub_fetcher =
+    std::function<bool(const hub_model_id& id, const std::filesystem::path& cache, const std::string& where)>;
+
 /// Why a lookup found nothing, in a sentence naming the folder looked in and how to fill it.
 [[nodiscard]] inline std::string hub_cache_miss(const hub_model_id& id, const hub_cache_lookup& l,
                                                 const std::filesystem::path& cache) {
   using st = hub_cache_lookup::status;
-  const std::string fill = "; fetch it with `huggingface-cli download " + id.repo +
-                           (id.revision == "main" ? "" : " --revision " + id.revision) +
-                           " config.json` (headroom does not download), or give the config.json's path";
+  const std::string fill =
+      "; the programs download it when built with libcurl and HF_HUB_OFFLINE is unset, "
+      "or fetch it with `huggingface-cli download " +
+      id.repo + (id.revision == "main" ? "" : " --revision " + id.revision) +
+      " config.json`, or give the config.json's path";
   switch (l.state) {
     case st::no_repo:
       return "not in the Hugging Face cache (looked for " + l.repo_dir.string() +

@@ -41,6 +41,7 @@ struct recipe_options {
   std::vector<std::filesystem::path> preset_dirs = preset_search_path();
   std::filesystem::path hub_cache =
       hub_cache_dir(hub_environment_of_process());  ///< where Hub ids are looked up
+  hub_fetcher fetch;  ///< fills the cache on a miss (the programs' download); empty: the cache is only read
   std::optional<loaded_model> model;      ///< replaces the file's model (the CLI's --preset / --config)
   std::uint64_t fallback_seq_len = 2048;  ///< when the file sets no length (torchtune max_seq_len: null)
   std::vector<std::string> overrides;     ///< key.path=value, applied before reading (--set)
@@ -55,7 +56,7 @@ namespace detail {
 /// The model a file names (load_model_named), unless the caller gave one (--preset, --config, --model).
 inline loaded_model model_named(const std::string& id, const std::string& where, const recipe_options& opt) {
   if (opt.model) return *opt.model;
-  return load_model_named(id, where, opt.preset_dirs, opt.hub_cache);
+  return load_model_named(id, where, opt.preset_dirs, opt.hub_cache, opt.fetch);
 }
 
 /// Resolves the translation like a training-args file, the framework's own choices (t.request) and then the
