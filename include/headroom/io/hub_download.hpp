@@ -44,7 +44,8 @@ inline bool env_true(const std::string& v) {  // constants.py _is_true: value.up
 inline std::string url_quote(std::string_view s, bool keep_slash) {
   static const char* hex = "0123456789ABCDEF";
   std::string out;
-  for (unsigned char c : s) {
+  for (const char ch : s) {
+    const auto c = static_cast<unsigned char>(ch);
     if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~' || (keep_slash && c == '/'))
       out += static_cast<char>(c);
     else
