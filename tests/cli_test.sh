@@ -432,6 +432,37 @@ if cmp -s "$data/qwen3-4b-hf-config.json" "$out_dir/config.json"; then passed=$(
 expect "svg into a missing folder" 2 "--svg: cannot write '.*/missing/chart.svg': No such file or directory" -- --svg "$out_dir/missing/chart.svg"
 expect "svg to a full disk" 2 "--svg: cannot write '/dev/full': No space left on device" -- --svg /dev/full
 [[ -z $(ls -A "$out_dir" | grep -v '^config.json$') ]] && passed=$((passed + 1)) || { failed=$((failed + 1)); echo "FAIL a temporary file was left: $(ls -A "$out_dir")"; }
+# Issue 31, step 1: limits at every reader (docs/errors.md "Limits"), from ../shared/validation/hostile-inputs.md.
+hostile=$(mktemp -d)
+nest() { python3 -c "import sys; print('{\"$1\": ' + '[' * $2 + ']' * $2 + '}')"; }
+nest hidden_size 100000 >"$hostile/deep.json"
+expect "CR-01 deep config" 2 'deep.json: /hidden_size: nested deeper than the limit of 256 levels' -- --config "$hostile/deep.json"
+nest per_device_train_batch_size 100000 >"$hostile/args.json"
+expect "CR-02 deep training args" 2 'args.json: /per_device_train_batch_size: nested deeper than the limit of 256 levels' -- --training-args "$hostile/args.json"
+nest train_micro_batch_size_per_gpu 100000 >"$hostile/ds.json"
+expect "CR-04 deep deepspeed" 2 'ds.json: /train_micro_batch_size_per_gpu: nested deeper than the limit' -- --deepspeed "$hostile/ds.json"
+printf 'base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nmicro_batch_size: 1\nloop: &x [1, *x]\n' >"$hostile/selfref.yaml"
+expect "CR-11 self alias" 2 'selfref.yaml:4: loop: alias \*x refers to its own anchor &x' -- --recipe "$hostile/selfref.yaml"
+printf 'base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nmicro_batch_size: 1\nloop: &x {b: *x}\n' >"$hostile/selfref2.yaml"
+expect "CR-15 self alias map" 2 'selfref2.yaml:4: loop.b: alias \*x refers to its own anchor &x' -- --recipe "$hostile/selfref2.yaml"
+printf 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config: &x {inner: *x}\n' >"$hostile/acc.yaml"
+expect "CR-13 accelerate self alias" 2 'acc.yaml:3: fsdp_config.inner: alias \*x refers to its own anchor &x' -- --preset qwen3-1.7b --accelerate-config "$hostile/acc.yaml"
+expect "CR-14 --set self alias" 2 '^error: --set micro_batch_size: alias \*a refers to its own anchor &a' -- --recipe "$rec/ax_llama3_lora_1b.yml" --set 'micro_batch_size=&a [*a]'
+python3 -c "
+L=['base_model: NousResearch/Llama-3.2-1B','adapter: lora','micro_batch_size: 1','a0: &a0 [x,x,x,x,x,x,x,x,x]']
+for i in range(1,10): L.append('a%d: &a%d [%s]'%(i,i,','.join(['*a%d'%(i-1)]*9)))
+open('$hostile/laughs.yaml','w').write('\n'.join(L)+'\n')"
+expect "CR-16 billion laughs" 2 'laughs.yaml:[0-9]+: a[0-9]: alias expansion exceeds the limit of 100000 nodes' -- --recipe "$hostile/laughs.yaml"
+echo 999999999999 >"$hostile/long.csv"
+expect "CR-17 absurd length" 2 'long.csv:1: length 999999999999 is absurdly large \(limit 67108864 tokens\)' -- --preset qwen3-1.7b --lengths "$hostile/long.csv"
+echo '[18446744073709551615]' >"$hostile/huge.json"
+expect "CR-18 absurd length json" 2 'huge.json: /0: length 18446744073709551615 is absurdly large' -- --preset qwen3-1.7b --lengths "$hostile/huge.json"
+mkfifo "$hostile/fifo.csv"
+expect "CR-20 lengths fifo" 2 'fifo.csv: is not a regular file' -- --preset qwen3-1.7b --lengths "$hostile/fifo.csv"
+expect "CR-22 lengths device" 2 '/dev/zero: is not a regular file' -- --preset qwen3-1.7b --lengths /dev/zero
+printf '\xef\xbb\xbf512\n1024\n' >"$hostile/bom.csv"
+expect "lengths BOM" 0 '^lengths +2 sequences from .*: .*1 x 1024 tokens' -- --preset qwen3-1.7b --lengths "$hostile/bom.csv"
+rm -rf "$hostile"
 # Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
 # in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.
 if [[ -x $dir/fake_hub ]]; then

@@ -557,3 +557,22 @@ TEST_CASE("Llama-4 configs the model cannot price are refused with the key named
   j.erase("vision_config");
   test::require_input_error([&] { (void)model_from_config(j, "l.json"); }, "/vision_config", "missing");
 }
+
+TEST_CASE(
+    "JSON nested deeper than 256 levels is refused by key before any reader recurses (issue 31, CR-01)") {
+  const auto nested = [](const std::string& key, std::size_t n) {
+    return "{\"" + key + "\": " + std::string(n, '[') + std::string(n, ']') + "}";
+  };
+  CHECK_NOTHROW(detail::check_json_depth(nested("hidden_size", 255), "a.json"));  // 256 with the object
+  CHECK_THROWS_WITH(detail::check_json_depth(nested("hidden_size", 100000), "a.json"),
+                    "a.json: /hidden_size: nested deeper than the limit of 256 levels");
+  // The pointer names keys and array positions; brackets inside strings are text.
+  std::string inner = "{\"a\": [1, {\"b\": \"[[[\", \"c\": ";
+  inner.append(300, '[').append("]}]}");
+  CHECK_THROWS_WITH(detail::check_json_depth(inner, "b.json"),
+                    "b.json: /a/1/c: nested deeper than the limit of 256 levels");
+  CHECK_NOTHROW(detail::check_json_depth("{\"k\": \"\\\"[[[[\"}", "c.json"));  // an escaped quote
+  // A long value is quoted shortened: 60 characters at most.
+  CHECK(detail::json_excerpt(nlohmann::json(std::string(500, 'x'))).size() == 60);
+  CHECK(detail::json_excerpt(nlohmann::json(12)) == "12");
+}

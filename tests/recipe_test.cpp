@@ -552,3 +552,22 @@ TEST_CASE("torchtune's Llama-4: its own MoE, each expert on its routed tokens, e
   qlora.setup.method = training_method::qlora;
   test::require_input_error([&] { (void)estimate_training(r.model.spec, qlora); }, "method", "no QLoRA");
 }
+
+TEST_CASE(
+    "YAML aliases: a self-reference and a billion laughs are refused, a shared anchor is read (issue 31)") {
+  CHECK_THROWS_WITH(detail::parse_yaml_text("a: &x [1, *x]\n", "x.yaml"),
+                    "x.yaml:1: a: alias *x refers to its own anchor &x");
+  CHECK_THROWS_WITH(detail::parse_yaml_text("top: 1\nloop: &k\n  inner: *k\n", "y.yaml"),
+                    "y.yaml:3: loop.inner: alias *k refers to its own anchor &k");
+  std::string laughs = "a0: &a0 [x,x,x,x,x,x,x,x,x]\n";
+  for (int i = 1; i < 10; ++i) {
+    const std::string n = std::to_string(i), m = std::to_string(i - 1);
+    laughs.append("a").append(n).append(": &a").append(n).append(" [");
+    for (int j = 0; j < 9; ++j) laughs.append(j ? ",*a" : "*a").append(m);
+    laughs.append("]\n");
+  }
+  CHECK_THROWS_WITH(detail::parse_yaml_text(laughs, "l.yaml"),
+                    Catch::Contains("alias expansion exceeds the limit of 100000 nodes"));
+  const detail::yaml_doc shared = detail::parse_yaml_text("d: &d {x: 1}\ne: *d\nf: *d\n", "s.yaml");
+  CHECK(shared.root["f"]["x"] == 1);
+}

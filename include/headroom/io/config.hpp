@@ -196,9 +196,67 @@ inline std::string read_config_text(const std::filesystem::path& file) {
   text << in.rdbuf();
   return text.str();
 }
+/// How deep a JSON value may nest: configs nest 4 levels; copying or dumping a value recurses per level, so
+/// 80,000 '[' overflowed the stack (issue 31). docs/errors.md "Limits".
+inline constexpr std::size_t max_json_depth = 256;
+
+/// The JSON pointer of a nesting path as an error names it: its keys, with the trailing run of array
+/// indices left out and at most 8 parts shown.
+inline std::string nesting_pointer(const std::vector<std::pair<bool, std::string>>& path) {
+  std::size_t end = path.size();
+  while (end > 0 && !path[end - 1].first) --end;  // "/hidden_size", not "/hidden_size/0/0/0/..."
+  std::string out;
+  for (std::size_t i = 0; i < end && i < 8; ++i) {
+    out += '/';  // appended piece by piece: GCC 12's -Wrestrict misreads "/" + std::string
+    out.append(path[i].second, 0, 40);
+  }
+  return (out.empty() ? "/" : out) + (end > 8 ? "/..." : "");
+}
+
+/// Refuses JSON text nested deeper than max_json_depth, naming the key where it happens, before any parser
+/// or reader recurses: one pass over the text that tracks strings, keys and array positions.
+inline void check_json_depth(std::string_view text, const std::string& file) {
+  std::vector<std::pair<bool, std::string>> path;  // (an object's key?, the key or the array index)
+  std::vector<std::size_t> index;                  // per open array, the element's position
+  std::string last;                                // the last string read: a key when ':' follows
+  bool in_string = false, escaped = false;
+  for (const char c : text) {
+    if (in_string) {
+      if (escaped) {
+        escaped = false;
+      } else if (c == '\\') {
+        escaped = true;
+      } else if (c == '"') {
+        in_string = false;
+      } else if (last.size() < 64) {
+        last += c;
+      }
+      continue;
+    }
+    if (c == '"') {
+      in_string = true;
+      last.clear();
+    } else if (c == ':' && !path.empty() && path.back().first) {
+      path.back().second = last;
+    } else if (c == ',' && !path.empty() && !path.back().first) {
+      path.back().second = std::to_string(++index.back());
+    } else if (c == '[' || c == '{') {
+      if (path.size() == max_json_depth)
+        throw input_error(file + ": " + nesting_pointer(path),
+                          "nested deeper than the limit of " + std::to_string(max_json_depth) + " levels");
+      path.emplace_back(c == '{', c == '{' ? "" : "0");
+      index.push_back(0);
+    } else if ((c == ']' || c == '}') && !path.empty()) {
+      path.pop_back();
+      index.pop_back();
+    }
+  }
+}
+
 /// Reads and parses a JSON file; errors name the file and the line.
 inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   const std::string body = read_config_text(file);
+  check_json_depth(body, file.string());
   try {
     return nlohmann::json::parse(body);
   } catch (const nlohmann::json::parse_error& e) {
@@ -530,6 +588,11 @@ inline std::uint64_t checkpoint_value_bytes(const nlohmann::json& config) {
 /// The number of values a safetensors header lists: the header is a JSON object of tensors with their
 /// shapes (the safetensors format's specification); nullopt when it is not one.
 inline std::optional<std::uint64_t> safetensors_header_values(std::string_view header) {
+  try {
+    check_json_depth(header, "");
+  } catch (const input_error&) {
+    return std::nullopt;  // no tensor list nests this deep
+  }
   const nlohmann::json j = nlohmann::json::parse(header, nullptr, false);
   if (!j.is_object()) return std::nullopt;
   std::uint64_t total = 0;

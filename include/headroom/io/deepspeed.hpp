@@ -62,8 +62,8 @@ using json = nlohmann::json;
 inline std::uint64_t ds_count(const json& v, const std::string& where, std::uint64_t limit) {
   if (!v.is_number() || !std::isfinite(v.get<double>()) || v.get<double>() < 0 ||
       std::floor(v.get<double>()) != v.get<double>() || v.get<double>() > static_cast<double>(limit))
-    throw input_error(where,
-                      "must be a whole number from 0 to " + std::to_string(limit) + ", got " + v.dump());
+    throw input_error(where, "must be a whole number from 0 to " + std::to_string(limit) + ", got " +
+                                 detail::json_excerpt(v));
   return static_cast<std::uint64_t>(v.get<double>());
 }
 inline bool is_auto(const json& v) { return v.is_string() && v.get<std::string>() == "auto"; }

@@ -7,12 +7,14 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
+#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
 
 #include <nlohmann/json.hpp>
 
+#include "../activations/config.hpp"
 #include "../error.hpp"
 #include "../gpu.hpp"
 #include "config.hpp"
@@ -80,31 +82,43 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
                                "; valid: " + (known.empty() ? "(none found)" : known));
 }
 
-/// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line
-/// (an optional header line such as "length" is skipped).
+/// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line (an
+/// optional header line such as "length" is skipped, a UTF-8 byte-order mark and tabs are ignored). A regular
+/// file of at most 64 MiB, each length at most max_workload_seq_len (docs/errors.md "Limits").
 [[nodiscard]] inline std::vector<std::uint64_t> load_lengths(const std::filesystem::path& file) {
   std::vector<std::uint64_t> out;
+  const auto take = [&](const std::string& where, std::uint64_t n) {
+    if (n > max_workload_seq_len)
+      throw input_error(where, "length " + std::to_string(n) + " is absurdly large (limit " +
+                                   std::to_string(max_workload_seq_len) + " tokens)");
+    out.push_back(n);
+  };
   if (file.extension() == ".json") {
     const nlohmann::json j = detail::parse_json_file(file);
     if (!j.is_array()) throw input_error(file.string(), "expected a JSON array of sequence lengths");
     for (std::size_t i = 0; i < j.size(); ++i) {
+      const std::string where = file.string() + ": /" + std::to_string(i);
       if (!j[i].is_number_unsigned() || j[i].get<std::uint64_t>() == 0)
-        throw input_error(file.string() + ": /" + std::to_string(i),
-                          "must be a positive integer, got " + j[i].dump());
-      out.push_back(j[i].get<std::uint64_t>());
+        throw input_error(where, "must be a positive integer, got " + detail::json_excerpt(j[i]));
+      take(where, j[i].get<std::uint64_t>());
     }
   } else {
-    std::ifstream in(file);
-    if (!in) throw input_error(file.string(), "cannot open file");
+    std::istringstream in(detail::read_config_text(file));  // a FIFO, device or directory is refused
     std::string line;
     for (std::size_t n = 1; std::getline(in, line); ++n) {
-      while (!line.empty() && (line.back() == '\r' || line.back() == ' ')) line.pop_back();
-      if (line.empty() || (n == 1 && line.find_first_not_of("0123456789") != std::string::npos)) continue;
-      if (line.find_first_not_of("0123456789") != std::string::npos || line.size() > 12 ||
-          std::stoull(line) == 0)
-        throw input_error(file.string() + ":" + std::to_string(n),
-                          "expected a positive integer length, got '" + line + "'");
-      out.push_back(std::stoull(line));
+      if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
+      line.erase(0, line.find_first_not_of(" \t"));
+      while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
+        line.pop_back();
+      const bool digits = line.find_first_not_of("0123456789") == std::string::npos;
+      if (line.empty() || (n == 1 && !digits)) continue;
+      const std::string where = file.string() + ":" + std::to_string(n);
+      if (!digits || std::stoull("0" + line.substr(0, 19)) == 0)
+        throw input_error(where, "expected a positive integer length, got '" + line.substr(0, 60) + "'");
+      if (line.size() > 19)  // beyond 64 bits, and far beyond the limit
+        throw input_error(where, "length " + line.substr(0, 30) + " is absurdly large (limit " +
+                                     std::to_string(max_workload_seq_len) + " tokens)");
+      take(where, std::stoull(line));
     }
   }
   if (out.empty()) throw input_error(file.string(), "holds no sequence lengths");

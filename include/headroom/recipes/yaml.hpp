@@ -81,10 +81,53 @@ inline const std::string& utf8_text(const YAML::Node& n, const yaml_doc& doc) {
   return n.Scalar();
 }
 
-inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path, yaml_doc& doc) {
+/// Bounds on a YAML document read as JSON (issue 31): an alias is expanded by copying its anchor's value, so
+/// a self-reference never ends and nine levels of nine aliases make 9^9 nodes. docs/errors.md "Limits".
+inline constexpr std::size_t max_yaml_depth = 256;
+inline constexpr std::size_t max_yaml_nodes = 100'000;  // recipes hold hundreds
+
+/// The walk's state: the nodes open above this one (yaml-cpp gives an alias its anchor's very node), the
+/// nodes copied so far, and the text (to name an anchor in a message).
+struct yaml_walk {
+  std::vector<YAML::Node> open;
+  std::size_t nodes = 0;
+  std::string_view text;
+};
+/// The anchor written before `n` in the text (`&x`), or "" when it cannot be found.
+inline std::string anchor_before(const YAML::Node& n, std::string_view text) {
+  const auto pos = static_cast<std::size_t>(std::max(0, n.Mark().pos));
+  const std::size_t from = pos > 256 ? pos - 256 : 0;
+  const std::size_t amp = text.substr(0, std::min(pos + 1, text.size())).rfind('&');
+  if (amp == std::string_view::npos || amp < from) return "";
+  std::size_t e = amp + 1;
+  while (e < text.size() && std::string_view(" \t\r\n,[]{}").find(text[e]) == std::string_view::npos) ++e;
+  return std::string(text.substr(amp + 1, e - amp - 1));
+}
+/// Where a walk error is: the --set override, else "file:LINE: key".
+inline std::string walk_error_at(const yaml_doc& doc, const std::string& path) {
+  return doc.file.rfind("--set ", 0) == 0 || path.empty() ? doc.file : doc.at(path);
+}
+
+inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path, yaml_doc& doc,
+                                   yaml_walk& walk) {
+  for (const YAML::Node& above : walk.open)
+    if (above.is(n)) {
+      const std::string name = anchor_before(above, walk.text);
+      throw input_error(walk_error_at(doc, path),
+                        name.empty() ? "an alias refers to its own anchor"
+                                     : "alias *" + name + " refers to its own anchor &" + name);
+    }
+  if (++walk.nodes > max_yaml_nodes)
+    throw input_error(walk_error_at(doc, path),
+                      "alias expansion exceeds the limit of " + std::to_string(max_yaml_nodes) + " nodes");
+  if (walk.open.size() == max_yaml_depth)
+    throw input_error(walk_error_at(doc, path),
+                      "nested deeper than the limit of " + std::to_string(max_yaml_depth) + " levels");
+  nlohmann::json out;
+  walk.open.push_back(n);
   switch (n.Type()) {
-    case YAML::NodeType::Map: {
-      nlohmann::json out = nlohmann::json::object();
+    case YAML::NodeType::Map:
+      out = nlohmann::json::object();
       for (const auto& kv : n) {
         if (!kv.first.IsScalar())
           throw input_error(doc.file + ":" + std::to_string(kv.first.Mark().line + 1),
@@ -92,21 +135,22 @@ inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path,
         const std::string& name = utf8_text(kv.first, doc);
         const std::string key = path.empty() ? name : path + "." + name;
         doc.lines[key] = kv.first.Mark().line + 1;
-        out[name] = yaml_to_json(kv.second, key, doc);
+        out[name] = yaml_to_json(kv.second, key, doc, walk);
       }
-      return out;
-    }
-    case YAML::NodeType::Sequence: {
-      nlohmann::json out = nlohmann::json::array();
-      for (const auto& item : n) out.push_back(yaml_to_json(item, path, doc));
-      return out;
-    }
+      break;
+    case YAML::NodeType::Sequence:
+      out = nlohmann::json::array();
+      for (const auto& item : n) out.push_back(yaml_to_json(item, path, doc, walk));
+      break;
     case YAML::NodeType::Scalar:
       (void)utf8_text(n, doc);
-      return yaml_scalar(n);
+      out = yaml_scalar(n);
+      break;
     default:
-      return nullptr;
+      break;
   }
+  walk.open.pop_back();
+  return out;
 }
 
 /// Parses YAML text (`file` names it in errors); a syntax error names the line.
@@ -120,7 +164,9 @@ inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file
     throw input_error(doc.file + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
   }
   if (!root.IsMap()) throw input_error(doc.file, "expected a YAML mapping of config keys at the top level");
-  doc.root = yaml_to_json(root, "", doc);
+  yaml_walk walk;
+  walk.text = text;
+  doc.root = yaml_to_json(root, "", doc, walk);
   return doc;
 }
 /// Applies `key.path=value` overrides, as `tune run ... compile=True` and `llamafactory-cli train x.yaml
@@ -153,7 +199,9 @@ inline void apply_overrides(yaml_doc& doc, const std::vector<std::string>& overr
       if (dot == std::string::npos) break;
       start = dot + 1;
     }
-    *at = yaml_to_json(node, key, value);
+    yaml_walk walk;
+    walk.text = std::string_view(o).substr(eq + 1);
+    *at = yaml_to_json(node, key, value, walk);
     for (const auto& [k, line] : value.lines) doc.lines[k] = 0;
     doc.lines[key] = 0;
   }
@@ -217,7 +265,7 @@ inline std::vector<std::string> yaml_names(const yaml_doc& d, const nlohmann::js
       add(item.get<std::string>());
     }
   } else {
-    throw input_error(d.at(key), "must be a module name or a list of them, got " + v.dump());
+    throw input_error(d.at(key), "must be a module name or a list of them, got " + detail::json_excerpt(v));
   }
   return out;
 }

@@ -15,6 +15,14 @@
 namespace headroom::detail {
 using json = nlohmann::json;
 
+/// A value as an error quotes it: its JSON text, cut to 60 characters (a 10 KB value made a 10 KB message).
+inline std::string json_excerpt(const json& v) {
+  constexpr std::size_t most = 60;
+  std::string text = v.dump();
+  if (text.size() > most) text = text.substr(0, most - 3) + "...";
+  return text;
+}
+
 inline std::string key_path(const std::string& origin, std::string_view key) {
   return origin + ": /" + std::string(key);
 }
@@ -30,16 +38,17 @@ inline std::uint64_t read_count(const json& j, std::string_view key, const std::
   const auto it = j.find(key);
   if (it == j.end()) throw input_error(key_path(origin, key), "missing required key");
   const std::string field = key_path(origin, key);
-  if (!it->is_number_integer()) throw input_error(field, "must be a positive integer, got " + it->dump());
+  if (!it->is_number_integer())
+    throw input_error(field, "must be a positive integer, got " + json_excerpt(*it));
   // Parsed JSON gives non-negative integers as unsigned; json built in code may hold them signed.
   if (it->is_number_unsigned() || it->get<std::int64_t>() >= 0) {
     const auto v = it->is_number_unsigned() ? it->get<std::uint64_t>()
                                             : static_cast<std::uint64_t>(it->get<std::int64_t>());
     if (v == 0) throw input_error(field, "must be a positive integer, got 0");
-    if (v > limit) throw input_error(field, "is absurdly large (" + it->dump() + ")");
+    if (v > limit) throw input_error(field, "is absurdly large (" + json_excerpt(*it) + ")");
     return v;
   }
-  throw input_error(field, "must be a positive integer, got " + it->dump());
+  throw input_error(field, "must be a positive integer, got " + json_excerpt(*it));
 }
 inline std::uint64_t read_count_or(const json& j, std::string_view key, const std::string& origin,
                                    std::uint64_t fallback, std::uint64_t limit = max_dimension) {
@@ -49,7 +58,8 @@ inline std::uint64_t read_count_or(const json& j, std::string_view key, const st
 inline bool read_bool_or(const json& j, std::string_view key, const std::string& origin, bool fallback) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_boolean()) throw input_error(key_path(origin, key), "must be true or false, got " + it->dump());
+  if (!it->is_boolean())
+    throw input_error(key_path(origin, key), "must be true or false, got " + json_excerpt(*it));
   return it->get<bool>();
 }
 /// A key that is either null or a positive number (a cap, a scale): whether it is set.
@@ -59,7 +69,7 @@ inline bool read_optional_number(const json& j, std::string_view key, const std:
   if (it == j.end()) return fallback;
   if (it->is_null()) return false;
   if (!it->is_number() || !(it->get<double>() > 0))
-    throw input_error(key_path(origin, key), "must be a positive number or null, got " + it->dump());
+    throw input_error(key_path(origin, key), "must be a positive number or null, got " + json_excerpt(*it));
   return true;
 }
 /// A dropout probability in [0, 1) (0 when absent or null): whether dropout runs in training.
@@ -67,7 +77,7 @@ inline bool read_dropout(const json& j, std::string_view key, const std::string&
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return false;
   if (!it->is_number() || !(it->get<double>() >= 0 && it->get<double>() < 1))
-    throw input_error(key_path(origin, key), "must be a probability in [0, 1), got " + it->dump());
+    throw input_error(key_path(origin, key), "must be a probability in [0, 1), got " + json_excerpt(*it));
   return it->get<double>() > 0;
 }
 /// The RoPE width int(head_dim · fraction) from a fraction key (GPT-NeoX rotary_pct, partial_rotary_factor);
@@ -91,7 +101,8 @@ inline std::string read_string_or(const json& j, std::string_view key, const std
                                   std::string fallback) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return fallback;
-  if (!it->is_string()) throw input_error(key_path(origin, key), "must be a string, got " + it->dump());
+  if (!it->is_string())
+    throw input_error(key_path(origin, key), "must be a string, got " + json_excerpt(*it));
   return it->get<std::string>();
 }
 /// A count that may be 0 (absent or null: `fallback`).
