@@ -1,5 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Effective batch (W23), gradient-accumulation normalisation (W22), padding and packing.
+#include <limits>
+
+#include <headroom/activations/config.hpp>
 #include <headroom/batching.hpp>
 #include <headroom/packing.hpp>
 
@@ -8,6 +11,7 @@
 using namespace headroom;
 
 static_assert(effective_batch(2, 8) == 16);
+static_assert(max_pad_to_multiple == max_workload_seq_len);  // packing.hpp cannot include the config header
 
 TEST_CASE("W23: effective batch = micro-batch x accumulation x ranks", "[batching][worked]") {
   CHECK(effective_batch(2, 8) == 16);  // Unsloth's starting point
@@ -67,6 +71,66 @@ TEST_CASE("Best-fit decreasing fills rows without overflowing them", "[packing][
   CHECK(rows.size() <= expected / 2048 + expected / 2048 / 10 + 2);  // within ~10% of the lower bound
   test::require_input_error([] { (void)summarize_lengths({}, 2, 1024); }, "lengths");
   test::require_input_error([] { (void)summarize_lengths({5, 0}, 2, 1024); }, "length 0");
+}
+
+namespace {
+// The scan pack_best_fit_decreasing replaced (O(n^2)): the fullest row with room, found by walking every row.
+std::vector<std::uint64_t> bfd_by_scan(std::vector<std::uint64_t> lengths, std::uint64_t max_length) {
+  std::sort(lengths.begin(), lengths.end(), [](std::uint64_t a, std::uint64_t b) { return a > b; });
+  std::vector<std::uint64_t> rows;
+  for (std::uint64_t len : lengths) {
+    len = std::min(len, max_length);
+    std::size_t best = rows.size();
+    for (std::size_t i = 0; i < rows.size(); ++i)
+      if (max_length - rows[i] >= len && (best == rows.size() || rows[i] > rows[best])) best = i;
+    if (best == rows.size())
+      rows.push_back(len);
+    else
+      rows[best] += len;
+  }
+  return rows;
+}
+}  // namespace
+
+TEST_CASE(
+    "Best-fit decreasing in O(n log n) gives the scan's rows; one huge length costs no memory (CR-17..24)",
+    "[packing][property]") {
+  std::uint64_t x = 12345;
+  for (std::uint64_t max_length : {64u, 1000u, 2048u}) {
+    std::vector<std::uint64_t> lengths;
+    for (int i = 0; i < 2000; ++i) {
+      x = x * 6364136223846793005u + 1442695040888963407u;  // Knuth's MMIX LCG: a fixed sequence
+      lengths.push_back((x >> 33) % (max_length + max_length / 4) + 1);
+    }
+    INFO("max_length " << max_length);
+    CHECK(pack_best_fit_decreasing(lengths, max_length) == bfd_by_scan(lengths, max_length));
+  }
+  // TRL bfd_split: 999,999,999,999 tokens in rows of 2048 are 488,281,249 full rows and one of 2,047.
+  const packed_rows split = pack_rows({999'999'999'999, 100}, 2048, true);
+  CHECK(split.full == 488'281'249);
+  CHECK(split.partial == std::vector<std::uint64_t>{2047, 100});
+  CHECK(pack_rows({999'999'999'999, 100}, 2048, true).count() == 488'281'251);
+  CHECK(pack_rows({std::numeric_limits<std::uint64_t>::max()}, 1, true).full ==
+        std::numeric_limits<std::uint64_t>::max());
+  test::require_input_error(
+      [] {
+        (void)pack_rows({std::numeric_limits<std::uint64_t>::max(), 1}, 1, true).count();
+      },
+      "packed rows");
+  test::require_input_error([] { (void)pack_best_fit_decreasing({999'999'999'999}, 2048, true); }, "lengths",
+                            "pack_rows");
+  // The peak micro-batch of 8 over those rows: 8 full rows, never a list of half a billion.
+  batching_config c{batch_layout::padding_free, true, true};
+  CHECK(peak_batch_shape({999'999'999'999}, 8, 2048, c).seq_len == 8 * 2048);
+  const std::vector<std::uint64_t> many(1'000'000, 1500);  // a million rows of one sequence each, at once
+  CHECK(pack_rows(many, 2048).count() == 1'000'000);
+  // pad_to_multiple_of: bounded, and rounding never wraps (API-02).
+  batching_config huge;
+  huge.pad_to_multiple = std::numeric_limits<std::uint64_t>::max();
+  test::require_input_error([&] { (void)peak_batch_shape({5}, 1, 8, huge); }, "pad_to_multiple_of",
+                            "67108864");
+  huge.pad_to_multiple = max_pad_to_multiple;
+  CHECK(peak_batch_shape({5}, 1, 8, huge).seq_len == max_pad_to_multiple);
 }
 
 TEST_CASE("Variable-length batches: the longest padded batch or the packed length sets the peak shape",

@@ -460,6 +460,10 @@ expect "CR-18 absurd length json" 2 'huge.json: /0: length 18446744073709551615 
 mkfifo "$hostile/fifo.csv"
 expect "CR-20 lengths fifo" 2 'fifo.csv: is not a regular file' -- --preset qwen3-1.7b --lengths "$hostile/fifo.csv"
 expect "CR-22 lengths device" 2 '/dev/zero: is not a regular file' -- --preset qwen3-1.7b --lengths /dev/zero
+awk 'BEGIN { for (i = 1; i <= 1000000; ++i) print (i * 7919) % 2048 + 1 }' >"$hostile/m1.csv"
+printf '{"packing":true,"max_length":2048,"per_device_train_batch_size":8,"model_init_kwargs":{"attn_implementation":"flash_attention_2"}}' >"$hostile/packbfd.json"
+expect "CR-24 bfd of a million lengths" 0 'the packed length sets the peak: 1 x 16384 tokens' -- --preset qwen3-1.7b --training-args "$hostile/packbfd.json" --lengths "$hostile/m1.csv"
+expect "API-14 fit beyond the cap" 2 '^error: budget: holds even seq_len 67108864, the largest the estimate prices' -- --preset qwen3-1.7b --method qlora --fit seq-len --budget-gb 1e9
 printf '\xef\xbb\xbf512\n1024\n' >"$hostile/bom.csv"
 expect "lengths BOM" 0 '^lengths +2 sequences from .*: .*1 x 1024 tokens' -- --preset qwen3-1.7b --lengths "$hostile/bom.csv"
 rm -rf "$hostile"
@@ -554,6 +558,10 @@ expect "gpu hours json" 0 '"gpu_hours": [0-9]' -- --preset qwen3-1.7b --gpu a100
 expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu rtx-4090 --method lora --batch 4 --lengths "$data/../../examples/data/chat_lengths.csv"
 expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
 expect "t4 bf16" 2 'no bf16 support: use fp16 with loss scaling' -- --preset qwen3-1.7b --gpu t4
+million=$(mktemp --suffix=.csv)
+awk 'BEGIN { for (i = 1; i <= 1000000; ++i) print (i * 7919) % 2048 + 1 }' >"$million"
+expect "CR-23 a million lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu h100-sxm --lengths "$million"
+rm -f "$million"
 expect "t4 fp16" 0 'MFU' -- --preset qwen3-1.7b --gpu t4 --method lora --precision fp16-autocast
 expect "bad convention" 2 "--flops-convention: unknown 'kaplan'; valid: 6n, palm, megatron" -- --gpu h100-sxm --flops-convention kaplan
 expect "bad tps" 2 "--tokens-per-second: expected a decimal number.*got '-5'" -- --gpu h100-sxm --tokens-per-second=-5
@@ -597,6 +605,11 @@ expect "wsd needs decay" 2 'num_decay_steps: is required' -- --type warmup_stabl
 expect "bad type" 2 "--type: unknown 'onecycle'" -- --type onecycle --total 100
 expect "no total" 2 'total' -- --type cosine
 expect "bad warmup" 2 'warmup_steps: a value >= 1 must be a whole number' -- --type cosine --total 100 --warmup 2.5
+expect "min-lr on linear" 2 'min_lr: is not an argument of the linear schedule \(transformers get_scheduler would raise a TypeError\)' -- --type linear --min-lr 1e-6 --total 100
+expect "min-lr above peak" 2 'min_lr: must be in \[0, the peak learning rate' -- --type cosine_with_min_lr --peak 1e-5 --min-lr 1 --total 100
+expect "min-lr-rate 2" 2 'min_lr_rate: must be in \[0, 1\], got 2' -- --type cosine_with_min_lr --min-lr-rate 2 --total 100
+expect "warmup past total" 2 'warmup_steps: 200 exceed num_training_steps 100' -- --type cosine --warmup 200 --total 100
+expect "constant warmup" 2 'warmup_steps: the constant schedule has no warmup' -- --type constant --warmup 50 --total 100
 
 [[ -n $golden ]] && golden_finish
 echo "$passed passed, $failed failed"

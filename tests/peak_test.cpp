@@ -136,7 +136,14 @@ TEST_CASE("The batch solver (--fit batch) is exact, and nothing fits a budget be
   CHECK_FALSE(fits(qwen4, r, gb24));
   CHECK(max_batch(llama8, run_config{}, gb24) == 0);
   CHECK(max_seq_len(llama8, run_config{}, gb24) == 0);
-  CHECK(max_seq_len(qwen4, qlora_run(), bytes(std::uint64_t{1} << 60)) == max_solver_seq_len);
+  // A budget that holds the solver's cap has no boundary: refused, not answered with the cap (API-14).
+  test::require_input_error([] { (void)max_seq_len(qwen4, qlora_run(), bytes(std::uint64_t{1} << 60)); },
+                            "budget", "67108864", "no boundary");
+  test::require_input_error([] { (void)max_batch(qwen4, qlora_run(), bytes(~std::uint64_t{0})); }, "budget",
+                            "batch 16777216");
+  test::require_input_error(
+      [] { (void)fit_largest(qwen4, qlora_run(), bytes(~std::uint64_t{0}), fit_dimension::seq_len); },
+      "budget");
 }
 
 TEST_CASE("The peak grows with sequence length, batch and rank", "[peak][property]") {

@@ -1,5 +1,7 @@
 // SPDX-License-Identifier: MIT
 // transformers' lr_scheduler_type formulas (optimization.py), the course's W26 and W27.
+#include <cmath>
+
 #include <headroom/schedules.hpp>
 
 #include "catch.hpp"
@@ -109,6 +111,39 @@ TEST_CASE("Schedule settings are validated with the field named", "[schedules][e
   c = course(schedule_type::linear);
   c.total_steps = 0;
   test::require_input_error([&] { validate(c); }, "num_training_steps");
+  // API-07..09 and the schedules' own arguments: a key the schedule function lacks is transformers'
+  // TypeError.
+  c = course(schedule_type::polynomial);
+  c.power = std::nan("");
+  test::require_input_error([&] { validate(c); }, "power");
+  c = course(schedule_type::cosine);
+  c.num_cycles = -1;
+  test::require_input_error([&] { validate(c); }, "num_cycles", "(0, 1e6]");
+  c = course(schedule_type::cosine_with_min_lr);
+  c.min_lr = 1;  // above the peak 2e-4
+  test::require_input_error([&] { validate(c); }, "min_lr", "peak learning rate");
+  c.min_lr.reset();
+  c.min_lr_rate = 2;
+  test::require_input_error([&] { validate(c); }, "min_lr_rate", "[0, 1]");
+  c.min_lr_rate = 0.1;
+  CHECK_NOTHROW(validate(c));
+  c = course(schedule_type::linear);
+  c.min_lr = 1e-6;
+  test::require_input_error([&] { validate(c); }, "min_lr", "linear schedule", "TypeError");
+  c = course(schedule_type::linear);
+  c.num_cycles = 2;
+  test::require_input_error([&] { validate(c); }, "num_cycles", "linear");
+  c = course(schedule_type::linear);
+  c.warmup_steps = 101;
+  test::require_input_error([&] { validate(c); }, "warmup_steps", "101 exceed num_training_steps 100");
+  c = course(schedule_type::constant);  // get_scheduler builds constant with no warmup argument
+  test::require_input_error([&] { validate(c); }, "warmup_steps", "constant_with_warmup");
+  c.warmup_steps = 0;
+  CHECK_NOTHROW(validate(c));
+  c = course(schedule_type::warmup_stable_decay);
+  c.num_decay_steps = 20;
+  c.min_lr_ratio = std::nan("");
+  test::require_input_error([&] { validate(c); }, "min_lr_ratio");
   CHECK(parse_choice(schedule_names, "warmup_stable_decay", "--type") == schedule_type::warmup_stable_decay);
   test::require_input_error([] { (void)parse_choice(schedule_names, "onecycle", "--type"); }, "--type",
                             "unknown 'onecycle'", "cosine_with_restarts");

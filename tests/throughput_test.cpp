@@ -151,6 +151,33 @@ TEST_CASE("Throughput sanity: one GPU's roofline, layouts it cannot time refused
   run_config dp = r;
   dp.parallel.data_parallel = 8;
   test::require_input_error([&] { (void)predict_throughput(qwen17, dp, h100); }, "--gpus", "all-reduce");
+  // The library checks what it divides by (API-03..06, API-10).
+  run_config empty = r;
+  empty.activations.batch = 0;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, empty, h100); }, "batch", "positive");
+  gpu_info bad_gpu = h100;
+  bad_gpu.bandwidth_gb_s = 0;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, r, bad_gpu); }, "bandwidth_gb_s",
+                            "[1, 1e5]");
+  bad_gpu = h100;
+  bad_gpu.bf16_tflops = 0.0;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, r, bad_gpu); }, "bf16_tflops");
+  bad_gpu.bf16_tflops = std::nan("");
+  test::require_input_error([&] { (void)predict_throughput(qwen17, r, bad_gpu); }, "bf16_tflops", "nan");
+  test::require_input_error([] { (void)utilisation(HUGE_VAL, flops(1e9), flops(1e15)); }, "tokens_per_second",
+                            "finite");
+  test::require_input_error([] { (void)utilisation(1e3, flops(1e9), flops(std::nan(""))); }, "peak");
+  // A GPU file's figures are read in the same ranges (API-13): 1e308 GB/s and a denormal peak are refused.
+  const nlohmann::json file = {{"name", "x"},
+                               {"memory_gb", 80},
+                               {"memory_bandwidth_gb_s", 1e308},
+                               {"dense_tflops", {{"bf16", 989.4}}}};
+  test::require_input_error([&] { (void)gpu_from_json(file, "x.json"); }, "x.json", "memory_bandwidth_gb_s",
+                            "[1, 1e5]", "1e+308");
+  nlohmann::json denormal = file;
+  denormal["memory_bandwidth_gb_s"] = 3350;
+  denormal["dense_tflops"]["bf16"] = 1e-300;
+  test::require_input_error([&] { (void)gpu_from_json(denormal, "x.json"); }, "bf16", "[0.01, 1e6]");
   roofline_config tiny;
   tiny.matmul_efficiency = 0.001;
   test::require_input_error([&] { (void)predict_throughput(qwen17, r, h100, tiny); }, "matmul_efficiency",

@@ -5,6 +5,7 @@
 
 #include <array>
 #include <cstdint>
+#include <limits>
 #include <string_view>
 
 #include "activations/estimate.hpp"
@@ -167,8 +168,13 @@ constexpr layer_macs macs_per_token(const model_shape& m, const training_setup& 
 
 /// Model FLOPs utilisation from a measured rate: tokens/s · FLOPs/token / peak FLOP/s (W33).
 [[nodiscard]] constexpr double utilisation(double tokens_per_second, flops per_token, flops peak) {
-  if (!(tokens_per_second > 0)) detail::fail("tokens_per_second", "must be a positive number");
-  if (!(peak.count() > 0)) detail::fail("peak FLOP/s", "must be positive");
+  constexpr double largest = std::numeric_limits<double>::max();  // the comparisons refuse NaN and inf too
+  if (!(tokens_per_second > 0 && tokens_per_second <= largest))
+    detail::fail("tokens_per_second", "must be a finite positive number");
+  if (!(peak.count() > 0 && peak.count() <= largest))
+    detail::fail("peak FLOP/s", "must be finite and positive");
+  if (!(per_token.count() >= 0 && per_token.count() <= largest))
+    detail::fail("FLOPs per token", "must be finite and not negative");
   return tokens_per_second * per_token.count() / peak.count();
 }
 

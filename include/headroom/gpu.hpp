@@ -7,11 +7,17 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include "error.hpp"
 #include "units.hpp"
 
 namespace headroom {
+
+/// The ranges a GPU's datasheet figures are taken in: far beyond every card catalogued (T4 320 GB/s to B200
+/// 8,000 GB/s; 65 to 4,500 dense TFLOP/s), near enough that a typo or a denormal is refused, not priced.
+inline constexpr double min_bandwidth_gb_s = 1, max_bandwidth_gb_s = 1e5;
+inline constexpr double min_tflops = 0.01, max_tflops = 1e6;
 
 /// The dtype a step's matmuls run in, for the peak FLOP/s.
 enum class compute_dtype : std::uint8_t { bf16, fp16, tf32, fp8 };
@@ -48,5 +54,20 @@ struct gpu_info {
     return flops(**tf * 1e12);
   }
 };
+
+/// Checks a GPU's figures before a prediction divides by them; throws input_error naming the field.
+inline void validate(const gpu_info& g) {
+  if (!(g.bandwidth_gb_s >= min_bandwidth_gb_s && g.bandwidth_gb_s <= max_bandwidth_gb_s))
+    throw input_error(g.name + ": bandwidth_gb_s",
+                      std::string("must be in [1, 1e5] GB/s, got ") + std::to_string(g.bandwidth_gb_s));
+  const std::pair<const char*, const std::optional<double>*> peaks[] = {{"bf16_tflops", &g.bf16_tflops},
+                                                                        {"fp16_tflops", &g.fp16_tflops},
+                                                                        {"tf32_tflops", &g.tf32_tflops},
+                                                                        {"fp8_tflops", &g.fp8_tflops}};
+  for (const auto& [key, v] : peaks)
+    if (v->has_value() && !(**v >= min_tflops && **v <= max_tflops))
+      throw input_error(g.name + ": " + key,
+                        std::string("must be in [0.01, 1e6] TFLOP/s, got ") + std::to_string(**v));
+}
 
 }  // namespace headroom

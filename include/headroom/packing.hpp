@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <array>
 #include <cstdint>
+#include <set>
 #include <string>
 #include <string_view>
 #include <utility>
@@ -44,38 +45,63 @@ struct padding_summary {
   }
 };
 
-/// Best-fit decreasing: longest first, each into the fullest row that still has room, else a new row.
-/// Returns each row's token count. TRL's "bfd" truncates a sequence longer than a row; "bfd_split"
-/// (`split_overflow`) cuts it into row-sized pieces first (trl/data_utils.py, pack_dataset).
-[[nodiscard]] inline std::vector<std::uint64_t> pack_best_fit_decreasing(std::vector<std::uint64_t> lengths,
-                                                                         std::uint64_t max_length,
-                                                                         bool split_overflow = false) {
-  if (max_length == 0) throw input_error("max_length", "must be a positive integer");
-  if (split_overflow) {
-    std::vector<std::uint64_t> pieces;
-    for (std::uint64_t len : lengths) {
-      for (; len > max_length; len -= max_length) pieces.push_back(max_length);
-      if (len != 0) pieces.push_back(len);
-    }
-    lengths = std::move(pieces);
+/// Best-fit-decreasing rows. A sequence at least max_length long fills rows on its own (TRL's "bfd"
+/// truncates it to one, "bfd_split" cuts it into whole rows and a remainder); those rows are counted, never
+/// listed, so one huge length costs no memory. Every other row is listed by its token count.
+struct packed_rows {
+  std::uint64_t full = 0;              ///< rows of exactly max_length tokens cut from one sequence
+  std::vector<std::uint64_t> partial;  ///< every other row's tokens, in the order the rows were opened
+  [[nodiscard]] std::uint64_t count() const {
+    return detail::checked_add(full, partial.size(), "packed rows");
   }
-  std::sort(lengths.begin(), lengths.end(), [](std::uint64_t a, std::uint64_t b) { return a > b; });
-  std::vector<std::uint64_t> rows;
-  std::vector<std::pair<std::uint64_t, std::size_t>> by_room;  // (remaining room, row), sorted by room
-  for (std::uint64_t len : lengths) {
-    len = std::min(len, max_length);  // TRL's bfd truncates overflow
-    const auto it = std::lower_bound(by_room.begin(), by_room.end(), std::make_pair(len, std::size_t{0}));
-    std::size_t row = rows.size();
+};
+
+/// Best-fit decreasing: longest first, each into the fullest row that still has room, else a new row
+/// (trl/data_utils.py, pack_dataset's _pack_bfd). The open rows sit in a set ordered by room, so each
+/// placement is one O(log n) search: the same rows as a scan, in O(n log n).
+[[nodiscard]] inline packed_rows pack_rows(const std::vector<std::uint64_t>& lengths,
+                                           std::uint64_t max_length, bool split_overflow = false) {
+  if (max_length == 0) throw input_error("max_length", "must be a positive integer");
+  packed_rows out;
+  std::vector<std::uint64_t> rest;
+  rest.reserve(lengths.size());
+  for (const std::uint64_t len : lengths) {
+    if (len < max_length) {
+      if (len != 0) rest.push_back(len);
+      continue;
+    }
+    out.full = detail::checked_add(out.full, split_overflow ? len / max_length : 1, "packed rows");
+    if (split_overflow && len % max_length != 0) rest.push_back(len % max_length);
+  }
+  std::sort(rest.begin(), rest.end(), [](std::uint64_t a, std::uint64_t b) { return a > b; });
+  std::set<std::pair<std::uint64_t, std::size_t>> by_room;  // (room left, row): the smallest room first
+  for (const std::uint64_t len : rest) {
+    const auto it = by_room.lower_bound({len, 0});
+    std::size_t row = out.partial.size();
     if (it == by_room.end()) {
-      rows.push_back(len);
+      out.partial.push_back(len);
     } else {
       row = it->second;
       by_room.erase(it);
-      rows[row] += len;
+      out.partial[row] += len;
     }
-    const auto entry = std::make_pair(max_length - rows[row], row);
-    by_room.insert(std::lower_bound(by_room.begin(), by_room.end(), entry), entry);
+    if (out.partial[row] < max_length) by_room.emplace(max_length - out.partial[row], row);
   }
+  return out;
+}
+
+/// The most rows pack_best_fit_decreasing lists; pack_rows counts any number.
+inline constexpr std::uint64_t max_listed_rows = std::uint64_t{1} << 26;
+
+/// Each best-fit-decreasing row's token count: the full rows first, as the longest sequences open them.
+[[nodiscard]] inline std::vector<std::uint64_t> pack_best_fit_decreasing(
+    const std::vector<std::uint64_t>& lengths, std::uint64_t max_length, bool split_overflow = false) {
+  packed_rows p = pack_rows(lengths, max_length, split_overflow);
+  if (p.count() > max_listed_rows)
+    throw input_error("lengths", std::string("pack into ") + std::to_string(p.count()) + " rows, more than " +
+                                     std::to_string(max_listed_rows) + " listed: count them with pack_rows");
+  std::vector<std::uint64_t> rows(static_cast<std::size_t>(p.full), max_length);
+  rows.insert(rows.end(), p.partial.begin(), p.partial.end());
   return rows;
 }
 
@@ -109,7 +135,7 @@ struct padding_summary {
   std::vector<std::uint64_t> sorted = clipped;
   std::sort(sorted.begin(), sorted.end());
   s.grouped_padded_tokens = padded(sorted);
-  s.packed_rows = pack_best_fit_decreasing(clipped, max_length).size();
+  s.packed_rows = pack_rows(clipped, max_length).count();
   return s;
 }
 
@@ -135,6 +161,10 @@ struct batching_config {
   std::uint64_t pad_to_multiple = 1;  ///< pad_to_multiple_of (padded layout), tokens
 };
 
+/// The largest pad_to_multiple_of taken: 2^26 tokens, the longest sequence an estimate prices
+/// (max_workload_seq_len, activations/config.hpp; batching_test checks they agree).
+inline constexpr std::uint64_t max_pad_to_multiple = std::uint64_t{1} << 26;
+
 /// The micro-batch that sets the memory peak for a dataset of lengths, and why.
 struct peak_micro_batch {
   std::uint64_t batch = 0;      ///< rows in that micro-batch
@@ -156,7 +186,10 @@ struct peak_micro_batch {
   if (lengths.empty()) throw input_error("lengths", "no sequence lengths given");
   if (batch == 0) throw input_error("batch", "must be a positive integer");
   if (max_length == 0) throw input_error("max_length", "must be a positive integer");
-  if (c.pad_to_multiple == 0) throw input_error("pad_to_multiple_of", "must be a positive integer");
+  if (c.pad_to_multiple == 0 || c.pad_to_multiple > max_pad_to_multiple)
+    throw input_error("pad_to_multiple_of", std::string("must be an integer in [1, ") +
+                                                std::to_string(max_pad_to_multiple) + "] tokens, got " +
+                                                std::to_string(c.pad_to_multiple));
   peak_micro_batch p;
   p.layout = c.layout;
   p.sequences = lengths.size();
@@ -168,9 +201,9 @@ struct peak_micro_batch {
   const std::uint64_t rows = std::min<std::uint64_t>(batch, lengths.size());
   switch (c.layout) {
     case batch_layout::padded: {
-      const std::uint64_t m = c.pad_to_multiple;
+      const std::uint64_t m = c.pad_to_multiple;  // round up without forming longest + m - 1
       p.batch = rows;
-      p.seq_len = detail::checked_mul((p.longest + m - 1) / m, m, "padded length");
+      p.seq_len = detail::checked_mul(p.longest / m + (p.longest % m != 0 ? 1 : 0), m, "padded length");
       break;
     }
     case batch_layout::max_length:  // padded to max_length, or full rows cut from the stream: the same shape
@@ -179,14 +212,21 @@ struct peak_micro_batch {
       p.seq_len = max_length;
       break;
     case batch_layout::padding_free: {  // the `batch` fullest rows, flattened into one
-      std::vector<std::uint64_t> sizes =
-          c.bfd_packed ? pack_best_fit_decreasing(lengths, max_length, c.split_overflow) : lengths;
-      if (!c.bfd_packed)
+      p.batch = 1;
+      std::vector<std::uint64_t> sizes;
+      if (c.bfd_packed) {
+        packed_rows packed = pack_rows(lengths, max_length, c.split_overflow);
+        const std::uint64_t whole = std::min(batch, packed.full);
+        p.seq_len = detail::checked_mul(whole, max_length, "flattened tokens");
+        batch -= whole;
+        sizes = std::move(packed.partial);
+      } else {
+        sizes = lengths;
         for (std::uint64_t& len : sizes) len = std::min(len, max_length);
+      }
       const auto take = static_cast<std::ptrdiff_t>(std::min<std::uint64_t>(batch, sizes.size()));
       std::partial_sort(sizes.begin(), sizes.begin() + take, sizes.end(),
                         [](std::uint64_t a, std::uint64_t b) { return a > b; });
-      p.batch = 1;
       for (std::ptrdiff_t i = 0; i < take; ++i)
         p.seq_len = detail::checked_add(p.seq_len, sizes[static_cast<std::size_t>(i)], "flattened tokens");
       break;

@@ -582,16 +582,36 @@ std::uint64_t largest_fitting_run(const model_spec& spec, run_config r, bytes bu
 }
 }  // namespace detail
 
-/// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none).
+namespace detail {
+/// A budget that holds the solver's cap has no boundary the estimate can find: refused, never answered with
+/// the cap as if it were the boundary.
+inline std::uint64_t below_cap(std::uint64_t v, std::uint64_t cap, const char* what) {
+  if (v != cap) return v;
+  std::string why = "holds even ";
+  why += what;
+  why += ' ';
+  why += std::to_string(cap);
+  why += ", the largest the estimate prices: it has no boundary below that";
+  throw input_error("budget", why);
+}
+}  // namespace detail
+
+/// The longest sequence length that fits: fits at the answer, not at answer + 1 (0 if none). Throws
+/// input_error when even max_solver_seq_len fits.
 [[nodiscard]] inline std::uint64_t max_seq_len(const model_spec& spec, const run_config& r, bytes budget) {
-  return detail::largest_fitting_run(spec, r, budget, max_solver_seq_len,
-                                     [](run_config& c, std::uint64_t v) { c.activations.seq_len = v; });
+  return detail::below_cap(
+      detail::largest_fitting_run(spec, r, budget, max_solver_seq_len,
+                                  [](run_config& c, std::uint64_t v) { c.activations.seq_len = v; }),
+      max_solver_seq_len, "seq_len");
 }
 
-/// The largest micro-batch that fits: fits at the answer, not at answer + 1 (0 if none).
+/// The largest micro-batch that fits: fits at the answer, not at answer + 1 (0 if none). Throws input_error
+/// when even max_solver_batch fits.
 [[nodiscard]] inline std::uint64_t max_batch(const model_spec& spec, const run_config& r, bytes budget) {
-  return detail::largest_fitting_run(spec, r, budget, max_solver_batch,
-                                     [](run_config& c, std::uint64_t v) { c.activations.batch = v; });
+  return detail::below_cap(
+      detail::largest_fitting_run(spec, r, budget, max_solver_batch,
+                                  [](run_config& c, std::uint64_t v) { c.activations.batch = v; }),
+      max_solver_batch, "batch");
 }
 
 /// A data-parallel layout the GPU-count solver tries, simplest (least communication) first.

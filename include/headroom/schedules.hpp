@@ -8,7 +8,9 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 
+#include "choices.hpp"
 #include "detail/math.hpp"
 #include "error.hpp"
 #include "memory.hpp"
@@ -104,19 +106,69 @@ inline double min_lr_rate_of(const schedule_config& c) {
 }
 }  // namespace detail
 
+namespace detail {
+/// A rate in [0, 1] (NaN is not).
+inline void check_rate(std::optional<double> v, const char* key) {
+  if (v && !(*v >= 0 && *v <= 1))
+    throw input_error(key, std::string("must be in [0, 1], got ") + std::to_string(*v));
+}
+/// Whether `type`'s schedule function takes `key` (transformers optimization.py: get_scheduler passes
+/// lr_scheduler_kwargs on as keyword arguments, so a key the function lacks is a TypeError there).
+inline bool takes_kwarg(schedule_type type, std::string_view key) {
+  using t = schedule_type;
+  const bool min_lr_family = type == t::cosine_with_min_lr || type == t::cosine_warmup_with_min_lr;
+  if (key == "num_cycles")
+    return type == t::cosine || type == t::cosine_with_restarts || min_lr_family ||
+           type == t::warmup_stable_decay;
+  if (key == "min_lr" || key == "min_lr_rate") return min_lr_family;
+  if (key == "warmup_lr_rate") return type == t::cosine_warmup_with_min_lr;
+  if (key == "timescale") return type == t::inverse_sqrt;
+  return type == t::warmup_stable_decay;  // num_decay_steps, num_stable_steps
+}
+}  // namespace detail
+
 /// Checks the settings once; throws input_error naming the field.
 inline void validate(const schedule_config& c) {
   if (!detail::math::isfinite(c.peak_lr) || c.peak_lr <= 0)
     throw input_error("learning_rate", "must be a positive number");
   if (c.total_steps == 0) throw input_error("num_training_steps", "must be a positive integer");
-  if (c.type == schedule_type::polynomial && !(c.peak_lr > c.lr_end))
-    throw input_error("lr_end", "must be below the initial learning rate (polynomial)");
+  const std::string_view name = choice_name(schedule_names, c.type);
+  const std::pair<const char*, bool> given[] = {{"num_cycles", c.num_cycles.has_value()},
+                                                {"min_lr", c.min_lr.has_value()},
+                                                {"min_lr_rate", c.min_lr_rate.has_value()},
+                                                {"warmup_lr_rate", c.warmup_lr_rate.has_value()},
+                                                {"timescale", c.timescale.has_value()},
+                                                {"num_decay_steps", c.num_decay_steps.has_value()},
+                                                {"num_stable_steps", c.num_stable_steps.has_value()}};
+  for (const auto& [key, set] : given)
+    if (set && !detail::takes_kwarg(c.type, key))
+      throw input_error(key, std::string("is not an argument of the ") + std::string(name) +
+                                 " schedule (transformers get_scheduler would raise a TypeError)");
+  if (c.warmup_steps > c.total_steps)
+    throw input_error("warmup_steps", std::to_string(c.warmup_steps) + " exceed num_training_steps " +
+                                          std::to_string(c.total_steps) + ": the peak is never reached");
+  if (c.type == schedule_type::constant && c.warmup_steps != 0)
+    throw input_error("warmup_steps",
+                      "the constant schedule has no warmup (get_scheduler passes none): "
+                      "use constant_with_warmup");
+  if (c.num_cycles && !(*c.num_cycles > 0 && *c.num_cycles <= 1e6))
+    throw input_error("num_cycles", "must be a number in (0, 1e6]");
+  if (c.type == schedule_type::polynomial) {
+    if (!(c.power >= 0 && c.power <= 1e6)) throw input_error("power", "must be a number in [0, 1e6]");
+    if (!(c.lr_end >= 0 && c.peak_lr > c.lr_end))
+      throw input_error("lr_end", "must be at least 0 and below the initial learning rate (polynomial)");
+  }
   if (c.type == schedule_type::warmup_stable_decay) {
     if (!c.num_decay_steps) throw input_error("num_decay_steps", "is required by warmup_stable_decay");
     if (!c.num_stable_steps && c.warmup_steps + *c.num_decay_steps > c.total_steps)
       throw input_error("num_decay_steps", "warmup + decay exceed the total steps");
-    if (c.min_lr_ratio < 0 || c.min_lr_ratio > 1) throw input_error("min_lr_ratio", "must be in [0, 1]");
+    if (!(c.min_lr_ratio >= 0 && c.min_lr_ratio <= 1)) throw input_error("min_lr_ratio", "must be in [0, 1]");
   }
+  detail::check_rate(c.min_lr_rate, "min_lr_rate");
+  detail::check_rate(c.warmup_lr_rate, "warmup_lr_rate");
+  if (c.min_lr && !(*c.min_lr >= 0 && *c.min_lr <= c.peak_lr))
+    throw input_error(
+        "min_lr", std::string("must be in [0, the peak learning rate ") + std::to_string(c.peak_lr) + "]");
   if (c.type == schedule_type::cosine_with_min_lr || c.type == schedule_type::cosine_warmup_with_min_lr)
     (void)detail::min_lr_rate_of(c);
 }

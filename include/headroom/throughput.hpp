@@ -356,12 +356,15 @@ inline update_times time_update(const model_spec& spec, const run_config& r, con
                                                             const gpu_info& gpu,
                                                             const roofline_config& rc = {}) {
   detail::check_roofline_inputs(rc, r.parallel);
+  validate(gpu);
   const model_shape& m = spec.shape;
   const training_setup& s = r.setup;
   const flops peak = gpu.peak(compute_dtype_for(s.precision));
   const detail::roofline roof{peak.count() * rc.matmul_efficiency,
                               gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
   const activation_config a = with_image_tokens(spec, r.activations);  // + a multimodal batch's image tokens
+  detail::validate_inputs(m, a);
+  if (r.grad_accum_steps == 0) throw input_error("gradient_accumulation_steps", "must be a positive integer");
   const detail::roofline_tokens k{static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens")),
                                   static_cast<double>(a.batch), static_cast<double>(a.seq_len)};
   const detail::layer_times layers = detail::time_layers(m, s, a, roof, k);

@@ -26,8 +26,9 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
                                          const std::string& origin) {
   const auto it = j.find(key);
   if (it == j.end() || it->is_null()) return std::nullopt;
-  if (!it->is_number() || !(it->get<double>() > 0) || it->get<double>() > 1e6)
-    throw input_error(key_path(origin, key), "must be a positive TFLOP/s figure or null, got " + it->dump());
+  if (!it->is_number() || !(it->get<double>() >= min_tflops && it->get<double>() <= max_tflops))
+    throw input_error(key_path(origin, key),
+                      "must be a TFLOP/s figure in [0.01, 1e6] or null, got " + it->dump());
   return it->get<double>();
 }
 }  // namespace detail
@@ -40,8 +41,12 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
   if (g.name.empty()) throw input_error(detail::key_path(origin, "name"), "missing required key");
   g.memory_gb = detail::read_count(j, "memory_gb", origin, 100'000);
   const auto bw = j.find("memory_bandwidth_gb_s");
-  if (bw == j.end() || !bw->is_number() || !(bw->get<double>() > 0))
-    throw input_error(detail::key_path(origin, "memory_bandwidth_gb_s"), "must be a positive number");
+  if (bw == j.end() || !bw->is_number() ||
+      !(bw->get<double>() >= min_bandwidth_gb_s && bw->get<double>() <= max_bandwidth_gb_s))
+    throw input_error(
+        detail::key_path(origin, "memory_bandwidth_gb_s"),
+        std::string("must be a number of GB/s in [1, 1e5]") +
+            (bw == j.end() ? std::string() : std::string(", got ") + detail::json_excerpt(*bw)));
   g.bandwidth_gb_s = bw->get<double>();
   const auto peaks = j.find("dense_tflops");
   if (peaks == j.end() || !peaks->is_object())
