@@ -93,7 +93,8 @@ std::vector<std::uint64_t> bfd_by_scan(std::vector<std::uint64_t> lengths, std::
 }  // namespace
 
 TEST_CASE(
-    "Best-fit decreasing in O(n log n) gives the scan's rows, and one huge length costs no memory (CR-17..24)",
+    "Best-fit decreasing in O(n log n) gives the scan's rows, and one huge length costs no memory "
+    "(CR-17..24)",
     "[packing][property]") {
   std::uint64_t x = 12345;
   for (std::uint64_t max_length : {64u, 1000u, 2048u}) {
