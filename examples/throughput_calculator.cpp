@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <optional>
 #include <string>
+#include <utility>
 
 #include <fmt/format.h>
 
@@ -24,6 +25,9 @@ struct options {
   std::string matmul_efficiency = "0.7";
   std::string bandwidth_efficiency = "0.8";
   std::string kernel_launch_us = "5";
+  std::string interconnect_gb_s;
+  std::string inter_node_gb_s = "50";
+  std::string interconnect_efficiency = "0.7";
   bool packing = false;
   bool json = false;
 };
@@ -44,6 +48,14 @@ roofline_config roofline_from(const options& o) {
   rc.matmul_efficiency = fraction("--matmul-efficiency", o.matmul_efficiency);
   rc.bandwidth_efficiency = fraction("--bandwidth-efficiency", o.bandwidth_efficiency);
   rc.kernel_launch_s = cli::parse_decimal("--kernel-launch-us", o.kernel_launch_us) * 1e-6;
+  if (!o.interconnect_gb_s.empty())
+    rc.interconnect_gb_s = cli::parse_positive("--interconnect-gb-s", o.interconnect_gb_s);
+  rc.inter_node_gb_s = cli::parse_positive("--inter-node-gb-s", o.inter_node_gb_s);
+  rc.interconnect_efficiency = fraction("--interconnect-efficiency", o.interconnect_efficiency);
+  for (const auto& [flag, v] : {std::pair{"--interconnect-gb-s", rc.interconnect_gb_s},
+                                std::pair{"--inter-node-gb-s", rc.inter_node_gb_s}})
+    if (v != 0 && !(v >= min_bandwidth_gb_s && v <= max_bandwidth_gb_s))
+      throw input_error(flag, fmt::format("must be in [1, 1e5] GB/s per direction, got {:g}", v));
   if (rc.kernel_launch_s > 1e-3)
     throw input_error("--kernel-launch-us",
                       "must be at most 1000 microseconds, got '" + o.kernel_launch_us + "'");
@@ -126,6 +138,35 @@ void rates_json(nlohmann::json& j, const loaded_model& model, const gpu_info& gp
                             {"optimizer", p.optimizer},
                             {"grad_clipping", p.grad_clipping},
                             {"launch_bound", p.launch_bound}};
+  if (r.parallel.data_parallel < 2) return;
+  j["step_time_parts_s"]["communication"] = p.communication;
+  const comm_times& c = predicted.comm;
+  j["communication"] = {
+      {"layout", choice_name(sharding_names, r.parallel.shard)},
+      {"data_parallel", r.parallel.data_parallel},
+      {"interconnect", gpu.interconnect},
+      {"interconnect_gb_s", rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s},
+      {"inter_node_gb_s", rc.inter_node_gb_s},
+      {"efficiency", rc.interconnect_efficiency},
+      {"all_reduce_s", c.all_reduce},
+      {"all_gather_s", c.all_gather},
+      {"reduce_scatter_s", c.reduce_scatter},
+      {"exposed_s", c.exposed}};
+}
+
+// The data-parallel collectives of a step, itemised (several GPUs only).
+std::string comm_text(const gpu_info& gpu, const run_config& r, const throughput_estimate& predicted,
+                      const roofline_config& rc) {
+  if (r.parallel.data_parallel < 2) return "";
+  const comm_times& c = predicted.comm;
+  const double link = rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s;
+  return fmt::format(
+      "comm       {} over {} GPUs: all-reduce {:.3f} s, all-gather {:.3f}, reduce-scatter {:.3f} per step; "
+      "{:.3f} s not hidden by compute ({}, {:g} GB/s per direction in a node of {}, {:g} between nodes, at "
+      "{:.0f}%)\n",
+      choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel, c.all_reduce, c.all_gather,
+      c.reduce_scatter, c.exposed, rc.interconnect_gb_s != 0 ? "--interconnect-gb-s" : gpu.interconnect, link,
+      r.parallel.node_gpus, rc.inter_node_gb_s, 100 * rc.interconnect_efficiency);
 }
 
 std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run_config& r,
@@ -150,7 +191,8 @@ std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run
              "at {:.0f}% of peak FLOP/s, {:.0f}% of bandwidth; {:g} us per kernel launch)\n",
              p.matmuls, p.attention, p.elementwise, p.loss_head, p.recompute, p.optimizer, p.grad_clipping,
              p.launch_bound, 100 * rc.matmul_efficiency, 100 * rc.bandwidth_efficiency,
-             rc.kernel_launch_s * 1e6);
+             rc.kernel_launch_s * 1e6) +
+         comm_text(gpu, r, predicted, rc);
 }
 
 // --tokens: the wall clock and GPU-hours to train a token budget at these rates.
@@ -245,6 +287,14 @@ void add_options(CLI::App& app, options& o) {
       ->capture_default_str();
   app.add_option("--kernel-launch-us", o.kernel_launch_us,
                  "host microseconds to dispatch one eager op (0: never host-bound)")
+      ->capture_default_str();
+  app.add_option("--interconnect-gb-s", o.interconnect_gb_s,
+                 "GPU-to-GPU GB/s per direction inside a node (default: the GPU file's NVLink or PCIe)");
+  app.add_option("--inter-node-gb-s", o.inter_node_gb_s,
+                 "GB/s per GPU and direction between nodes (one 400 Gb/s NIC per GPU: 50)")
+      ->capture_default_str();
+  app.add_option("--interconnect-efficiency", o.interconnect_efficiency,
+                 "fraction of those links NCCL's rings reach")
       ->capture_default_str();
   app.add_flag("--json", o.json, "print one JSON object");
 }

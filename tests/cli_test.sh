@@ -556,6 +556,12 @@ expect "tokens 1e9" 0 'budget +1e\+09 tokens' -- --preset qwen3-1.7b --gpu a100-
 expect "tokens bad" 2 "--tokens: expected a positive integer such as 1000000000 or 1,000,000, 1e9" -- --preset qwen3-1.7b --gpu a100-80gb --tokens 1.5
 expect "gpu hours json" 0 '"gpu_hours": [0-9]' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1000000000 --json
 expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu rtx-4090 --method lora --batch 4 --lengths "$data/../../examples/data/chat_lengths.csv"
+expect "ddp comm" 0 '^comm +none over 8 GPUs: all-reduce [0-9.]+ s, .*NVLink 4 \(18 links\), 450 GB/s per direction in a node of 8, 50 between nodes, at 70%' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --gpus 8
+expect "fsdp comm json" 0 '"all_gather_s": [0-9]' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --gpus 16 --fsdp full_shard --json
+expect "tokens over gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\): ' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1e9 --gpus 8
+expect "no interconnect" 2 'mi300x lists no interconnect, so data-parallel collectives cannot be timed: give its GB/s per direction \(--interconnect-gb-s\)' -- --preset qwen3-1.7b --gpu mi300x --gpus 8
+expect "interconnect given" 0 '^comm +none over 8 GPUs.*--interconnect-gb-s, 448 GB/s' -- --preset qwen3-1.7b --gpu mi300x --gpus 8 --interconnect-gb-s 448
+expect "interconnect range" 2 '--interconnect-gb-s: must be in \[1, 1e5\] GB/s per direction, got 1e\+09' -- --preset qwen3-1.7b --gpu h100-sxm --gpus 8 --interconnect-gb-s 1e9
 expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
 expect "t4 bf16" 2 'no bf16 support: use fp16 with loss scaling' -- --preset qwen3-1.7b --gpu t4
 million=$(mktemp --suffix=.csv)
@@ -573,7 +579,7 @@ expect "mfu over 100" 2 '--tokens-per-second: 1e6 tokens/s implies MFU of [0-9.]
 expect "mfu sane" 0 'measured +3000 tokens/s' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 3000
 expect "predict tp" 2 'tensor_parallel \(--tp\): the step-time prediction is for one GPU' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --gpus 2
 expect "predict pp" 2 'pipeline_parallel \(--pp\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --pp 2 --gpus 2
-expect "predict gpus" 2 'data_parallel \(--gpus\): .*all-reduce' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8
+expect "predict gpus" 0 '^comm +none over 8 GPUs: all-reduce 0\.089 s' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8
 expect "measured gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8 --tokens-per-second 3000 --tokens 1000000000
 expect "clipping part" 0 'gradient clipping [0-9.]+' -- --preset qwen3-1.7b --gpu a100-80gb --method lora
 expect "host bound" 0 'host-bound 0\.0[0-9]*[1-9]' -- --preset qwen3-1.7b --gpu h100-sxm --method lora --batch 1 --seq-len 128

@@ -148,9 +148,28 @@ TEST_CASE("Throughput sanity: one GPU's roofline, layouts it cannot time refused
   run_config pp = r;
   pp.parallel.pipeline_parallel = 2;
   test::require_input_error([&] { (void)predict_throughput(qwen17, pp, h100); }, "--pp", "bubble");
+  // Data parallelism is timed (communication.hpp): DDP over NVLink 4 adds its exposed all-reduce, FSDP its
+  // gathers; a GPU whose file lists no interconnect needs one given.
   run_config dp = r;
   dp.parallel.data_parallel = 8;
-  test::require_input_error([&] { (void)predict_throughput(qwen17, dp, h100); }, "--gpus", "all-reduce");
+  const throughput_estimate ddp = predict_throughput(qwen17, dp, h100);
+  CHECK(ddp.comm.all_reduce > 0);
+  CHECK(ddp.parts.communication == ddp.comm.exposed);
+  CHECK(ddp.tokens_per_step == e.tokens_per_step);
+  CHECK(ddp.step_time.count() >= e.step_time.count());
+  CHECK(ddp.step_time.count() == Approx(ddp.parts.total()));
+  dp.parallel.shard = sharding::fsdp_full;
+  const throughput_estimate fsdp = predict_throughput(qwen17, dp, h100);
+  CHECK(fsdp.comm.all_gather > 0);
+  CHECK(fsdp.parts.optimizer == Approx(e.parts.optimizer / 8));  // each rank steps its shard
+  test::require_input_error([&] { (void)predict_throughput(qwen17, dp, gpu("mi300x")); }, "mi300x",
+                            "no interconnect", "--interconnect-gb-s");
+  roofline_config given;
+  given.interconnect_gb_s = 448;
+  CHECK(predict_throughput(qwen17, dp, gpu("mi300x"), given).comm.all_gather > 0);
+  given.interconnect_efficiency = 0;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, dp, h100, given); },
+                            "interconnect_efficiency");
   // The library checks what it divides by (API-03..06, API-10).
   run_config empty = r;
   empty.activations.batch = 0;

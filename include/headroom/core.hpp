@@ -9,6 +9,7 @@
 #include "advisor.hpp"
 #include "batching.hpp"
 #include "choices.hpp"
+#include "communication.hpp"
 #include "error.hpp"
 #include "flops.hpp"
 #include "framework.hpp"

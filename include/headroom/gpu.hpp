@@ -30,9 +30,11 @@ struct gpu_info {
   std::optional<double> fp16_tflops;
   std::optional<double> tf32_tflops;
   std::optional<double> fp8_tflops;
-  std::uint8_t cc_major = 0;  ///< CUDA compute capability major (9 = Hopper); 0 for ROCm
-  bool rocm = false;          ///< AMD Instinct (hipBLAS workspace sizes)
-  bool bf16 = true;           ///< bf16 tensor cores (T4 and V100 have none)
+  std::uint8_t cc_major = 0;     ///< CUDA compute capability major (9 = Hopper); 0 for ROCm
+  bool rocm = false;             ///< AMD Instinct (hipBLAS workspace sizes)
+  bool bf16 = true;              ///< bf16 tensor cores (T4 and V100 have none)
+  std::string interconnect;      ///< the GPU-to-GPU link inside a node, e.g. "NVLink 4" ("": not listed)
+  double interconnect_gb_s = 0;  ///< its bandwidth per direction, GB/s (0: not listed)
 
   [[nodiscard]] bytes memory() const {
     return bytes(detail::checked_mul(memory_gb, bytes_per_gb, "GPU memory"));
@@ -60,6 +62,11 @@ inline void validate(const gpu_info& g) {
   if (!(g.bandwidth_gb_s >= min_bandwidth_gb_s && g.bandwidth_gb_s <= max_bandwidth_gb_s))
     throw input_error(g.name + ": bandwidth_gb_s",
                       std::string("must be in [1, 1e5] GB/s, got ") + std::to_string(g.bandwidth_gb_s));
+  if (g.interconnect_gb_s != 0 &&
+      !(g.interconnect_gb_s >= min_bandwidth_gb_s && g.interconnect_gb_s <= max_bandwidth_gb_s))
+    throw input_error(
+        g.name + ": interconnect_gb_s",
+        std::string("must be in [1, 1e5] GB/s per direction, got ") + std::to_string(g.interconnect_gb_s));
   const std::pair<const char*, const std::optional<double>*> peaks[] = {{"bf16_tflops", &g.bf16_tflops},
                                                                         {"fp16_tflops", &g.fp16_tflops},
                                                                         {"tf32_tflops", &g.tf32_tflops},

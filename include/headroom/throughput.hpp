@@ -8,6 +8,7 @@
 #include <cstdint>
 
 #include "activations/estimate.hpp"
+#include "communication.hpp"
 #include "flops.hpp"
 #include "gpu.hpp"
 #include "logits.hpp"
@@ -24,6 +25,9 @@ struct roofline_config {
   double padding_waste = 0.0;     ///< fraction of computed tokens that are padding, in [0, 1)
   bool clip_grad_norm = true;     ///< the Trainer's max_grad_norm (1.0 by default) clips every step
   double kernel_launch_s = 5e-6;  ///< host time to dispatch one eager op (an assumption; set your own)
+  double interconnect_gb_s = 0;   ///< GPU-to-GPU GB/s per direction in a node (0: the GPU file's figure)
+  double inter_node_gb_s = 50;    ///< per GPU between nodes: one 400 Gb/s NIC each (DGX H100: 8 ConnectX-7)
+  double interconnect_efficiency = 0.7;  ///< of the link reached by NCCL's rings (an assumption; set yours)
 };
 
 /// The smallest efficiency headroom accepts: below 1% of a datasheet peak no kernel runs (a percentage typed
@@ -40,9 +44,10 @@ struct step_time_parts {
   double optimizer = 0;      ///< the update (memory-bound)
   double grad_clipping = 0;  ///< clip_grad_norm_: the gradients read for the norm, then scaled in place
   double launch_bound = 0;   ///< host-bound excess: dispatching the kernels takes longer than running them
+  double communication = 0;  ///< data-parallel collectives the compute does not hide (comm_times.exposed)
   [[nodiscard]] double total() const {
     return matmuls + attention + elementwise + loss_head + recompute + optimizer + grad_clipping +
-           launch_bound;
+           launch_bound + communication;
   }
 };
 
@@ -54,6 +59,7 @@ struct throughput_estimate {
   double mfu = 0;                     ///< model FLOPs utilisation under the convention
   double hfu = 0;                     ///< hardware FLOPs utilisation (recomputation counted)
   std::uint64_t tokens_per_step = 0;  ///< trained tokens per optimizer step per GPU
+  comm_times comm{};                  ///< the data-parallel collectives per step (all zero on one GPU)
 };
 
 namespace detail {
@@ -151,8 +157,15 @@ inline void check_roofline_inputs(const roofline_config& rc, const parallel_conf
     throw input_error("padding_waste", "must be in [0, 1)");
   if (!(rc.kernel_launch_s >= 0 && rc.kernel_launch_s <= 1e-3))
     throw input_error("kernel_launch_s", "must be in [0, 1 ms] per launch");
-  // One GPU's roofline: collectives over an interconnect and host-side optimizer steps are not in it, so a
-  // layout that needs them is refused rather than predicted as if it ran alone.
+  if (!(rc.interconnect_efficiency >= min_efficiency && rc.interconnect_efficiency <= 1))
+    throw input_error("interconnect_efficiency", "must be in [0.01, 1] (a fraction of the link's bandwidth)");
+  if (rc.interconnect_gb_s != 0 &&
+      !(rc.interconnect_gb_s >= min_bandwidth_gb_s && rc.interconnect_gb_s <= max_bandwidth_gb_s))
+    throw input_error("interconnect_gb_s", "must be in [1, 1e5] GB/s per direction");
+  if (!(rc.inter_node_gb_s >= min_bandwidth_gb_s && rc.inter_node_gb_s <= max_bandwidth_gb_s))
+    throw input_error("inter_node_gb_s", "must be in [1, 1e5] GB/s per GPU and direction");
+  // Data parallelism is priced (communication.hpp); tensor and pipeline parallelism's collectives and
+  // host-side optimizer steps are not, so a layout that needs them is refused rather than timed as one GPU.
   if (par.tensor_parallel > 1)
     throw input_error(
         "tensor_parallel (--tp)",
@@ -163,12 +176,6 @@ inline void check_roofline_inputs(const roofline_config& rc, const parallel_conf
         "pipeline_parallel (--pp)",
         "the step-time prediction is for one GPU: the pipeline bubble and stage transfers are not "
         "modelled; measure tokens/s and give it (--tokens-per-second)");
-  if (par.data_parallel > 1)
-    throw input_error(
-        "data_parallel (--gpus)",
-        "the step-time prediction is for one GPU: the gradient all-reduce (DDP) or the ZeRO/FSDP "
-        "gathers over the interconnect are not modelled; predict with one GPU or measure tokens/s "
-        "per GPU (--tokens-per-second)");
   if (par.offload_optimizer || par.offload_params)
     throw input_error("offload",
                       "the step-time prediction has no host side: a CPU optimizer step and PCIe "
@@ -349,6 +356,38 @@ inline update_times time_update(const model_spec& spec, const run_config& r, con
   if (rc.clip_grad_norm) out.grad_clipping = roof.time(0, 3 * grad_bytes);
   return out;
 }
+
+/// The GPU links a data-parallel group communicates over; refused when neither the GPU file nor the
+/// caller gives the intra-node one.
+inline comm_links links_of(const gpu_info& gpu, const roofline_config& rc, const parallel_config& par) {
+  const double intra = rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s;
+  if (intra == 0)
+    throw input_error("gpu", gpu.name +
+                                 " lists no interconnect, so data-parallel collectives cannot be timed: give "
+                                 "its GB/s per direction (--interconnect-gb-s)");
+  return {intra * 1e9 * rc.interconnect_efficiency, rc.inter_node_gb_s * 1e9 * rc.interconnect_efficiency,
+          par.node_gpus};
+}
+
+/// The step's data-parallel collectives (communication.hpp): the weights and gradients one replica holds,
+/// against a micro-batch's compute and its backward (the compute less the forward and the recomputation).
+inline comm_times time_comm(const model_spec& spec, const run_config& r, const comm_links& links,
+                            double micro, double forward, double recompute) {
+  const memory_buckets b = estimate_static(spec, r.setup, r.basis).buckets;
+  const bytes trained = r.setup.method == training_method::full ? b.weights : b.adapter_weights;
+  const comm_volume v{static_cast<double>((b.weights + b.adapter_weights).count()),
+                      static_cast<double>(b.grads.count()), static_cast<double>(trained.count()),
+                      static_cast<double>(std::max<std::uint64_t>(1, spec.shape.num_hidden_layers))};
+  const comm_compute c{micro, std::max(0.0, micro - forward - recompute), r.grad_accum_steps};
+  return data_parallel_comm(r.parallel, v, c, links);
+}
+
+/// Ranks that split the optimizer step under a sharded layout (each updates and clips its own shard).
+inline double update_shards(const parallel_config& p) {
+  if (p.shard == sharding::none) return 1;
+  return static_cast<double>(p.shard == sharding::fsdp_hybrid ? std::min(p.data_parallel, p.node_gpus)
+                                                              : p.data_parallel);
+}
 }  // namespace detail
 
 /// Predicts one optimizer step of `r` on `gpu`: each time component from its own function, composed here.
@@ -393,12 +432,19 @@ inline update_times time_update(const model_spec& spec, const run_config& r, con
   for (double* part : {&p.matmuls, &p.attention, &p.elementwise, &p.loss_head, &p.recompute, &p.launch_bound})
     *part *= accum;
   const detail::update_times update = detail::time_update(spec, r, roof, rc);
-  p.optimizer = update.optimizer;
-  p.grad_clipping = update.grad_clipping;
+  const double shards = detail::update_shards(r.parallel);
+  p.optimizer = update.optimizer / shards;
+  p.grad_clipping = update.grad_clipping / shards;
 
   throughput_estimate e;
+  if (r.parallel.data_parallel > 1) {  // one GPU communicates nothing and computes none of this
+    const double forward = layers.forward_only + layers.attention_recompute + p.loss_head / (3 * accum);
+    e.comm = detail::time_comm(spec, r, detail::links_of(gpu, rc, r.parallel), micro, forward,
+                               p.recompute / accum);
+    p.communication = e.comm.exposed;
+  }
   e.parts = p;
-  e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping);
+  e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping + p.communication);
   const double computed_tokens = k.t * accum;
   const double trained = computed_tokens * (1.0 - rc.padding_waste);
   e.tokens_per_step = static_cast<std::uint64_t>(trained);

@@ -58,6 +58,16 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
   g.fp8_tflops = detail::read_tflops(*peaks, "fp8", peak_origin);
   g.bf16 = detail::read_bool_or(j, "bf16_supported", origin, g.bf16_tflops.has_value());
   g.rocm = detail::read_string_or(j, "vendor", origin, "nvidia") == "amd";
+  if (const auto link = j.find("interconnect"); link != j.end() && !link->is_null()) {
+    const std::string where = origin + ": /interconnect";
+    if (!link->is_object()) throw input_error(where, "must be an object: {\"name\", \"gb_s_per_direction\"}");
+    g.interconnect = detail::read_string_or(*link, "name", where, "");
+    const auto bw_link = link->find("gb_s_per_direction");
+    if (g.interconnect.empty() || bw_link == link->end() || !bw_link->is_number() ||
+        !(bw_link->get<double>() >= min_bandwidth_gb_s && bw_link->get<double>() <= max_bandwidth_gb_s))
+      throw input_error(where, "needs a name and gb_s_per_direction in [1, 1e5]");
+    g.interconnect_gb_s = bw_link->get<double>();
+  }
   const auto cc = j.find("compute_capability");
   if (cc != j.end() && !cc->is_null()) {
     if (!cc->is_number() || cc->get<double>() < 1 || cc->get<double>() >= 100)
