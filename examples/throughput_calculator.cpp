@@ -141,17 +141,16 @@ void rates_json(nlohmann::json& j, const loaded_model& model, const gpu_info& gp
   if (r.parallel.data_parallel < 2) return;
   j["step_time_parts_s"]["communication"] = p.communication;
   const comm_times& c = predicted.comm;
-  j["communication"] = {
-      {"layout", choice_name(sharding_names, r.parallel.shard)},
-      {"data_parallel", r.parallel.data_parallel},
-      {"interconnect", gpu.interconnect},
-      {"interconnect_gb_s", rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s},
-      {"inter_node_gb_s", rc.inter_node_gb_s},
-      {"efficiency", rc.interconnect_efficiency},
-      {"all_reduce_s", c.all_reduce},
-      {"all_gather_s", c.all_gather},
-      {"reduce_scatter_s", c.reduce_scatter},
-      {"exposed_s", c.exposed}};
+  j["communication"] = {{"layout", choice_name(sharding_names, r.parallel.shard)},
+                        {"data_parallel", r.parallel.data_parallel},
+                        {"interconnect", gpu.interconnect},
+                        {"interconnect_gb_s", intra_node_gb_s(gpu, rc)},
+                        {"inter_node_gb_s", rc.inter_node_gb_s},
+                        {"efficiency", rc.interconnect_efficiency},
+                        {"all_reduce_s", c.all_reduce},
+                        {"all_gather_s", c.all_gather},
+                        {"reduce_scatter_s", c.reduce_scatter},
+                        {"exposed_s", c.exposed}};
 }
 
 // The data-parallel collectives of a step, itemised (several GPUs only).
@@ -159,14 +158,13 @@ std::string comm_text(const gpu_info& gpu, const run_config& r, const throughput
                       const roofline_config& rc) {
   if (r.parallel.data_parallel < 2) return "";
   const comm_times& c = predicted.comm;
-  const double link = rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s;
   return fmt::format(
       "comm       {} over {} GPUs: all-reduce {:.3f} s, all-gather {:.3f}, reduce-scatter {:.3f} per step; "
       "{:.3f} s not hidden by compute ({}, {:g} GB/s per direction in a node of {}, {:g} between nodes, at "
       "{:.0f}%)\n",
       choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel, c.all_reduce, c.all_gather,
-      c.reduce_scatter, c.exposed, rc.interconnect_gb_s != 0 ? "--interconnect-gb-s" : gpu.interconnect, link,
-      r.parallel.node_gpus, rc.inter_node_gb_s, 100 * rc.interconnect_efficiency);
+      c.reduce_scatter, c.exposed, rc.interconnect_gb_s != 0 ? "--interconnect-gb-s" : gpu.interconnect,
+      intra_node_gb_s(gpu, rc), r.parallel.node_gpus, rc.inter_node_gb_s, 100 * rc.interconnect_efficiency);
 }
 
 std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run_config& r,

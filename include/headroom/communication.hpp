@@ -84,10 +84,6 @@ constexpr double exposed_after(double comm, double compute, double tail) {
   const std::uint64_t n = p.data_parallel;
   if (n < 2) return t;
   const double A = static_cast<double>(c.accum);
-  const double block = v.weight_bytes / v.layers;
-  const bool fsdp =
-      p.shard == sharding::fsdp_full || p.shard == sharding::fsdp_grad_op || p.shard == sharding::fsdp_hybrid;
-  const double reductions = fsdp && !p.sync_each_batch ? 1 : A;  // FSDP's no_sync reduces at the last
   switch (p.shard) {
     case sharding::none: {
       const double per = ring_all_reduce_s(v.grad_bytes, n, ring_link(links, n));
@@ -112,6 +108,9 @@ constexpr double exposed_after(double comm, double compute, double tail) {
     case sharding::fsdp_full:
     case sharding::fsdp_grad_op:
     case sharding::fsdp_hybrid: {
+      const bool fsdp = p.shard != sharding::zero3;
+      const double reductions = fsdp && !p.sync_each_batch ? 1 : A;  // FSDP's no_sync reduces at the last
+      const double block = v.weight_bytes / v.layers;
       const std::uint64_t group = p.shard == sharding::fsdp_hybrid ? std::min(n, links.node_gpus) : n;
       const double link = ring_link(links, group);
       const double gathers = p.shard == sharding::fsdp_grad_op ? 1 : 2;

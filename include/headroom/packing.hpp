@@ -57,7 +57,7 @@ struct packed_rows {
 };
 
 /// Best-fit decreasing: longest first, each into the fullest row that still has room, else a new row
-/// (trl/data_utils.py, pack_dataset's _pack_bfd). The open rows sit in a set ordered by room, so each
+/// (trl/data_utils.py, pack_dataset). The open rows sit in a set ordered by room, so each
 /// placement is one O(log n) search: the same rows as a scan, in O(n log n).
 [[nodiscard]] inline packed_rows pack_rows(const std::vector<std::uint64_t>& lengths,
                                            std::uint64_t max_length, bool split_overflow = false) {

@@ -580,9 +580,7 @@ std::uint64_t largest_fitting_run(const model_spec& spec, run_config r, bytes bu
     }
   });
 }
-}  // namespace detail
 
-namespace detail {
 /// A budget that holds the solver's cap has no boundary the estimate can find: refused, never answered with
 /// the cap as if it were the boundary.
 inline std::uint64_t below_cap(std::uint64_t v, std::uint64_t cap, const char* what) {

@@ -104,9 +104,6 @@ inline double min_lr_rate_of(const schedule_config& c) {
                       "cosine_with_min_lr needs exactly one of min_lr and min_lr_rate");
   return c.min_lr ? *c.min_lr / c.peak_lr : *c.min_lr_rate;
 }
-}  // namespace detail
-
-namespace detail {
 /// A rate in [0, 1] (NaN is not).
 inline void check_rate(std::optional<double> v, const char* key) {
   if (v && !(*v >= 0 && *v <= 1))

@@ -30,6 +30,12 @@ struct roofline_config {
   double interconnect_efficiency = 0.7;  ///< of the link reached by NCCL's rings (an assumption; set yours)
 };
 
+/// The GPU-to-GPU GB/s per direction a prediction uses inside a node: the caller's, else the GPU file's (0:
+/// neither gives one).
+[[nodiscard]] inline double intra_node_gb_s(const gpu_info& gpu, const roofline_config& rc) {
+  return rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s;
+}
+
 /// The smallest efficiency headroom accepts: below 1% of a datasheet peak no kernel runs (a percentage typed
 /// as a fraction, or the wrong peak).
 inline constexpr double min_efficiency = 0.01;
@@ -324,10 +330,9 @@ struct update_times {
 
 /// The update streams weights, grads, master and state: read and write each (bytes from the buckets); its
 /// launches bound it from below. clip_grad_norm_ reads every gradient for the norm, then scales them.
-inline update_times time_update(const model_spec& spec, const run_config& r, const roofline& roof,
+inline update_times time_update(const static_estimate& st, const run_config& r, const roofline& roof,
                                 const roofline_config& rc) {
   const training_setup& s = r.setup;
-  const static_estimate st = estimate_static(spec, s, r.basis);
   const memory_buckets& b = st.buckets;
   double update_bytes =
       static_cast<double>(b.grads.count()) + 2.0 * static_cast<double>((b.master + b.optimizer).count()) +
@@ -360,7 +365,7 @@ inline update_times time_update(const model_spec& spec, const run_config& r, con
 /// The GPU links a data-parallel group communicates over; refused when neither the GPU file nor the
 /// caller gives the intra-node one.
 inline comm_links links_of(const gpu_info& gpu, const roofline_config& rc, const parallel_config& par) {
-  const double intra = rc.interconnect_gb_s != 0 ? rc.interconnect_gb_s : gpu.interconnect_gb_s;
+  const double intra = intra_node_gb_s(gpu, rc);
   if (intra == 0)
     throw input_error("gpu", gpu.name +
                                  " lists no interconnect, so data-parallel collectives cannot be timed: give "
@@ -371,9 +376,9 @@ inline comm_links links_of(const gpu_info& gpu, const roofline_config& rc, const
 
 /// The step's data-parallel collectives (communication.hpp): the weights and gradients one replica holds,
 /// against a micro-batch's compute and its backward (the compute less the forward and the recomputation).
-inline comm_times time_comm(const model_spec& spec, const run_config& r, const comm_links& links,
-                            double micro, double forward, double recompute) {
-  const memory_buckets b = estimate_static(spec, r.setup, r.basis).buckets;
+inline comm_times time_comm(const model_spec& spec, const static_estimate& st, const run_config& r,
+                            const comm_links& links, double micro, double forward, double recompute) {
+  const memory_buckets& b = st.buckets;
   const bytes trained = r.setup.method == training_method::full ? b.weights : b.adapter_weights;
   const comm_volume v{static_cast<double>((b.weights + b.adapter_weights).count()),
                       static_cast<double>(b.grads.count()), static_cast<double>(trained.count()),
@@ -431,7 +436,9 @@ inline double update_shards(const parallel_config& p) {
   const double accum = static_cast<double>(r.grad_accum_steps);
   for (double* part : {&p.matmuls, &p.attention, &p.elementwise, &p.loss_head, &p.recompute, &p.launch_bound})
     *part *= accum;
-  const detail::update_times update = detail::time_update(spec, r, roof, rc);
+  const static_estimate statics =
+      estimate_static(spec, s, r.basis);  // the update's and the collectives' bytes
+  const detail::update_times update = detail::time_update(statics, r, roof, rc);
   const double shards = detail::update_shards(r.parallel);
   p.optimizer = update.optimizer / shards;
   p.grad_clipping = update.grad_clipping / shards;
@@ -439,7 +446,7 @@ inline double update_shards(const parallel_config& p) {
   throughput_estimate e;
   if (r.parallel.data_parallel > 1) {  // one GPU communicates nothing and computes none of this
     const double forward = layers.forward_only + layers.attention_recompute + p.loss_head / (3 * accum);
-    e.comm = detail::time_comm(spec, r, detail::links_of(gpu, rc, r.parallel), micro, forward,
+    e.comm = detail::time_comm(spec, statics, r, detail::links_of(gpu, rc, r.parallel), micro, forward,
                                p.recompute / accum);
     p.communication = e.comm.exposed;
   }
