@@ -138,33 +138,61 @@ void rates_json(nlohmann::json& j, const loaded_model& model, const gpu_info& gp
                             {"optimizer", p.optimizer},
                             {"grad_clipping", p.grad_clipping},
                             {"launch_bound", p.launch_bound}};
-  if (r.parallel.data_parallel < 2) return;
+  const parallel_config& par = r.parallel;
+  if (par.gpus() < 2) return;
   j["step_time_parts_s"]["communication"] = p.communication;
+  if (par.pipeline_parallel > 1) j["step_time_parts_s"]["pipeline_bubble"] = p.pipeline_bubble;
   const comm_times& c = predicted.comm;
-  j["communication"] = {{"layout", choice_name(sharding_names, r.parallel.shard)},
-                        {"data_parallel", r.parallel.data_parallel},
-                        {"interconnect", gpu.interconnect},
-                        {"interconnect_gb_s", intra_node_gb_s(gpu, rc)},
-                        {"inter_node_gb_s", rc.inter_node_gb_s},
-                        {"efficiency", rc.interconnect_efficiency},
-                        {"all_reduce_s", c.all_reduce},
-                        {"all_gather_s", c.all_gather},
-                        {"reduce_scatter_s", c.reduce_scatter},
-                        {"exposed_s", c.exposed}};
+  nlohmann::json& comm = j["communication"];
+  comm = {{"layout", choice_name(sharding_names, par.shard)},
+          {"data_parallel", par.data_parallel},
+          {"interconnect", gpu.interconnect},
+          {"interconnect_gb_s", intra_node_gb_s(gpu, rc)},
+          {"inter_node_gb_s", rc.inter_node_gb_s},
+          {"efficiency", rc.interconnect_efficiency},
+          {"all_reduce_s", c.all_reduce},
+          {"all_gather_s", c.all_gather},
+          {"reduce_scatter_s", c.reduce_scatter},
+          {"exposed_s", c.exposed}};
+  if (par.tensor_parallel > 1)
+    comm["tensor_parallel"] = {{"ranks", par.tensor_parallel},
+                               {"sequence_parallel", par.sequence_parallel},
+                               {"all_reduce_s", c.tensor_parallel}};
+  if (par.pipeline_parallel > 1)
+    comm["pipeline_parallel"] = {{"stages", par.pipeline_parallel},
+                                 {"schedule", "1f1b"},
+                                 {"micro_batches", r.grad_accum_steps},
+                                 {"send_s", c.pipeline_send},
+                                 {"bubble_s", p.pipeline_bubble}};
 }
 
-// The data-parallel collectives of a step, itemised (several GPUs only).
+// The collectives of a step, itemised (several GPUs only): data parallelism's, then tensor parallelism's and
+// the pipeline's.
 std::string comm_text(const gpu_info& gpu, const run_config& r, const throughput_estimate& predicted,
                       const roofline_config& rc) {
-  if (r.parallel.data_parallel < 2) return "";
+  const parallel_config& par = r.parallel;
+  if (par.gpus() < 2) return "";
   const comm_times& c = predicted.comm;
-  return fmt::format(
-      "comm       {} over {} GPUs: all-reduce {:.3f} s, all-gather {:.3f}, reduce-scatter {:.3f} per step; "
-      "{:.3f} s not hidden by compute ({}, {:g} GB/s per direction in a node of {}, {:g} between nodes, at "
-      "{:.0f}%)\n",
-      choice_name(sharding_names, r.parallel.shard), r.parallel.data_parallel, c.all_reduce, c.all_gather,
-      c.reduce_scatter, c.exposed, rc.interconnect_gb_s != 0 ? "--interconnect-gb-s" : gpu.interconnect,
-      intra_node_gb_s(gpu, rc), r.parallel.node_gpus, rc.inter_node_gb_s, 100 * rc.interconnect_efficiency);
+  const std::string links = fmt::format(
+      "{}, {:g} GB/s per direction in a node of {}, {:g} between nodes, at {:.0f}%",
+      rc.interconnect_gb_s != 0 ? "--interconnect-gb-s" : gpu.interconnect, intra_node_gb_s(gpu, rc),
+      par.node_gpus, rc.inter_node_gb_s, 100 * rc.interconnect_efficiency);
+  std::string text;
+  if (par.data_parallel > 1)
+    text += fmt::format(
+        "comm       {} over {} GPUs: all-reduce {:.3f} s, all-gather {:.3f}, reduce-scatter {:.3f} per step; "
+        "{:.3f} s not hidden by compute ({})\n",
+        choice_name(sharding_names, par.shard), par.data_parallel, c.all_reduce, c.all_gather,
+        c.reduce_scatter, c.exposed - c.tensor_parallel - c.pipeline_send, links);
+  if (par.tensor_parallel > 1)
+    text += fmt::format("tensor     {} ranks{}: all-reduces {:.3f} s per step, none hidden ({})\n",
+                        par.tensor_parallel, par.sequence_parallel ? " with sequence parallelism" : "",
+                        c.tensor_parallel, links);
+  if (par.pipeline_parallel > 1)
+    text += fmt::format(
+        "pipeline   {} stages, 1F1B over {} micro-batches: bubble {:.3f} s, stage sends {:.3f} s per step\n",
+        par.pipeline_parallel, r.grad_accum_steps, predicted.parts.pipeline_bubble, c.pipeline_send);
+  return text;
 }
 
 std::string rates_text(const loaded_model& model, const gpu_info& gpu, const run_config& r,

@@ -559,7 +559,7 @@ expect "lengths" 0 'of computed tokens are padding' -- --preset qwen3-1.7b --gpu
 expect "ddp comm" 0 '^comm +none over 8 GPUs: all-reduce [0-9.]+ s, .*NVLink 4 \(18 links\), 450 GB/s per direction in a node of 8, 50 between nodes, at 70%' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --gpus 8
 expect "fsdp comm json" 0 '"all_gather_s": [0-9]' -- --preset llama-3.1-8b-like --method full --gpu h100-sxm --gpus 16 --fsdp full_shard --json
 expect "tokens over gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\): ' -- --preset qwen3-1.7b --gpu a100-80gb --method lora --tokens 1e9 --gpus 8
-expect "no interconnect" 2 'mi300x lists no interconnect, so data-parallel collectives cannot be timed: give its GB/s per direction \(--interconnect-gb-s\)' -- --preset qwen3-1.7b --gpu mi300x --gpus 8
+expect "no interconnect" 2 'mi300x lists no interconnect, so collectives between GPUs cannot be timed: give its GB/s per direction \(--interconnect-gb-s\)' -- --preset qwen3-1.7b --gpu mi300x --gpus 8
 expect "interconnect given" 0 '^comm +none over 8 GPUs.*--interconnect-gb-s, 448 GB/s' -- --preset qwen3-1.7b --gpu mi300x --gpus 8 --interconnect-gb-s 448
 expect "interconnect range" 2 '--interconnect-gb-s: must be in \[1, 1e5\] GB/s per direction, got 1e\+09' -- --preset qwen3-1.7b --gpu h100-sxm --gpus 8 --interconnect-gb-s 1e9
 expect "needs gpu" 2 '--gpu: is required' -- --preset qwen3-1.7b
@@ -577,8 +577,13 @@ expect "efficiency percent" 2 "--matmul-efficiency: .*\(a percentage\? give 0.7\
 expect "efficiency absurd" 2 '--bandwidth-efficiency: must be a fraction in \[0.01, 1\]' -- --gpu h100-sxm --bandwidth-efficiency 0.001
 expect "mfu over 100" 2 '--tokens-per-second: 1e6 tokens/s implies MFU of [0-9.]+% on h100-sxm' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 1e6
 expect "mfu sane" 0 'measured +3000 tokens/s' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 3000
-expect "predict tp" 2 'tensor_parallel \(--tp\): the step-time prediction is for one GPU' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --gpus 2
-expect "predict pp" 2 'pipeline_parallel \(--pp\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --pp 2 --gpus 2
+expect "predict tp" 0 '^tensor +2 ranks: all-reduces [0-9.]+ s per step, none hidden \(NVLink 4' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --gpus 2
+expect "predict tp sp" 0 '^tensor +8 ranks with sequence parallelism' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 8 --sp
+expect "predict tp json" 0 '"tensor_parallel": \{' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --json
+expect "predict tp heads" 2 'tensor_parallel: must divide the attention heads' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 3
+expect "predict pp" 0 '^pipeline +2 stages, 1F1B over 4 micro-batches: bubble [0-9.]+ s' -- --preset llama-3.1-8b-like --gpu h100-sxm --pp 2 --gpus 2 --grad-accum 4
+expect "predict pp json" 0 '"pipeline_bubble": [0-9]' -- --preset llama-3.1-8b-like --gpu h100-sxm --pp 2 --json
+expect "tokens over tp pp" 0 'budget +1e\+09 tokens on 16 GPU\(s\): ' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --pp 2 --gpus 4 --tokens 1e9
 expect "predict gpus" 0 '^comm +none over 8 GPUs: all-reduce 0\.089 s' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8
 expect "measured gpus" 0 'budget +1e\+09 tokens on 8 GPU\(s\)' -- --preset llama-3.1-8b-like --gpu h100-sxm --gpus 8 --tokens-per-second 3000 --tokens 1000000000
 expect "clipping part" 0 'gradient clipping [0-9.]+' -- --preset qwen3-1.7b --gpu a100-80gb --method lora

@@ -98,3 +98,55 @@ TEST_CASE("Exposed communication is never negative nor more than the collectives
         CHECK(t.exposed <= t.total() * (1 + 1e-12));
       }
 }
+
+// Ranks placed as Megatron orders them: two tensor-parallel groups of 8 need the network for their
+// data-parallel ring; four groups of 2 stay inside the node.
+static_assert(ring_link(dgx, 2, 8) == 35e9 && ring_link(dgx, 4, 2) == 315e9);
+
+TEST_CASE("Tensor parallelism: four all-reduces of b·s·h per layer and micro-batch, all exposed",
+          "[communication]") {
+  // Llama-3.1-8B's width at 4 × 4096 tokens in bf16: 134 MB of hidden states, 32 layers.
+  const double hidden = 4.0 * 4096 * 4096 * 2, tokens = 4.0 * 4096;
+  const model_parallel_volume v{hidden, tokens, 32, false};
+  parallel_config tp8;
+  tp8.tensor_parallel = 8;
+  const double per = 1.75 * hidden / 315e9;
+  const double loss = 1.75 * tokens * 12 / 315e9;  // three fp32 values per token
+  CHECK(tensor_parallel_comm_s(tp8, v, dgx) == Approx(per * (32 * 4 + 2) + loss));
+  // Full recomputation repeats the forward's two; sequence parallelism moves the same ring volume.
+  const model_parallel_volume again{hidden, tokens, 32, true};
+  CHECK(tensor_parallel_comm_s(tp8, again, dgx) == Approx(per * (32 * 6 + 2) + loss));
+  parallel_config sp = tp8;
+  sp.sequence_parallel = true;
+  CHECK(tensor_parallel_comm_s(sp, v, dgx) == tensor_parallel_comm_s(tp8, v, dgx));
+  // Sixteen ranks leave the node; one rank communicates nothing.
+  parallel_config tp16;
+  tp16.tensor_parallel = 16;
+  CHECK(tensor_parallel_comm_s(tp16, v, dgx) == Approx(2.0 * 15 / 16 * (hidden * 130 + tokens * 12) / 35e9));
+  CHECK(tensor_parallel_comm_s(parallel_config{}, v, dgx) == 0);
+  // With pipeline stages the embedding and the head sit on different stages: one of them per stage.
+  parallel_config tp_pp = tp8;
+  tp_pp.pipeline_parallel = 2;
+  const model_parallel_volume stage{hidden, tokens, 16, false};
+  CHECK(tensor_parallel_comm_s(tp_pp, stage, dgx) == Approx(per * (16 * 4 + 1) + loss));
+}
+
+TEST_CASE("Pipeline: each stage receives activations and gradients, m + p - 1 stage times",
+          "[communication]") {
+  const double hidden = 4.0 * 4096 * 4096 * 2;
+  const model_parallel_volume v{hidden, 4.0 * 4096, 8, false};
+  parallel_config pp4;
+  pp4.pipeline_parallel = 4;
+  CHECK(pipeline_send_s(pp4, v, dgx) == Approx(2 * hidden / 315e9));
+  // Sequence parallelism sends a t-th; stages t·N = 16 ranks apart cross nodes.
+  parallel_config sp = pp4;
+  sp.tensor_parallel = 2;
+  sp.sequence_parallel = true;
+  CHECK(pipeline_send_s(sp, v, dgx) == Approx(hidden / 315e9));
+  parallel_config wide = pp4;
+  wide.data_parallel = 4;
+  CHECK(pipeline_send_s(wide, v, dgx) == Approx(2 * hidden / 35e9));
+  CHECK(pipeline_send_s(parallel_config{}, v, dgx) == 0);
+  CHECK(pipeline_bubble_s(4, 0.5) == 1.5);  // (p - 1) stage times
+  CHECK(pipeline_bubble_s(1, 0.5) == 0);
+}

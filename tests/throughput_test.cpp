@@ -141,13 +141,11 @@ TEST_CASE("Throughput sanity: one GPU's roofline, layouts it cannot time refused
   no_clip.clip_grad_norm = false;
   CHECK(predict_throughput(qwen17, r, h100, no_clip).parts.grad_clipping == 0);
   CHECK(e.step_time.count() == Approx(e.parts.total()));
-  // Layouts the roofline has no communication for are refused, naming the flag.
-  run_config tp = r;
-  tp.parallel.tensor_parallel = 2;
-  test::require_input_error([&] { (void)predict_throughput(qwen17, tp, h100); }, "--tp", "one GPU");
-  run_config pp = r;
-  pp.parallel.pipeline_parallel = 2;
-  test::require_input_error([&] { (void)predict_throughput(qwen17, pp, h100); }, "--pp", "bubble");
+  // A layout the model cannot have is refused, naming the key.
+  run_config tp3 = r;
+  tp3.parallel.tensor_parallel = 3;
+  test::require_input_error([&] { (void)predict_throughput(qwen17, tp3, h100); }, "tensor_parallel",
+                            "must divide the attention heads");
   // Data parallelism is timed (communication.hpp): DDP over NVLink 4 adds its exposed all-reduce, FSDP its
   // gathers; a GPU whose file lists no interconnect needs one given.
   run_config dp = r;
@@ -240,4 +238,46 @@ TEST_CASE("Host-bound steps: small micro-batches wait for eager PyTorch to dispa
   roofline_config bad;
   bad.kernel_launch_s = 1;
   test::require_input_error([&] { (void)predict_throughput(qwen17, small, h100, bad); }, "kernel_launch_s");
+}
+
+TEST_CASE("Tensor and pipeline parallelism: a replica's GPUs split the compute and add their transfers",
+          "[throughput][communication]") {
+  run_config r;  // Llama-3.1-8B full fine-tuning, micro-batch 4 × 4096, accumulation 8, on H100s
+  r.activations.batch = 4;
+  r.grad_accum_steps = 8;
+  const gpu_info h100 = gpu("h100-sxm");
+  const throughput_estimate one = predict_throughput(llama8, r, h100);
+  run_config tp = r;
+  tp.parallel.tensor_parallel = 2;
+  const throughput_estimate two = predict_throughput(llama8, tp, h100);
+  // Column- and row-parallel linears and the heads split in two (compute-bound GEMMs: half the time).
+  CHECK(two.parts.matmuls == Approx(one.parts.matmuls / 2).epsilon(0.01));
+  CHECK(two.parts.attention == Approx(one.parts.attention / 2));
+  CHECK(two.comm.tensor_parallel > 0);
+  CHECK(two.parts.communication == Approx(two.comm.tensor_parallel));
+  CHECK(two.step_time.count() == Approx(two.parts.total()));
+  CHECK(two.tokens_per_step == one.tokens_per_step);     // one replica's batch
+  CHECK(two.tokens_per_second < one.tokens_per_second);  // per GPU: the all-reduces and replicated norms
+  CHECK(two.mfu == Approx(one.mfu * two.tokens_per_second / one.tokens_per_second));
+  // Sequence parallelism splits the norms and residuals too: less elementwise time, the same ring volume.
+  run_config sp = tp;
+  sp.parallel.sequence_parallel = true;
+  const throughput_estimate seq = predict_throughput(llama8, sp, h100);
+  CHECK(seq.parts.elementwise < two.parts.elementwise);
+  CHECK(seq.comm.tensor_parallel == Approx(two.comm.tensor_parallel));
+  // Four 1F1B stages over 8 micro-batches: the bubble is 3 of the 8 + 3 stage times.
+  run_config pp = r;
+  pp.parallel.pipeline_parallel = 4;
+  const throughput_estimate four = predict_throughput(llama8, pp, h100);
+  const step_time_parts& q = four.parts;
+  const double stages_m = q.total() - q.optimizer - q.grad_clipping - q.pipeline_bubble;  // 8 stage times
+  CHECK(q.pipeline_bubble == Approx(3.0 / 8 * stages_m));
+  CHECK(q.matmuls == Approx(one.parts.matmuls / 4));  // 8 of 32 layers per stage
+  CHECK(four.comm.pipeline_send > 0);
+  CHECK(four.tokens_per_second < one.tokens_per_second);
+  // A pipeline stage holds at least one layer.
+  run_config deep = r;
+  deep.parallel.pipeline_parallel = 33;
+  test::require_input_error([&] { (void)predict_throughput(llama8, deep, h100); }, "pipeline_parallel",
+                            "a stage holds at least one layer");
 }

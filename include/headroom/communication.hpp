@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: MIT
-// Data-parallel communication per optimizer step: the collectives each layout runs (DDP's gradient
-// all-reduce, ZeRO's and FSDP's all-gathers and reduce-scatters), timed on NCCL's ring, and the part the
-// step's compute does not hide (docs/throughput.md "Several GPUs").
+// Communication per optimizer step: the collectives each data-parallel layout runs (DDP's gradient
+// all-reduce, ZeRO's and FSDP's all-gathers and reduce-scatters), tensor parallelism's all-reduces per layer
+// and the pipeline's stage-to-stage sends, timed on NCCL's ring, and the part the step's compute does not
+// hide (docs/throughput.md "Several GPUs").
 #pragma once
 
 #include <algorithm>
@@ -29,9 +30,12 @@ struct comm_links {
   return n < 2 ? 0 : static_cast<double>(n - 1) / static_cast<double>(n) * buffer_bytes / link_bytes_s;
 }
 
-/// A ring over n ranks is as fast as its slowest hop: the network once it leaves a node.
-[[nodiscard]] constexpr double ring_link(const comm_links& l, std::uint64_t n) {
-  return n > l.node_gpus ? std::min(l.intra_node_bytes_s, l.inter_node_bytes_s) : l.intra_node_bytes_s;
+/// A ring over n ranks `stride` apart is as fast as its slowest hop: the network once it spans more GPUs
+/// than a node holds. Ranks are placed as Megatron orders them (parallel_state.py: tensor innermost, then
+/// data, then pipeline), so a data-parallel ring has stride t and a pipeline's stages t·N.
+[[nodiscard]] constexpr double ring_link(const comm_links& l, std::uint64_t n, std::uint64_t stride = 1) {
+  return n * stride > l.node_gpus ? std::min(l.intra_node_bytes_s, l.inter_node_bytes_s)
+                                  : l.intra_node_bytes_s;
 }
 
 /// The bytes a layout moves: the weights as stored (gathered by ZeRO-3 and FSDP) and the trainable gradients.
@@ -51,11 +55,15 @@ struct comm_compute {
 
 /// Collective seconds per optimizer step, by kind, and the part the compute does not hide.
 struct comm_times {
-  double all_reduce = 0;
-  double all_gather = 0;
-  double reduce_scatter = 0;
-  double exposed = 0;  ///< added to the step: what the framework does not overlap
-  [[nodiscard]] double total() const { return all_reduce + all_gather + reduce_scatter; }
+  double all_reduce = 0;       ///< data parallelism's (DDP; hybrid_shard across nodes)
+  double all_gather = 0;       ///< ZeRO's and FSDP's
+  double reduce_scatter = 0;   ///< ZeRO's and FSDP's
+  double tensor_parallel = 0;  ///< tensor parallelism's all-reduces (or sequence parallelism's pairs)
+  double pipeline_send = 0;    ///< the pipeline stages' activation and gradient transfers
+  double exposed = 0;          ///< added to the step: what the framework does not overlap
+  [[nodiscard]] double total() const {
+    return all_reduce + all_gather + reduce_scatter + tensor_parallel + pipeline_send;
+  }
 };
 
 /// DDP's bucket (torch/nn/parallel/distributed.py: bucket_cap_mb 25, in MiB): the last one to fill is reduced
@@ -81,12 +89,12 @@ constexpr double exposed_after(double comm, double compute, double tail) {
 [[nodiscard]] constexpr comm_times data_parallel_comm(const parallel_config& p, const comm_volume& v,
                                                       const comm_compute& c, const comm_links& links) {
   comm_times t;
-  const std::uint64_t n = p.data_parallel;
+  const std::uint64_t n = p.data_parallel, stride = p.tensor_parallel;
   if (n < 2) return t;
   const double A = static_cast<double>(c.accum);
   switch (p.shard) {
     case sharding::none: {
-      const double per = ring_all_reduce_s(v.grad_bytes, n, ring_link(links, n));
+      const double per = ring_all_reduce_s(v.grad_bytes, n, ring_link(links, n, stride));
       const double times = p.sync_each_batch ? A : 1;
       t.all_reduce = per * times;
       const double tail = per * std::min(1.0, ddp_bucket_bytes / std::max(v.grad_bytes, 1.0));
@@ -95,7 +103,7 @@ constexpr double exposed_after(double comm, double compute, double tail) {
     }
     case sharding::zero1:
     case sharding::zero2: {
-      const double link = ring_link(links, n);
+      const double link = ring_link(links, n, stride);
       const double per = ring_all_gather_s(v.grad_bytes, n, link);
       t.reduce_scatter = per * A;
       t.all_gather = ring_all_gather_s(v.trained_bytes, n, link);  // only the partitioned, trained weights
@@ -111,8 +119,9 @@ constexpr double exposed_after(double comm, double compute, double tail) {
       const bool fsdp = p.shard != sharding::zero3;
       const double reductions = fsdp && !p.sync_each_batch ? 1 : A;  // FSDP's no_sync reduces at the last
       const double block = v.weight_bytes / v.layers;
-      const std::uint64_t group = p.shard == sharding::fsdp_hybrid ? std::min(n, links.node_gpus) : n;
-      const double link = ring_link(links, group);
+      const std::uint64_t node_replicas = std::max<std::uint64_t>(1, links.node_gpus / stride);
+      const std::uint64_t group = p.shard == sharding::fsdp_hybrid ? std::min(n, node_replicas) : n;
+      const double link = ring_link(links, group, stride);
       const double gathers = p.shard == sharding::fsdp_grad_op ? 1 : 2;
       const double gather = ring_all_gather_s(v.weight_bytes, group, link);
       const double scatter = ring_all_gather_s(v.grad_bytes, group, link);
@@ -127,6 +136,52 @@ constexpr double exposed_after(double comm, double compute, double tail) {
     }
   }
   return t;
+}
+
+/// What one micro-batch moves between the GPUs of one model replica (tensor and pipeline parallelism).
+struct model_parallel_volume {
+  double hidden_bytes = 0;         ///< the micro-batch's hidden states, b·s·h in the 16-bit compute dtype
+  double tokens = 0;               ///< b·s
+  double stage_layers = 0;         ///< decoder layers on the slowest pipeline stage (all of them with one)
+  bool recompute_forward = false;  ///< full checkpointing runs each layer's forward again
+};
+
+/// Megatron tensor parallelism over t ranks, per micro-batch (Shoeybi et al. 2019, §3, the f and g
+/// operators): each layer all-reduces its b·s·h output twice in the forward (after the row-parallel attention
+/// output and MLP down projection) and twice in the backward (the column-parallel inputs' gradients), and
+/// again in a recomputed forward; the vocabulary-parallel embedding's output and the head's input gradient
+/// once each (one with pipeline stages: they sit on different ones), and the parallel cross-entropy three
+/// fp32 values per token (max, target logit, sum of exponentials: megatron/core/tensor_parallel/
+/// cross_entropy.py). Sequence parallelism makes each all-reduce an all-gather and a reduce-scatter of the
+/// same ring volume (Korthikanti et al. 2022, §4.2.2). Megatron does not overlap them by default: all
+/// exposed.
+[[nodiscard]] constexpr double tensor_parallel_comm_s(const parallel_config& p,
+                                                      const model_parallel_volume& v,
+                                                      const comm_links& links) {
+  const std::uint64_t t = p.tensor_parallel;
+  if (t < 2) return 0;
+  const double link = ring_link(links, t);
+  const double per_layer = 4 + (v.recompute_forward ? 2 : 0);
+  const double outside = p.pipeline_parallel > 1 ? 1 : 2;
+  constexpr double loss_values = 3 * 4;  // three fp32 values per token
+  return ring_all_reduce_s(v.hidden_bytes, t, link) * (v.stage_layers * per_layer + outside) +
+         ring_all_reduce_s(v.tokens * loss_values, t, link);
+}
+
+/// One pipeline stage's transfers per micro-batch (1F1B, Narayanan et al. 2021, §2.2): it receives the
+/// previous stage's activations and the next stage's gradient, b·s·h each, a t-th of it when sequence
+/// parallelism keeps them sharded; at the pace of the slowest hop between stages.
+[[nodiscard]] constexpr double pipeline_send_s(const parallel_config& p, const model_parallel_volume& v,
+                                               const comm_links& links) {
+  if (p.pipeline_parallel < 2) return 0;
+  const double sent = v.hidden_bytes / static_cast<double>(p.sequence_parallel ? p.tensor_parallel : 1);
+  return 2 * sent / ring_link(links, p.pipeline_parallel, p.tensor_parallel * p.data_parallel);
+}
+
+/// 1F1B and GPipe run m micro-batches through p stages in m + p − 1 stage times, p − 1 of them idle: the
+/// bubble (Narayanan et al. 2021, §2.2: fraction (p − 1)/m of the ideal time).
+[[nodiscard]] constexpr double pipeline_bubble_s(std::uint64_t stages, double stage_micro_s) {
+  return stages < 2 ? 0 : static_cast<double>(stages - 1) * stage_micro_s;
 }
 
 }  // namespace headroom

@@ -44,16 +44,17 @@ inline constexpr double min_efficiency = 0.01;
 struct step_time_parts {
   double matmuls = 0;    ///< linear layers, forward and backward (incl. LoRA adapters, QLoRA dequantisation)
   double attention = 0;  ///< the attention kernel
-  double elementwise = 0;    ///< norms, activations, residuals, RoPE (memory-bound)
-  double loss_head = 0;      ///< lm_head matmuls and the loss
-  double recompute = 0;      ///< checkpointing's extra forward
-  double optimizer = 0;      ///< the update (memory-bound)
-  double grad_clipping = 0;  ///< clip_grad_norm_: the gradients read for the norm, then scaled in place
-  double launch_bound = 0;   ///< host-bound excess: dispatching the kernels takes longer than running them
-  double communication = 0;  ///< data-parallel collectives the compute does not hide (comm_times.exposed)
+  double elementwise = 0;      ///< norms, activations, residuals, RoPE (memory-bound)
+  double loss_head = 0;        ///< lm_head matmuls and the loss
+  double recompute = 0;        ///< checkpointing's extra forward
+  double optimizer = 0;        ///< the update (memory-bound)
+  double grad_clipping = 0;    ///< clip_grad_norm_: the gradients read for the norm, then scaled in place
+  double launch_bound = 0;     ///< host-bound excess: dispatching the kernels takes longer than running them
+  double communication = 0;    ///< collectives the compute does not hide (comm_times.exposed)
+  double pipeline_bubble = 0;  ///< a pipeline's stages idle while it fills and drains (p − 1 stage times)
   [[nodiscard]] double total() const {
     return matmuls + attention + elementwise + loss_head + recompute + optimizer + grad_clipping +
-           launch_bound + communication;
+           launch_bound + communication + pipeline_bubble;
   }
 };
 
@@ -64,8 +65,8 @@ struct throughput_estimate {
   double tokens_per_second = 0;       ///< trained (non-padding) tokens per second per GPU
   double mfu = 0;                     ///< model FLOPs utilisation under the convention
   double hfu = 0;                     ///< hardware FLOPs utilisation (recomputation counted)
-  std::uint64_t tokens_per_step = 0;  ///< trained tokens per optimizer step per GPU
-  comm_times comm{};                  ///< the data-parallel collectives per step (all zero on one GPU)
+  std::uint64_t tokens_per_step = 0;  ///< trained tokens per optimizer step per model replica (t·p GPUs)
+  comm_times comm{};                  ///< the collectives per step (all zero on one GPU)
 };
 
 namespace detail {
@@ -170,18 +171,8 @@ inline void check_roofline_inputs(const roofline_config& rc, const parallel_conf
     throw input_error("interconnect_gb_s", "must be in [1, 1e5] GB/s per direction");
   if (!(rc.inter_node_gb_s >= min_bandwidth_gb_s && rc.inter_node_gb_s <= max_bandwidth_gb_s))
     throw input_error("inter_node_gb_s", "must be in [1, 1e5] GB/s per GPU and direction");
-  // Data parallelism is priced (communication.hpp); tensor and pipeline parallelism's collectives and
-  // host-side optimizer steps are not, so a layout that needs them is refused rather than timed as one GPU.
-  if (par.tensor_parallel > 1)
-    throw input_error(
-        "tensor_parallel (--tp)",
-        "the step-time prediction is for one GPU: tensor parallelism's all-reduces per layer are "
-        "not modelled; measure tokens/s and give it (--tokens-per-second)");
-  if (par.pipeline_parallel > 1)
-    throw input_error(
-        "pipeline_parallel (--pp)",
-        "the step-time prediction is for one GPU: the pipeline bubble and stage transfers are not "
-        "modelled; measure tokens/s and give it (--tokens-per-second)");
+  // Host-side optimizer steps are not priced, so a layout that needs them is refused rather than timed as
+  // if it ran on the GPU.
   if (par.offload_optimizer || par.offload_params)
     throw input_error("offload",
                       "the step-time prediction has no host side: a CPU optimizer step and PCIe "
@@ -205,12 +196,26 @@ struct roofline_tokens {
   double seq;    ///< tokens per sequence
 };
 
-/// Linear layers of one run of `L` layers: forward, activation gradient, and weight gradient when trainable.
+/// One tensor-parallel rank's share of a linear (Megatron, Shoeybi et al. 2019 §3): a layer reading the
+/// hidden state is column-parallel (its outputs split), the others row-parallel (their inputs split); the
+/// router, the shared-expert gate and LoRA's adapters are replicated.
+struct tp_share {
+  double in = 1, out = 1;
+};
+inline tp_share tensor_parallel_share(const gemm_shape& g, const model_shape& lm, double tp) {
+  if (tp == 1 || g.adapter || g.module == module_name::router || g.module == module_name::shared_expert_gate)
+    return {};
+  return g.in == lm.hidden_size ? tp_share{1, tp} : tp_share{tp, 1};
+}
+
+/// Linear layers of one run of `L` layers: forward, activation gradient, and weight gradient when trainable,
+/// on one of `tp` tensor-parallel ranks.
 inline void add_linear_times(layer_times& out, const model_shape& lm, const training_setup& s,
-                             const roofline& roof, double t, double L) {
+                             const roofline& roof, double t, double L, double tp) {
   for (const gemm_shape& g : layer_gemms(lm, s)) {
     const double rows = t * static_cast<double>(g.rows_num) / static_cast<double>(g.rows_den);
-    const double K = static_cast<double>(g.in), N = static_cast<double>(g.out);
+    const tp_share share = tensor_parallel_share(g, lm, tp);
+    const double K = static_cast<double>(g.in) / share.in, N = static_cast<double>(g.out) / share.out;
     const double copies = static_cast<double>(g.weight_copies);
     const double fwd = gemm_time(roof, rows, K, N, copies);
     double dequant = 0;  // bitsandbytes: unpack NF4 to a dense bf16 weight before each use
@@ -243,11 +248,20 @@ inline void add_attention_time(layer_times& out, const model_shape& m, attention
   out.attention_recompute += L * attn_fwd;
 }
 
+/// The model's parallel degrees as the roofline uses them.
+struct model_split {
+  double tp = 1;     ///< tensor-parallel ranks: heads, MLP width and vocabulary split
+  bool sp = false;   ///< sequence parallelism: the norms, residuals and dropout split too
+  double stage = 1;  ///< the slowest pipeline stage's share of the layers, ⌈L/p⌉/L
+};
+
 /// Elementwise traffic of one run, forward (backward ≈ 2×): norms read/write with an fp32 pass, SwiGLU reads
 /// gate and up and writes the product, two residual adds, RoPE on q and k.
-/// The widths are the model's (`m`), the MLP and norms the run's (`lm`).
+/// The widths are the model's (`m`), the MLP and norms the run's (`lm`). Under tensor parallelism the MLP's
+/// and RoPE's tensors split; the norms' and residuals' are replicated unless sequence parallelism splits
+/// them.
 inline void add_elementwise_time(layer_times& out, const model_shape& m, const model_shape& lm,
-                                 const roofline& roof, double t, double L) {
+                                 const roofline& roof, double t, double L, const model_split& split) {
   const double d = static_cast<double>(m.hidden_size), q = static_cast<double>(query_width(m));
   const double kv = static_cast<double>(kv_width(m));
   const double ff = static_cast<double>(is_moe(lm) ? lm.moe_intermediate_size * experts_run_per_token(lm)
@@ -256,20 +270,23 @@ inline void add_elementwise_time(layer_times& out, const model_shape& m, const m
   const double norms = static_cast<double>(lm.norms_per_layer);
   const double norm_bytes = lm.norm == norm_kind::layer_norm ? 2 + 2 : 2 + 4 + 4 + 2;
   const double mlp_bytes = plain_mlp(lm) ? t * ff * (2 + 2) : t * ff * (2 + 2 + 2) * 2;
-  const double elem_bytes = norms * t * d * norm_bytes + mlp_bytes + 2 * t * d * 2 * 3 + t * (q + kv) * 2 * 2;
+  const double replicated = split.sp ? split.tp : 1;
+  const double elem_bytes = (norms * t * d * norm_bytes + 2 * t * d * 2 * 3) / replicated +
+                            (mlp_bytes + t * (q + kv) * 2 * 2) / split.tp;
   out.elementwise += L * roof.time(0, elem_bytes) * 3;
   out.forward_only += L * (roof.time(0, elem_bytes));
 }
 
-/// Each run of uniform layers (DeepSeek: the dense first layers, then the MoE ones) times its layer count.
+/// Each run of uniform layers (DeepSeek: the dense first layers, then the MoE ones) times its layer count,
+/// on one tensor-parallel rank of the slowest pipeline stage (its share of every run).
 inline layer_times time_layers(const model_shape& m, const training_setup& s, const activation_config& a,
-                               const roofline& roof, const roofline_tokens& k) {
+                               const roofline& roof, const roofline_tokens& k, const model_split& split) {
   layer_times out;
   for (const layer_group& run : layer_groups(m)) {
-    const double L = static_cast<double>(run.layers);
-    add_linear_times(out, run.shape, s, roof, k.t, L);
-    add_attention_time(out, m, a.attention, roof, k, L);
-    add_elementwise_time(out, m, run.shape, roof, k.t, L);
+    const double L = static_cast<double>(run.layers) * split.stage;
+    add_linear_times(out, run.shape, s, roof, k.t, L, split.tp);
+    add_attention_time(out, m, a.attention, roof, k, L / split.tp);  // its heads: the same work per head
+    add_elementwise_time(out, m, run.shape, roof, k.t, L, split);
     out.forward_kernels += L * layer_forward_kernels(run.shape, s, a);
   }
   return out;
@@ -286,10 +303,11 @@ inline double host_time(const layer_times& layers, checkpointing ckpt, const roo
   return (3 * layers.forward_kernels + recomputed + loss_kernels) * rc.kernel_launch_s;
 }
 
-/// Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic.
+/// Loss head: lm_head forward + input gradient (+ weight gradient), and the loss's logits traffic; under
+/// tensor parallelism one rank's share of the vocabulary (vocab-parallel head and cross-entropy).
 inline double loss_head_time(const model_shape& m, const training_setup& s, loss_impl loss,
-                             const roofline& roof, double t) {
-  const double d = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size);
+                             const roofline& roof, double t, double tp) {
+  const double d = static_cast<double>(m.hidden_size), V = static_cast<double>(m.vocab_size) / tp;
   const bool head_trains = s.method == training_method::full;
   double head = gemm_time(roof, t, d, V, 1) * (head_trains ? 3 : 2);
   switch (loss) {
@@ -362,36 +380,62 @@ inline update_times time_update(const static_estimate& st, const run_config& r, 
   return out;
 }
 
-/// The GPU links a data-parallel group communicates over; refused when neither the GPU file nor the
-/// caller gives the intra-node one.
+/// The GPU links the layout communicates over; refused when neither the GPU file nor the caller gives the
+/// intra-node one.
 inline comm_links links_of(const gpu_info& gpu, const roofline_config& rc, const parallel_config& par) {
   const double intra = intra_node_gb_s(gpu, rc);
   if (intra == 0)
     throw input_error("gpu", gpu.name +
-                                 " lists no interconnect, so data-parallel collectives cannot be timed: give "
+                                 " lists no interconnect, so collectives between GPUs cannot be timed: give "
                                  "its GB/s per direction (--interconnect-gb-s)");
   return {intra * 1e9 * rc.interconnect_efficiency, rc.inter_node_gb_s * 1e9 * rc.interconnect_efficiency,
           par.node_gpus};
 }
 
-/// The step's data-parallel collectives (communication.hpp): the weights and gradients one replica holds,
-/// against a micro-batch's compute and its backward (the compute less the forward and the recomputation).
+/// The step's data-parallel collectives (communication.hpp): the weights and gradients one rank of a replica
+/// holds (a t·p-th of them), against a micro-batch's compute and its backward (the compute less the forward
+/// and the recomputation).
 inline comm_times time_comm(const model_spec& spec, const static_estimate& st, const run_config& r,
                             const comm_links& links, double micro, double forward, double recompute) {
   const memory_buckets& b = st.buckets;
   const bytes trained = r.setup.method == training_method::full ? b.weights : b.adapter_weights;
-  const comm_volume v{static_cast<double>((b.weights + b.adapter_weights).count()),
-                      static_cast<double>(b.grads.count()), static_cast<double>(trained.count()),
-                      static_cast<double>(std::max<std::uint64_t>(1, spec.shape.num_hidden_layers))};
+  const double split = static_cast<double>(r.parallel.tensor_parallel * r.parallel.pipeline_parallel);
+  const double layers = static_cast<double>(std::max<std::uint64_t>(1, spec.shape.num_hidden_layers));
+  const comm_volume v{static_cast<double>((b.weights + b.adapter_weights).count()) / split,
+                      static_cast<double>(b.grads.count()) / split,
+                      static_cast<double>(trained.count()) / split,
+                      std::max(1.0, layers / static_cast<double>(r.parallel.pipeline_parallel))};
   const comm_compute c{micro, std::max(0.0, micro - forward - recompute), r.grad_accum_steps};
   return data_parallel_comm(r.parallel, v, c, links);
 }
 
-/// Ranks that split the optimizer step under a sharded layout (each updates and clips its own shard).
+/// Ranks that split the optimizer step: tensor and pipeline parallelism's, and a sharded layout's data
+/// parallel ones (each updates and clips its own shard).
 inline double update_shards(const parallel_config& p) {
-  if (p.shard == sharding::none) return 1;
-  return static_cast<double>(p.shard == sharding::fsdp_hybrid ? std::min(p.data_parallel, p.node_gpus)
-                                                              : p.data_parallel);
+  const double model = static_cast<double>(p.tensor_parallel * p.pipeline_parallel);
+  if (p.shard == sharding::none) return model;
+  return model * static_cast<double>(p.shard == sharding::fsdp_hybrid ? std::min(p.data_parallel, p.node_gpus)
+                                                                      : p.data_parallel);
+}
+
+/// The layout as the roofline splits the model: t ranks per layer, the slowest stage's ⌈L/p⌉ of L layers.
+inline model_split split_of(const model_shape& m, const parallel_config& p) {
+  const std::uint64_t L = std::max<std::uint64_t>(1, m.num_hidden_layers);
+  return {static_cast<double>(p.tensor_parallel), p.sequence_parallel,
+          static_cast<double>(ceil_div(L, p.pipeline_parallel)) / static_cast<double>(L)};
+}
+
+/// Tensor parallelism's all-reduces and a pipeline stage's sends for one micro-batch (communication.hpp).
+inline comm_times time_model_parallel(const model_shape& m, const run_config& r, const activation_config& a,
+                                      const model_split& split, const comm_links& links) {
+  const double tokens = static_cast<double>(a.batch) * static_cast<double>(a.seq_len);
+  const model_parallel_volume v{tokens * static_cast<double>(m.hidden_size) * operand_bytes, tokens,
+                                split.stage * static_cast<double>(m.num_hidden_layers),
+                                recomputes_blocks(a.ckpt)};
+  comm_times t;
+  t.tensor_parallel = tensor_parallel_comm_s(r.parallel, v, links);
+  t.pipeline_send = pipeline_send_s(r.parallel, v, links);
+  return t;
 }
 }  // namespace detail
 
@@ -408,15 +452,17 @@ inline double update_shards(const parallel_config& p) {
                               gpu.bandwidth_gb_s * 1e9 * rc.bandwidth_efficiency};
   const activation_config a = with_image_tokens(spec, r.activations);  // + a multimodal batch's image tokens
   detail::validate_inputs(m, a);
+  validate_layout(m, r.parallel);  // heads divisible by the tensor-parallel ranks, a layer per stage
   if (r.grad_accum_steps == 0) throw input_error("gradient_accumulation_steps", "must be a positive integer");
   const detail::roofline_tokens k{static_cast<double>(detail::checked_mul(a.batch, a.seq_len, "tokens")),
                                   static_cast<double>(a.batch), static_cast<double>(a.seq_len)};
-  const detail::layer_times layers = detail::time_layers(m, s, a, roof, k);
+  const detail::model_split split = detail::split_of(m, r.parallel);
+  const detail::layer_times layers = detail::time_layers(m, s, a, roof, k, split);
   step_time_parts p;
   p.matmuls = layers.matmuls;
   p.attention = layers.attention;
   p.elementwise = layers.elementwise;
-  p.loss_head = detail::loss_head_time(m, s, r.loss.impl, roof, k.t);
+  p.loss_head = detail::loss_head_time(m, s, r.loss.impl, roof, k.t, split.tp);  // the last stage's
   if (recomputes_blocks(a.ckpt)) p.recompute = layers.forward_only + layers.attention_recompute;
   if (a.ckpt == checkpointing::selective) p.recompute = layers.forward_only;
   // A trained tower also back-propagates (2× more) and, under checkpointing, recomputes (1× more).
@@ -444,22 +490,38 @@ inline double update_shards(const parallel_config& p) {
   p.grad_clipping = update.grad_clipping / shards;
 
   throughput_estimate e;
-  if (r.parallel.data_parallel > 1) {  // one GPU communicates nothing and computes none of this
-    const double forward = layers.forward_only + layers.attention_recompute + p.loss_head / (3 * accum);
-    e.comm = detail::time_comm(spec, statics, r, detail::links_of(gpu, rc, r.parallel), micro, forward,
-                               p.recompute / accum);
+  double stage_micro = micro;   // one micro-batch on the slowest stage, its exposed transfers included
+  if (r.parallel.gpus() > 1) {  // one GPU communicates nothing and computes none of this
+    const comm_links links = detail::links_of(gpu, rc, r.parallel);
+    e.comm = detail::time_model_parallel(m, r, a, split, links);
+    stage_micro += e.comm.tensor_parallel + e.comm.pipeline_send;  // per micro-batch, none of it hidden
+    e.comm.tensor_parallel *= accum;
+    e.comm.pipeline_send *= accum;
+    if (r.parallel.data_parallel > 1) {
+      const double forward = layers.forward_only + layers.attention_recompute + p.loss_head / (3 * accum);
+      const comm_times dp = detail::time_comm(spec, statics, r, links, micro, forward, p.recompute / accum);
+      e.comm.all_reduce = dp.all_reduce;
+      e.comm.all_gather = dp.all_gather;
+      e.comm.reduce_scatter = dp.reduce_scatter;
+      e.comm.exposed = dp.exposed;
+    }
+    e.comm.exposed += e.comm.tensor_parallel + e.comm.pipeline_send;
     p.communication = e.comm.exposed;
+    p.pipeline_bubble = pipeline_bubble_s(r.parallel.pipeline_parallel, stage_micro);
   }
   e.parts = p;
-  e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping + p.communication);
+  e.step_time = seconds(micro * accum + p.optimizer + p.grad_clipping + p.communication + p.pipeline_bubble);
   const double computed_tokens = k.t * accum;
   const double trained = computed_tokens * (1.0 - rc.padding_waste);
+  // A replica's t·p GPUs share its tokens: the rates are per GPU.
+  const double replica_gpus = static_cast<double>(r.parallel.tensor_parallel * r.parallel.pipeline_parallel);
   e.tokens_per_step = static_cast<std::uint64_t>(trained);
-  e.tokens_per_second = trained / e.step_time.count();
+  e.tokens_per_second = trained / e.step_time.count() / replica_gpus;
   e.per_token =
       flops_per_token(m, s, detail::credited_params(spec, r.basis), a.seq_len, rc.convention, a.ckpt);
   e.mfu = e.tokens_per_second * e.per_token.model.count() / peak.count();
-  e.hfu = (computed_tokens / e.step_time.count()) * e.per_token.hardware.count() / peak.count();
+  e.hfu =
+      (computed_tokens / e.step_time.count() / replica_gpus) * e.per_token.hardware.count() / peak.count();
   return e;
 }
 
