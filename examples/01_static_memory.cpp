@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: MIT
 // Example 01: the static training state of Llama-3.1-8B, from shapes written in code.
 // Reads top to bottom: shapes → exact parameter count → buckets for full FT, LoRA and QLoRA.
+#include <cstdio>
+
 #include <fmt/format.h>
 
 #include <headroom/core.hpp>
@@ -24,7 +26,12 @@ constexpr model_shape llama_3_1_8b() {
 constexpr model_spec spec{llama_3_1_8b(), 8'000'000'000};
 static_assert(parameter_count(spec.shape) == params(8'030'261'248));
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {  // the shapes are in the code: an argument is a mistake, not something to ignore
+    fmt::print(stderr, "error: unexpected argument '{}'; usage: 01_static_memory (takes no arguments)\n",
+               argv[1]);
+    return 2;
+  }
   // 3. Full fine-tuning, route A (bf16 weights + grads, fp32 master, fp32 AdamW m and v): W04.
   constexpr static_estimate full = estimate_static(spec, training_setup{});
   static_assert(full.buckets.static_bytes() == bytes(128'000'000'000));

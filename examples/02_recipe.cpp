@@ -12,6 +12,10 @@
 using namespace headroom;
 
 int main(int argc, char** argv) {
+  if (argc > 2) {
+    fmt::print(stderr, "error: unexpected argument '{}'; usage: 02_recipe [RECIPE.yaml]\n", argv[2]);
+    return 2;
+  }
   const std::string file =
       argc > 1 ? argv[1]
                : std::string(HEADROOM_EXAMPLE_RECIPES_DIR) + "/tt_llama3_1_8b_lora_single_device.yaml";

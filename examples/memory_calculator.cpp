@@ -504,7 +504,29 @@ int sweep(const loaded_model& model, const prepared_run& p, const options& o) {
   return over == 0 ? cli::exit_ok : cli::exit_does_not_fit;
 }
 
+// Options that ask different questions, or one that needs another, refused naming both (issue 31,
+// SI-06..08, SI-10..12): each was answered by dropping one of them.
+void check_program_flags(const CLI::App& app, const options& o) {
+  const bool solve = app.count("--solve-gpus") > 0;
+  const auto one_of = [](const std::string& a, const std::string& b) {
+    throw input_error(a, "and " + b + " ask different questions: give one of them");
+  };
+  if (!o.fit.empty() && !o.sweep.empty()) one_of("--fit", "--sweep");
+  if (!o.fit.empty() && !o.svg.empty()) one_of("--fit", "--svg");
+  if (!o.fit.empty() && solve) one_of("--fit", "--solve-gpus");
+  if (solve && (!o.sweep.empty() || !o.svg.empty()))
+    one_of("--solve-gpus", o.sweep.empty() ? "--svg" : "--sweep");
+  if (o.csv && o.sweep.empty()) throw input_error("--csv", "needs --sweep: the CSV rows are a sweep's");
+  if (!o.list_presets && !o.smoke) return;
+  for (const CLI::Option* opt : app.get_options()) {
+    const std::string name = opt->get_name();
+    if (opt->count() > 0 && name != "--list-presets" && name != "--smoke" && name != "--preset-dir")
+      throw input_error(o.smoke ? "--smoke" : "--list-presets", "takes no other option (got " + name + ")");
+  }
+}
+
 int calculate(const CLI::App& app, const options& o) {
+  check_program_flags(app, o);
   const auto dirs = o.run.search_path();
   if (o.list_presets) {
     for (const auto& n : preset_names(dirs)) fmt::print("{}\n", n);
@@ -521,7 +543,7 @@ int calculate(const CLI::App& app, const options& o) {
   out.text += profile_summary(p, o, out.json);
   const int code = answer(out, p, o, app, e);
   if (o.json)
-    fmt::print("{}\n", out.json.dump(2));
+    fmt::print("{}\n", out.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   else
     fmt::print("{}", out.text);
   return code;

@@ -4,6 +4,7 @@
 // rescues small gradients (W31), and global-norm clipping keeps direction (W32).
 #include <cmath>
 #include <cstdio>
+#include <string>
 #include <vector>
 
 #include <headroom/precision.hpp>
@@ -18,7 +19,19 @@ void check(bool ok, const char* id, const char* what) {
 }
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  if (argc > 1) {
+    const std::string arg = argv[1];
+    if (arg == "--help" || arg == "-h") {
+      std::printf(
+          "usage: precision_failure_modes\nChecks the course's precision failure modes (W28-W32) in "
+          "software bf16/fp16; exit 1 on a miss.\n");
+      return 0;
+    }
+    std::fprintf(stderr, "error: unexpected argument '%s'; usage: precision_failure_modes [--help]\n",
+                 argv[1]);
+    return 2;
+  }
   // 1. bf16 weight updates vanish without an fp32 master copy.
   check(spacing_below(1.0, bf16_format) == 0.00390625, "W28", "bf16 spacing just below 1.0 is 2^-8");
   check(smallest_surviving_update(1.0, bf16_format) == 0.001953125, "W28", "updates under ~0.002 round away");

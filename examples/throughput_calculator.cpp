@@ -16,6 +16,10 @@ namespace {
 
 using namespace headroom;
 
+/// The slowest measured rate taken: below it a step of any batch outlasts a run (1e-300 printed a 300-digit
+/// step time, issue 31 SI-18).
+constexpr double min_tokens_per_second = 1e-3;
+
 struct options {
   cli::run_options run;
   std::string tokens_per_second;
@@ -71,7 +75,11 @@ struct report {
 // --lengths: the padding a dataset's lengths cost (none when packed).
 std::optional<padding_summary> padding(const options& o, const run_config& r, roofline_config& rc,
                                        report& out) {
-  if (o.lengths.empty()) return std::nullopt;
+  if (o.lengths.empty()) {
+    if (o.packing)
+      throw input_error("--packing", "needs --lengths FILE: the lengths it packs (issue 31, SI-09)");
+    return std::nullopt;
+  }
   const padding_summary pad =
       summarize_lengths(load_lengths(o.lengths), r.activations.batch, r.activations.seq_len);
   rc.padding_waste = o.packing ? 0.0 : pad.padding_waste();
@@ -98,6 +106,10 @@ rates measured_rates(const options& o, const throughput_estimate& predicted, con
                      const gpu_info& gpu, flops peak) {
   rates x;
   x.tokens_per_second = cli::parse_positive("--tokens-per-second", o.tokens_per_second);
+  if (x.tokens_per_second < min_tokens_per_second)
+    throw input_error(
+        "--tokens-per-second",
+        "'" + o.tokens_per_second + "' is below the smallest rate priced (0.001 tokens/s per GPU)");
   x.step_s = static_cast<double>(predicted.tokens_per_step) / x.tokens_per_second;
   x.mfu = utilisation(x.tokens_per_second, predicted.per_token.model, peak);
   x.hfu = utilisation(x.tokens_per_second / (1.0 - rc.padding_waste), predicted.per_token.hardware, peak);
@@ -272,7 +284,10 @@ int calculate(const options& o) {
   // A measured tokens/s is per GPU: FLOPs per token and tokens per step do not depend on the layout, so
   // they come from the one-GPU model (the prediction itself refuses layouts it cannot time).
   run_config one_gpu = r;
-  if (measured) one_gpu.parallel = parallel_config{};
+  if (measured) {
+    validate_layout(model.spec.shape, r.parallel);  // a layout the model cannot have, measured or not
+    one_gpu.parallel = parallel_config{};
+  }
   const throughput_estimate predicted = predict_throughput(model.spec, one_gpu, gpu, rc);
   const flops peak = gpu.peak(compute_dtype_for(r.setup.precision));
   const rates x = measured ? measured_rates(o, predicted, rc, gpu, peak)
@@ -287,6 +302,12 @@ int calculate(const options& o) {
         100 * pad->padding_waste(), 100 * pad->grouped_waste(), 100 * (1 - pad->packed_waste()),
         pad->packed_rows, o.packing ? " (used)" : "");
   token_budget(out, o, r, x);
+  if (measured && r.parallel.gpus() > 1)
+    out.text += fmt::format(
+        "note: a measured tokens/s is per GPU and taken as given: the layout's {} GPUs count only in "
+        "--tokens' "
+        "wall clock and GPU-hours\n",
+        r.parallel.gpus());
   if (!in.args && o.run.framework.empty() && !measured) profile_section(out, o.run, model.spec, r, gpu, rc);
   out.text +=
       "note: MFU credits the convention's FLOPs; checkpointing lowers MFU but not HFU's hardware count. "
@@ -294,7 +315,8 @@ int calculate(const options& o) {
   if (r.setup.method != training_method::full)
     out.text +=
         "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
-  fmt::print("{}", o.json ? out.json.dump(2) + "\n" : out.text);
+  fmt::print("{}", o.json ? out.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
+                          : out.text);
   return cli::exit_ok;
 }
 

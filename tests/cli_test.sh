@@ -466,6 +466,36 @@ expect "CR-24 bfd of a million lengths" 0 'the packed length sets the peak: 1 x 
 expect "API-14 fit beyond the cap" 2 '^error: budget: holds even seq_len 67108864, the largest the estimate prices' -- --preset qwen3-1.7b --method qlora --fit seq-len --budget-gb 1e9
 printf '\xef\xbb\xbf512\n1024\n' >"$hostile/bom.csv"
 expect "lengths BOM" 0 '^lengths +2 sequences from .*: .*1 x 1024 tokens' -- --preset qwen3-1.7b --lengths "$hostile/bom.csv"
+# Issue 31, step 3: misleading messages (MI-*) name the flag, file or key.
+expect "MI-04 denormal dropout" 2 "^error: --lora-dropout: '4e-324' is out of range: a nonzero value below 1e-30" -- --method lora --lora-dropout 4e-324
+expect "MI-09 bucket as DeepSpeed writes it" 0 'zero3' -- --zero 3 --gpus 2 --reduce-bucket-size 5e8
+python3 -c "import sys; s=open(sys.argv[1]).read(); open(sys.argv[2],'w').write(s.replace('\"vocab_size\": 128256', '\"vocab_size\": 1' + '0' * 400))" "$data/../../presets/llama-3.1-8b-like.json" "$hostile/bignum.json"
+expect "MI-06 number overflow" 2 "bignum.json: /vocab_size: number out of range \('10000000000000000\.\.\.', 401 characters\)" -- --config "$hostile/bignum.json"
+printf '{"zero_optimization":{"stage":1e400}}' >"$hostile/st1e400.json"
+expect "MI-47 deepspeed number overflow" 2 "st1e400.json: /zero_optimization/stage: number out of range \('1e400'" -- --deepspeed "$hostile/st1e400.json" --gpus 2
+printf '{"train_batch_size":8388608}' >"$hostile/tbs.json"
+expect "MI-15 train_batch_size" 2 'tbs.json: /train_batch_size: 8388608 gives a data-parallel degree of 8388608 GPUs' -- --deepspeed "$hostile/tbs.json"
+printf 'distributed_type: DEEPSPEED\nnum_processes: 2\ndeepspeed_config:\n  zero_stage: 0\n' >"$hostile/z0.yaml"
+expect "MI-16 accelerate zero_stage 0" 0 'sharding +none' -- --accelerate-config "$hostile/z0.yaml"
+expect "MI-42 fsdp_version 3" 2 "^error: --set fsdp_config.fsdp_version: unknown '3'; valid: 1, 2" -- --recipe "$rec/ax_llama3_lora_1b.yml" --set 'fsdp_config.fsdp_version=3' --gpus 2
+printf '{"fsdp":"full_shard","fsdp_config":{"fsdp_version":7}}' >"$hostile/fv7.json"
+expect "MI-44 training args fsdp_version 7" 2 "fv7.json: /fsdp_config: /fsdp_version: unknown '7'; valid: 1, 2" -- --training-args "$hostile/fv7.json" --gpus 2
+cp "$data/../../presets/llama-3.1-8b-like.json" "$hostile/bad"$'\xff'"name.json"
+expect "MI-29 file name not UTF-8" 0 '"origin": ".*/bad.name.json"' -- --config "$hostile/bad"$'\xff'"name.json" --json
+# Issue 31, step 3: flags that conflict or need another are refused naming both (SI-*).
+expect "SI-04 ce-chunk against loss" 2 '^error: --ce-chunk: needs --loss chunked, got --loss liger' -- --loss liger --ce-chunk 256
+expect "SI-05 fused-ce and loss" 2 '^error: --fused-ce: and --loss chunked: give one of them' -- --fused-ce cce --loss chunked
+expect "SI-06 fit and sweep" 2 '^error: --fit: and --sweep ask different questions' -- --fit seq-len --budget-gb 80 --sweep seq-len=512:1024
+expect "SI-07 fit and solve-gpus" 2 '^error: --fit: and --solve-gpus ask different questions' -- --solve-gpus 8 --fit seq-len --budget-gb 80
+expect "SI-08 csv without sweep" 2 '^error: --csv: needs --sweep' -- --csv
+expect "SI-10 smoke with a flag" 2 '^error: --smoke: takes no other option \(got --batch\)' -- --smoke --batch 0
+expect "SI-11 list-presets with a config" 2 '^error: --list-presets: takes no other option \(got --config\)' -- --list-presets --config /nonexistent
+expect "SI-12 fit and svg" 2 '^error: --fit: and --svg ask different questions' -- --fit seq-len --budget-gb 80 --svg "$hostile/fit.svg"
+expect "SI-14 sp over a short sequence" 2 '^error: --sp: seq-len 3 must be a multiple of --tp 8' -- --tp 8 --sp --seq-len 3
+expect "SI-22 nccl channels on one GPU" 2 '^error: --nccl-channels: needs more than one GPU' -- --nccl-channels 64
+expect "SI-41 preset-dir a file" 2 "^error: --preset-dir: '.*llama-3.1-8b-like.json' is not a directory" -- --preset-dir "$data/../../presets/llama-3.1-8b-like.json"
+mkdir "$hostile/empty"
+expect "SI-43 preset-dir empty" 2 "^error: --preset-dir: '.*/empty' holds no preset files" -- --preset-dir "$hostile/empty"
 rm -rf "$hostile"
 # Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
 # in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.
@@ -577,6 +607,18 @@ expect "efficiency percent" 2 "--matmul-efficiency: .*\(a percentage\? give 0.7\
 expect "efficiency absurd" 2 '--bandwidth-efficiency: must be a fraction in \[0.01, 1\]' -- --gpu h100-sxm --bandwidth-efficiency 0.001
 expect "mfu over 100" 2 '--tokens-per-second: 1e6 tokens/s implies MFU of [0-9.]+% on h100-sxm' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 1e6
 expect "mfu sane" 0 'measured +3000 tokens/s' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 3000
+expect "SI-09 packing without lengths" 2 '^error: --packing: needs --lengths FILE' -- --gpu h100-sxm --packing
+expect "SI-15 measured rate, impossible tp" 2 '^error: tensor_parallel: must divide the attention heads' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 5000 --tp 3
+expect "SI-16 measured rate, impossible pp" 2 '^error: pipeline_parallel: is above the layer count' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 5000 --pp 1000
+expect "SI-17 measured rate, a layout" 0 'note: a measured tokens/s is per GPU and taken as given: the layout.s 100000 GPUs' -- --preset llama-3.1-8b-like --gpu h100-sxm --tokens-per-second 5000 --gpus 100000 --zero 3
+expect "SI-18 a rate of nothing" 2 "^error: --tokens-per-second: '1e-300' is out of range" -- --gpu h100-sxm --tokens-per-second 1e-300
+expect "a rate below the smallest" 2 "^error: --tokens-per-second: '1e-5' is below the smallest rate priced" -- --gpu h100-sxm --tokens-per-second 1e-5
+expect "MI-03 denormal rate" 2 "^error: --tokens-per-second: '1e-310' is out of range" -- --gpu h100-sxm --tokens-per-second 1e-310
+gpu_dir=$(mktemp -d)
+mkdir "$gpu_dir/gpus"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); del d['dense_tflops']['bf16']; d['name'] = 'mygpu'; json.dump(d, open(sys.argv[2], 'w'))" "$data/../../presets/gpus/h100-sxm.json" "$gpu_dir/gpus/mygpu.json"
+expect "MI-17 gpu file without its bf16 peak" 2 'mygpu.json: /dense_tflops/bf16: missing, but bf16_supported is true' -- --preset-dir "$gpu_dir" --gpu mygpu
+rm -rf "$gpu_dir"
 expect "predict tp" 0 '^tensor +2 ranks: all-reduces [0-9.]+ s per step, none hidden \(NVLink 4' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --gpus 2
 expect "predict tp sp" 0 '^tensor +8 ranks with sequence parallelism' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 8 --sp
 expect "predict tp json" 0 '"tensor_parallel": \{' -- --preset llama-3.1-8b-like --gpu h100-sxm --tp 2 --json
@@ -602,6 +644,8 @@ stable=$(awk -F, 'NR > 1 && $1 >= 10 && $1 < 80 && $2 != "0.0002"' <<<"$wsd" | w
 if [[ $stable -eq 0 ]] && row "$wsd" 100 0 && row "$wsd" 9 0.00018; then passed=$((passed + 1)); else
   failed=$((failed + 1)); echo "FAIL W27 csv"; fi
 expect "chart" 0 '\*' -- --type cosine --peak 2e-4 --warmup 10 --total 100
+expect "MI-01 denormal peak" 2 "^error: --peak: '1e-320' is out of range" -- --total 100 --peak 1e-320
+expect "MI-05 denormal min-lr-rate" 2 "^error: --min-lr-rate: '1e-315' is out of range" -- --total 100 --type cosine_with_min_lr --min-lr-rate 1e-315
 lr_svg=$(mktemp --suffix=.svg)
 expect "lr svg" 0 'step,lr' -- --type cosine --peak 2e-4 --warmup 10 --total 100 --csv --svg "$lr_svg"
 [[ -n $golden ]] && golden_file "lr svg" "$lr_svg"
@@ -621,6 +665,14 @@ expect "min-lr above peak" 2 'min_lr: must be in \[0, the peak learning rate' --
 expect "min-lr-rate 2" 2 'min_lr_rate: must be in \[0, 1\], got 2' -- --type cosine_with_min_lr --min-lr-rate 2 --total 100
 expect "warmup past total" 2 'warmup_steps: 200 exceed num_training_steps 100' -- --type cosine --warmup 200 --total 100
 expect "constant warmup" 2 'warmup_steps: the constant schedule has no warmup' -- --type constant --warmup 50 --total 100
+
+# The numbered examples take no unknown arguments (issue 31, SI-46..48).
+bin=$dir/01_static_memory
+expect "SI-47 example 01 argument" 2 "^error: unexpected argument '--bogus'; usage: 01_static_memory" -- --bogus
+bin=$dir/02_recipe
+expect "SI-46 example 02 arguments" 2 "^error: unexpected argument 'extra'; usage: 02_recipe \[RECIPE.yaml\]" -- "$rec/ax_llama3_lora_1b.yml" extra --bogus
+bin=$dir/precision_failure_modes
+expect "SI-48 precision help" 0 '^usage: precision_failure_modes' -- --help
 
 [[ -n $golden ]] && golden_finish
 echo "$passed passed, $failed failed"

@@ -576,3 +576,16 @@ TEST_CASE(
   CHECK(detail::json_excerpt(nlohmann::json(std::string(500, 'x'))).size() == 60);
   CHECK(detail::json_excerpt(nlohmann::json(12)) == "12");
 }
+
+TEST_CASE(
+    "A number beyond a double and a version past the newest are named by key (issue 31, MI-06, MI-41)") {
+  // scan_json gives the pointer of the value where the parser stopped.
+  const std::string text = R"({"a": {"b": 1e400}, "c": [1, 2]})";
+  CHECK(detail::scan_json(text, "x.json", text.find("1e400")) == "/a/b");
+  CHECK(detail::scan_json(text, "x.json", text.find('2')) == "/c");  // array positions are left out
+  const nlohmann::json fc{{"fsdp_version", 3}};
+  CHECK_THROWS_WITH(detail::read_version_or(fc, "fsdp_version", "t.json: /fsdp_config", 1, 2),
+                    "t.json: /fsdp_config: /fsdp_version: unknown '3'; valid: 1, 2");
+  CHECK(detail::read_version_or(fc, "missing", "t.json", 1, 2) == 1);
+  CHECK(detail::read_version_or(nlohmann::json{{"fsdp_version", 2}}, "fsdp_version", "t.json", 1, 2) == 2);
+}

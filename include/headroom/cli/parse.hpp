@@ -42,6 +42,10 @@ inline std::uint64_t parse_length(const std::string& flag, const std::string& te
   return parse_count(flag, text, limit, number_kind::length);
 }
 
+/// The smallest nonzero decimal a flag takes: learning rates, rates and fractions are far above it, and
+/// below it lie the denormals that std::stod refused with a bare "stod" (issue 31, MI-01).
+inline constexpr double min_nonzero_decimal = 1e-30;
+
 /// A decimal flag value: the integer flags' digits, optionally a "." and digits, optionally an exponent
 /// ("0.5", "12", "0", "2e-4", "1.5E3"). Signs, hex, spaces, "inf" and "nan" are errors naming the flag.
 inline double parse_decimal(const std::string& flag, const std::string& text) {
@@ -56,8 +60,10 @@ inline double parse_decimal(const std::string& flag, const std::string& text) {
   if (!digits(mantissa.substr(0, dot)) || (dot != std::string::npos && !digits(mantissa.substr(dot + 1))) ||
       !digits(exponent) || exponent.size() > 3)
     throw input_error(flag, "expected a decimal number such as 0.5, 12 or 2e-4, got '" + text + "'");
-  const double v = std::stod(text);
+  const double v = std::strtod(text.c_str(), nullptr);  // no exception: under- and overflow checked here
   if (!std::isfinite(v) || v > 1e15) throw input_error(flag, "is absurdly large ('" + text + "')");
+  if (v != 0 && v < min_nonzero_decimal)
+    throw input_error(flag, "'" + text + "' is out of range: a nonzero value below 1e-30 means nothing here");
   return v;
 }
 
@@ -120,11 +126,32 @@ inline sweep_spec parse_sweep(const std::string& text) {
   return s;
 }
 
+/// Whether `dir` holds a *.json file (stopping at the first one found).
+inline bool holds_json(const std::filesystem::path& dir) {
+  std::error_code ec;
+  for (std::filesystem::directory_iterator it(dir, ec), end; !ec && it != end; it.increment(ec))
+    if (it->path().extension() == ".json") return true;
+  return false;
+}
+/// --preset-dir names a folder of presets (model files, or GPU files under gpus/): a file, a missing folder
+/// or one with no preset in it was searched silently, the built-in presets answering instead (issue 31,
+/// SI-41..43).
+inline void check_preset_dir(const std::string& dir) {
+  std::error_code ec;
+  if (!std::filesystem::is_directory(dir, ec))
+    throw input_error("--preset-dir", "'" + dir + "' is not a directory");
+  if (!holds_json(dir) && !holds_json(std::filesystem::path(dir) / "gpus"))
+    throw input_error("--preset-dir", "'" + dir + "' holds no preset files (*.json, or gpus/*.json)");
+}
+
 /// Where the programs look for presets: --preset-dir, $HEADROOM_PRESET_DIR, then the data dir of an
 /// installed program (<prefix>/share/headroom/presets beside <prefix>/bin), then the source tree.
 inline std::vector<std::filesystem::path> program_search_path(const std::string& preset_dir) {
   std::optional<std::filesystem::path> dir;
-  if (!preset_dir.empty()) dir = preset_dir;
+  if (!preset_dir.empty()) {
+    check_preset_dir(preset_dir);
+    dir = preset_dir;
+  }
   std::vector<std::filesystem::path> dirs = preset_search_path(dir);
   std::error_code ec;
   const std::filesystem::path exe = std::filesystem::read_symlink("/proc/self/exe", ec);

@@ -394,6 +394,12 @@ inline void workload_flags(const run_options& o, run_request& q) {
   if (o.given("--loss")) q.loss = parse_choice(loss_names, o.loss, "--loss");
   if (o.given("--output-chunks"))
     q.output_chunks = parse_count("--output-chunks", o.output_chunks, max_solver_seq_len);
+  // --ce-chunk and --fused-ce choose the loss themselves: a --loss that says otherwise is a conflict, not
+  // something to drop (issue 31, SI-04, SI-05).
+  if (o.given("--ce-chunk") && o.given("--loss") && *q.loss != loss_impl::chunked)
+    throw input_error("--ce-chunk", "needs --loss chunked, got --loss " + o.loss);
+  if (o.given("--fused-ce") && o.given("--loss"))
+    throw input_error("--fused-ce", "and --loss " + o.loss + ": give one of them");
   if (o.given("--ce-chunk")) {
     q.loss = loss_impl::chunked;
     q.chunk_tokens = parse_length("--ce-chunk", o.ce_chunk, max_solver_seq_len);
@@ -453,7 +459,8 @@ inline void comm_flags(const run_options& o, run_request& q) {
   if (!o.fsdp_prefetch.empty())  // 0: no prefetch (FSDP1 backward_prefetch=None)
     q.prefetch_units = o.fsdp_prefetch == "0" ? 0 : parse_count("--fsdp-prefetch", o.fsdp_prefetch, 64);
   if (!o.reduce_bucket.empty())
-    q.reduce_bucket_elements = parse_count("--reduce-bucket-size", o.reduce_bucket, std::uint64_t{1} << 40);
+    q.reduce_bucket_elements =  // DeepSpeed configs write it as 5e8
+        parse_count("--reduce-bucket-size", o.reduce_bucket, std::uint64_t{1} << 40, number_kind::tokens);
   if (!o.overlap_comm.empty()) {
     if (o.overlap_comm != "on" && o.overlap_comm != "off")
       throw input_error("--overlap-comm", "unknown '" + o.overlap_comm + "'; valid: on, off");
@@ -669,6 +676,19 @@ inline void check_machine_flags(const run_config& r, const run_options& o) {
         "--offload-optimizer / --offload-params to offload on one GPU)");
 }
 
+/// The launched layout's own rules (issue 31, SI-14, SI-22): sequence parallelism splits the sequence over
+/// the tensor-parallel ranks (Megatron asserts seq_length % tp == 0), and NCCL channels need a communicator.
+inline void check_launched_layout(const run_config& r, const run_options& o) {
+  const parallel_config& p = r.parallel;
+  if (p.sequence_parallel && r.activations.seq_len % p.tensor_parallel != 0)
+    throw input_error("--sp", "seq-len " + std::to_string(r.activations.seq_len) +
+                                  " must be a multiple of --tp " + std::to_string(p.tensor_parallel));
+  if (!o.nccl_channels.empty() && p.gpus() == 1)
+    throw input_error("--nccl-channels",
+                      "needs more than one GPU (--gpus, --tp or --pp): one GPU opens no "
+                      "NCCL communicator");
+}
+
 /// `q` with what DeepSpeed config `file` decides merged over it: its "auto" values from the run `q` resolves
 /// to over `defaults` (the GPU count from --gpus, or `world_size` when a launcher says it).
 inline run_request add_deepspeed_file(const run_options& o, const run_request& defaults, const run_request& q,
@@ -745,6 +765,7 @@ inline launched_run launch(const run_options& o, const request_layers& layers, c
   // Without a launcher or DeepSpeed file the request is the one described: resolved already.
   out.run = o.accelerate.empty() && o.deepspeed.empty() ? described : resolve_over(layers.defaults, q);
   if (gpu) out.run = on_gpu(out.run, *gpu);
+  detail::check_launched_layout(out.run, o);
   return out;
 }
 

@@ -213,14 +213,18 @@ inline std::string nesting_pointer(const std::vector<std::pair<bool, std::string
   return (out.empty() ? "/" : out) + (end > 8 ? "/..." : "");
 }
 
-/// Refuses JSON text nested deeper than max_json_depth, naming the key where it happens, before any parser
-/// or reader recurses: one pass over the text that tracks strings, keys and array positions.
-inline void check_json_depth(std::string_view text, const std::string& file) {
+/// One pass over JSON text that tracks strings, keys and array positions: refuses nesting deeper than
+/// max_json_depth, naming the key where it happens, before any parser or reader recurses; returns the
+/// pointer of the value at byte `stop` (where the parser stopped).
+inline std::string scan_json(std::string_view text, const std::string& file,
+                             std::size_t stop = std::string_view::npos) {
   std::vector<std::pair<bool, std::string>> path;  // (an object's key?, the key or the array index)
   std::vector<std::size_t> index;                  // per open array, the element's position
   std::string last;                                // the last string read: a key when ':' follows
   bool in_string = false, escaped = false;
-  for (const char c : text) {
+  for (std::size_t at = 0; at < text.size(); ++at) {
+    const char c = text[at];
+    if (at == stop) return nesting_pointer(path);
     if (in_string) {
       if (escaped) {
         escaped = false;
@@ -251,7 +255,9 @@ inline void check_json_depth(std::string_view text, const std::string& file) {
       index.pop_back();
     }
   }
+  return nesting_pointer(path);
 }
+inline void check_json_depth(std::string_view text, const std::string& file) { (void)scan_json(text, file); }
 
 /// Reads and parses a JSON file; errors name the file and the line.
 inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
@@ -264,6 +270,16 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
     const auto line = 1 + std::count(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(end), '\n');
     throw input_error(file.string(), "malformed JSON at line " + std::to_string(line) + " (byte " +
                                          std::to_string(e.byte) + "): " + e.what());
+  } catch (const nlohmann::json::out_of_range& e) {
+    // A number beyond a double (1e400, 401 digits): nlohmann names neither file nor key, and quotes it all.
+    const std::string what = e.what();
+    const auto open = what.find('\''), close = what.rfind('\'');
+    const std::string number = open < close ? what.substr(open + 1, close - open - 1) : "";
+    const std::size_t at = number.empty() ? std::string::npos : body.find(number);
+    const std::string shown = number.size() > 20 ? number.substr(0, 17) + "..." : number;
+    throw input_error(file.string() + ": " + scan_json(body, file.string(), at),
+                      "number out of range ('" + shown + "', " + std::to_string(number.size()) +
+                          " characters): beyond what a double holds");
   }
 }
 }  // namespace detail

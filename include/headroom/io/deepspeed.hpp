@@ -155,6 +155,11 @@ inline void ds_batch(const nlohmann::json& ds, const deepspeed_inputs& in, const
                             "gradient_accumulation_steps = " +
                             std::to_string(per_step));
     out.world_size = global / per_step;
+    if (out.world_size > max_parallel_gpus)  // named here, not as the layout's "data_parallel" (MI-15)
+      throw input_error(root + "/train_batch_size",
+                        std::to_string(global) + " gives a data-parallel degree of " +
+                            std::to_string(out.world_size) + " GPUs (more than " +
+                            std::to_string(max_parallel_gpus) + "); check it against --gpus");
     if (in.world_size != 0 && out.world_size != in.world_size)
       throw input_error(root + "/train_batch_size", std::to_string(global) + " implies " +
                                                         std::to_string(out.world_size) + " GPUs, not the " +

@@ -57,6 +57,8 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
   g.tf32_tflops = detail::read_tflops(*peaks, "tf32", peak_origin);
   g.fp8_tflops = detail::read_tflops(*peaks, "fp8", peak_origin);
   g.bf16 = detail::read_bool_or(j, "bf16_supported", origin, g.bf16_tflops.has_value());
+  if (g.bf16 && !g.bf16_tflops)  // the file's own contradiction, not the run's precision (issue 31, MI-17)
+    throw input_error(peak_origin + "/bf16", "missing, but bf16_supported is true: give its dense TFLOP/s");
   g.rocm = detail::read_string_or(j, "vendor", origin, "nvidia") == "amd";
   if (const auto link = j.find("interconnect"); link != j.end() && !link->is_null()) {
     const std::string where = origin + ": /interconnect";

@@ -401,7 +401,7 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
     return;
   }
   if (!fc->is_object()) throw input_error(fo, "must be an object");
-  in.q.fsdp_version = args_count(*fc, "fsdp_version", fo, 1, 2);
+  in.q.fsdp_version = read_version_or(*fc, "fsdp_version", fo, 1, 2);
   const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
   if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
     throw input_error(fo + "/backward_prefetch",

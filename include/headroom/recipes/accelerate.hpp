@@ -58,7 +58,7 @@ inline void read_accelerate_fsdp(const yaml_doc& d, const nlohmann::json& j, acc
                                  translation& sorted) {
   const auto* f = yaml_find(j, "fsdp_config");
   const nlohmann::json fc = f != nullptr && f->is_object() ? *f : nlohmann::json::object();
-  a.fsdp_version = yaml_count(d, fc, "fsdp_config.fsdp_version", "fsdp_version", 1, 2);
+  a.fsdp_version = yaml_version(d, fc, "fsdp_config.fsdp_version", "fsdp_version", 1, 2);
   a.shard = sharding::fsdp_full;
   if (const auto* s = yaml_find(fc, "fsdp_sharding_strategy"))
     a.shard = accelerate_sharding(d, *s, "fsdp_config.fsdp_sharding_strategy");
@@ -96,8 +96,15 @@ inline void read_accelerate_deepspeed(const yaml_doc& d, const nlohmann::json& j
   if (!file.empty()) {
     a.deepspeed_file = path_beside(d.file, file);
   } else {
-    const std::uint64_t stage = yaml_count(d, dc, "deepspeed_config.zero_stage", "zero_stage", 2, 3);
-    a.shard = stage == 1 ? sharding::zero1 : stage == 2 ? sharding::zero2 : sharding::zero3;
+    // accelerate takes stages 0 to 3; stage 0 partitions nothing (priced as --deepspeed's stage 0 is: DDP).
+    const auto* zs = yaml_find(dc, "zero_stage");
+    const bool none = zs != nullptr && zs->is_number_integer() && zs->get<std::int64_t>() == 0;
+    const std::uint64_t stage =
+        none ? 0 : yaml_count(d, dc, "deepspeed_config.zero_stage", "zero_stage", 2, 3);
+    a.shard = stage == 0   ? sharding::none
+              : stage == 1 ? sharding::zero1
+              : stage == 2 ? sharding::zero2
+                           : sharding::zero3;
     const std::string opt =
         yaml_string(d, dc, "deepspeed_config.offload_optimizer_device", "offload_optimizer_device", "none");
     const std::string par =

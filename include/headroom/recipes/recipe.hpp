@@ -439,9 +439,9 @@ inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64
       cfg[key.rfind("fsdp_", 0) == 0 && key != "fsdp_version" ? key.substr(5) : key] = item.value();
     }
   const std::string where = d.at(given_config != nullptr ? "fsdp_config" : "fsdp");
-  std::uint64_t version = yaml_count(d, j, "fsdp_version", "fsdp_version", 0, 2);
-  if (version == 0) version = yaml_count(d, cfg, "fsdp_config.fsdp_version", "fsdp_version", 0, 2);
-  if (version == 0) version = yaml_count(d, cfg, "fsdp_config.version", "version", 1, 2);
+  std::uint64_t version = yaml_version(d, j, "fsdp_version", "fsdp_version", 0, 2);
+  if (version == 0) version = yaml_version(d, cfg, "fsdp_config.fsdp_version", "fsdp_version", 0, 2);
+  if (version == 0) version = yaml_version(d, cfg, "fsdp_config.version", "version", 1, 2);
   std::string shard = "full_shard";
   bool offload = false;
   if (words != nullptr)

@@ -8,6 +8,7 @@
 #include <charconv>
 #include <cstdint>
 #include <filesystem>
+#include <limits>
 #include <map>
 #include <set>
 #include <string>
@@ -227,6 +228,13 @@ inline std::uint64_t yaml_count(const yaml_doc& d, const nlohmann::json& j, cons
   } catch (const input_error& e) {
     throw input_error(d.at(key), std::string(e.what()).substr(e.field().size() + 2));
   }
+}
+/// A version key (fsdp_version): a positive integer up to `newest`, else "unknown" with the valid ones.
+inline std::uint64_t yaml_version(const yaml_doc& d, const nlohmann::json& j, const std::string& key,
+                                  std::string_view name, std::uint64_t fallback, std::uint64_t newest) {
+  const std::uint64_t v = yaml_count(d, j, key, name, fallback, std::numeric_limits<std::uint64_t>::max());
+  if (v > newest) throw input_error(d.at(key), unknown_version(v, newest));
+  return v;
 }
 inline bool yaml_bool(const yaml_doc& d, const nlohmann::json& j, const std::string& key,
                       std::string_view name, bool fallback) {

@@ -4,6 +4,7 @@
 #pragma once
 
 #include <cstdint>
+#include <limits>
 #include <string>
 #include <string_view>
 
@@ -54,6 +55,21 @@ inline std::uint64_t read_count_or(const json& j, std::string_view key, const st
                                    std::uint64_t fallback, std::uint64_t limit = max_dimension) {
   if (!given(j, key)) return fallback;
   return read_count(j, key, origin, limit);
+}
+/// The message for a version number past the newest (fsdp_version 3: "unknown '3'; valid: 1, 2"), not
+/// "absurdly large" (issue 31, MI-41).
+inline std::string unknown_version(std::uint64_t v, std::uint64_t newest) {
+  std::string valid = "1";
+  for (std::uint64_t k = 2; k <= newest; ++k) valid += ", " + std::to_string(k);
+  return "unknown '" + std::to_string(v) + "'; valid: " + valid;
+}
+/// A version key (fsdp_version): a positive integer up to `newest`.
+inline std::uint64_t read_version_or(const json& j, std::string_view key, const std::string& origin,
+                                     std::uint64_t fallback, std::uint64_t newest) {
+  if (!given(j, key)) return fallback;
+  const std::uint64_t v = read_count(j, key, origin, std::numeric_limits<std::uint64_t>::max());
+  if (v > newest) throw input_error(key_path(origin, key), unknown_version(v, newest));
+  return v;
 }
 inline bool read_bool_or(const json& j, std::string_view key, const std::string& origin, bool fallback) {
   const auto it = j.find(key);
