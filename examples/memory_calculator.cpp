@@ -545,7 +545,7 @@ int calculate(const CLI::App& app, const options& o) {
   if (o.json)
     fmt::print("{}\n", out.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace));
   else
-    fmt::print("{}", out.text);
+    fmt::print("{}", cli::printable(out.text));  // a config's name with ESC in it stays text
   return code;
 }
 

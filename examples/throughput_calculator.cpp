@@ -316,7 +316,7 @@ int calculate(const options& o) {
     out.text +=
         "note: LoRA/QLoRA credit 4N + 6 per adapter parameter (no weight gradients for the frozen base).\n";
   fmt::print("{}", o.json ? out.json.dump(2, ' ', false, nlohmann::json::error_handler_t::replace) + "\n"
-                          : out.text);
+                          : cli::printable(out.text));
   return cli::exit_ok;
 }
 

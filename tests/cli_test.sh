@@ -22,12 +22,21 @@ failed=0
 # shellcheck source=tests/golden.sh
 [[ -n $golden ]] && source "$(dirname "$0")/golden.sh"
 
+# limited EXE ARGS...: EXE under hostile-inputs.md's limits, so that a hang or a runaway allocation fails its case
+# (issue 31, step 5): 20 s and 2 GB of address space; a sanitizer build (its shadow memory reserves terabytes of
+# address space, and it runs several times slower) gets 120 s and no memory limit.
+declare -A sanitized
+limited() {
+  [[ -n ${sanitized[$1]+x} ]] || { grep -q __asan_init "$1" && sanitized[$1]=1 || sanitized[$1]=0; }
+  if ((sanitized[$1])); then timeout 120 "$@"; else (ulimit -v 2000000 && exec timeout 20 "$@"); fi
+}
+
 # expect NAME CODE PATTERN -- ARGS...: exit code CODE and PATTERN (grep -E) in stdout+stderr.
 expect() {
   local name=$1 code=$2 pattern=$3
   shift 4
   local out rc
-  out=$("$bin" "$@" 2>&1)
+  out=$(limited "$bin" "$@" 2>&1)
   rc=$?
   [[ -n $golden ]] && golden_case "$name" "$rc" "$out" "$@"
   if [[ $rc -eq $code ]] && grep -Eq -- "$pattern" <<<"$out"; then
@@ -496,6 +505,42 @@ expect "SI-22 nccl channels on one GPU" 2 '^error: --nccl-channels: needs more t
 expect "SI-41 preset-dir a file" 2 "^error: --preset-dir: '.*llama-3.1-8b-like.json' is not a directory" -- --preset-dir "$data/../../presets/llama-3.1-8b-like.json"
 mkdir "$hostile/empty"
 expect "SI-43 preset-dir empty" 2 "^error: --preset-dir: '.*/empty' holds no preset files" -- --preset-dir "$hostile/empty"
+# Issue 31, step 3: files that contradict themselves (SI-23..38, MI-25, MI-39).
+printf '{"fsdp":"full_shard shard_grad_op"}' >"$hostile/fsdp2w.json"
+expect "SI-23 two fsdp shardings" 2 'fsdp2w.json: /fsdp: full_shard and shard_grad_op exclude each other' -- --training-args "$hostile/fsdp2w.json" --gpus 2
+printf '{"gradient_checkpointing_kwargs":"garbage"}' >"$hostile/gck.json"
+expect "SI-24 checkpointing kwargs" 2 'gck.json: /gradient_checkpointing_kwargs: must be an object' -- --training-args "$hostile/gck.json"
+grep -v '^micro_batch_size\|^sequence_len' "$rec/ax_llama3_lora_1b.yml" >"$hostile/merge.yaml"
+printf 'defaults: &d\n  micro_batch_size: 16\n  sequence_len: 8192\n<<: *d\n' >>"$hostile/merge.yaml"
+expect "SI-25 merge keys" 0 'micro-batch 16 x seq-len 8192' -- --recipe "$hostile/merge.yaml"
+{ grep -v '^bf16:\|^fp16:' "$rec/ax_llama3_lora_1b.yml"; printf 'bf16: true\nfp16: true\n'; } >"$hostile/bf16fp16.yml"
+expect "SI-26 bf16 and fp16" 2 'bf16fp16.yml:[0-9]+: fp16: and bf16 are both true; give one' -- --recipe "$hostile/bf16fp16.yml"
+{ cat "$rec/ax_llama3_lora_1b.yml"; printf 'bf16: true\nfp16: true\n'; } >"$hostile/bf16again.yml"
+expect "SI-26 as reproduced: bf16 twice" 2 'bf16again.yml:[0-9]+: bf16: duplicate key \(first at line [0-9]+\)' -- --recipe "$hostile/bf16again.yml"
+{ cat "$rec/ax_llama3_lora_1b.yml"; printf -- '---\nmicro_batch_size: 64\n'; } >"$hostile/twodoc.yml"
+expect "SI-27 a second document" 2 'twodoc.yml:[0-9]+: a second YAML document' -- --recipe "$hostile/twodoc.yml"
+printf 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config: "FULL_SHARD"\n' >"$hostile/accstr.yaml"
+expect "SI-28 accelerate fsdp_config string" 2 'accstr.yaml:3: fsdp_config: must be a mapping, got "FULL_SHARD"' -- --accelerate-config "$hostile/accstr.yaml"
+sed '/^fsdp_config:/a\  use_orig_params: true' "$rec/ax_llama3_1b_fft_fsdp2_offload.yml" >"$hostile/ax_fv2orig.yml"
+expect "SI-29 orig params on FSDP2" 2 "ax_fv2orig.yml:[0-9]+: fsdp_config: fsdp_config.use_orig_params: is FSDP1's setting; fsdp_version is 2" -- --recipe "$hostile/ax_fv2orig.yml" --gpus 2
+{ cat "$rec/ax_llama3_1b_fft_fsdp2_offload.yml"; echo 'deepspeed: z2.json'; } >"$hostile/ax_fsdpds.yml"
+expect "SI-31 deepspeed and fsdp" 2 'ax_fsdpds.yml:[0-9]+: deepspeed: and fsdp_config: give one of them' -- --recipe "$hostile/ax_fsdpds.yml" --gpus 2
+{ cat "$rec/tt_llama3_2_1b_full_single_device.yaml"; echo 'batch_size: 64'; } >"$hostile/tt_dup.yaml"
+expect "SI-32 duplicate key" 2 'tt_dup.yaml:[0-9]+: batch_size: duplicate key \(first at line [0-9]+\)' -- --recipe "$hostile/tt_dup.yaml"
+printf '{"fsdp":"full_shard","fsdp_config":{"fsdp_version":2,"use_orig_params":true}}' >"$hostile/ta_fv2orig.json"
+expect "SI-34 training args orig params on FSDP2" 2 "ta_fv2orig.json: /fsdp_config: /use_orig_params: is FSDP1's setting" -- --training-args "$hostile/ta_fv2orig.json" --gpus 2
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); d['_headroom']['nominal_params'] = 1; json.dump(d, open(sys.argv[2], 'w'))" "$data/../../presets/llama-3.1-8b-like.json" "$hostile/np1.json"
+expect "SI-35 nominal far from the shapes" 2 'np1.json: /_headroom: /nominal_params: 1 is far from the 8030261248 parameters' -- --config "$hostile/np1.json"
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); d['head_dim'] = 3; json.dump(d, open(sys.argv[2], 'w'))" "$data/../../presets/llama-3.1-8b-like.json" "$hostile/hd3.json"
+expect "SI-36 odd head_dim" 2 'hd3.json: /head_dim: 3 must be even' -- --config "$hostile/hd3.json"
+expect "SI-37 pissa niter absurd" 2 'pissa_niter_N: N is absurdly large \(99999999999999999999\)' -- --method lora --init-lora-weights pissa_niter_99999999999999999999
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); d['_headroom']['name'] = '\x1b[2Jpwned'; json.dump(d, open(sys.argv[2], 'w'))" "$data/../../presets/llama-3.1-8b-like.json" "$hostile/ansi.json"
+expect "SI-38 escape in a name" 0 '\\x1b\[2Jpwned' -- --config "$hostile/ansi.json"
+expect "SI-40 escape in a flag" 2 "gpu: unknown 'h100-sxm\\\\x1b\[2J'" -- --gpu $'h100-sxm\x1b[2J'
+sed 's/^sequence_len:.*/sequence_len: 0x800/' "$rec/ax_llama3_lora_1b.yml" >"$hostile/hex.yaml"
+expect "MI-25 hex length" 0 'seq-len 2048' -- --recipe "$hostile/hex.yaml"
+printf '{"fsdp":"full_shard","deepspeed":{"zero_optimization":{"stage":2}}}' >"$hostile/fsdpds.json"
+expect "MI-39 training args fsdp and deepspeed" 2 'fsdpds.json: /fsdp: and /deepspeed: give one of them' -- --training-args "$hostile/fsdpds.json" --gpus 2
 rm -rf "$hostile"
 # Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
 # in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.

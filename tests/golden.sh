@@ -36,7 +36,7 @@ golden_case() {
     if [[ $a == --json ]]; then had_json=1; else toggled+=("$a"); fi
   done
   ((had_json)) || toggled+=(--json)
-  out=$("$bin" "${toggled[@]}" 2>&1)
+  out=$(limited "$bin" "${toggled[@]}" 2>&1)
   local toggled_rc=$?  # taken at once: the label's own $(...) below would overwrite $?
   golden_record "$prog.txt" "$name (--json $( ((had_json)) && echo removed || echo added))" "$toggled_rc" \
     "$out" "${toggled[@]}"

@@ -571,3 +571,21 @@ TEST_CASE(
   const detail::yaml_doc shared = detail::parse_yaml_text("d: &d {x: 1}\ne: *d\nf: *d\n", "s.yaml");
   CHECK(shared.root["f"]["x"] == 1);
 }
+
+TEST_CASE(
+    "YAML as PyYAML and OmegaConf read it: merge keys, hex integers, one document, no duplicates (issue 31)",
+    "[recipe][errors]") {
+  // A merge key's mapping joins the one it is in; the mapping's own keys win, wherever they are written.
+  const auto merged = detail::parse_yaml_text("d: &d {a: 1, b: 2}\nb: 3\n<<: *d\n", "m.yml");
+  CHECK(merged.root.at("a") == 1);
+  CHECK(merged.root.at("b") == 3);
+  CHECK(merged.root.count("<<") == 0);
+  CHECK(detail::parse_yaml_text("x: 0x800\ny: 0o17\nz: '0x800'\n", "h.yml").root ==
+        nlohmann::json{{"x", 2048}, {"y", 15}, {"z", "0x800"}});
+  CHECK_THROWS_WITH(detail::parse_yaml_text("a: 1\nb: 2\na: 3\n", "dup.yml"),
+                    "dup.yml:3: a: duplicate key (first at line 1); give it once");
+  CHECK_THROWS_WITH(detail::parse_yaml_text("a: 1\n---\na: 2\n", "two.yml"),
+                    "two.yml:3: a second YAML document; a config is one document");
+  CHECK_THROWS_WITH(detail::parse_yaml_text("<<: [1]\n", "bad.yml"),
+                    "bad.yml:1: <<: a merge key takes a mapping or a list of mappings");
+}

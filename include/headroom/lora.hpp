@@ -215,8 +215,13 @@ inline constexpr std::array<named<lora_init>, 4> lora_init_names{{{"default", lo
   if (text == "olora") return lora_init::olora;
   constexpr std::string_view niter = "pissa_niter_";
   if (text.substr(0, niter.size()) == niter && text.size() > niter.size() &&
-      text.find_first_not_of("0123456789", niter.size()) == std::string_view::npos)
+      text.find_first_not_of("0123456789", niter.size()) == std::string_view::npos) {
+    // PEFT's docs use 4 to 16 subspace iterations; past 10^6 (7 digits) it is a typo (issue 31, SI-37)
+    if (text.size() - niter.size() > 6)
+      throw input_error(
+          field, "pissa_niter_N: N is absurdly large (" + std::string(text.substr(niter.size())) + ")");
     return lora_init::pissa_niter;
+  }
   throw input_error(field, "unknown '" + std::string(text) +
                                "'; valid: gaussian (the default), pissa, pissa_niter_[n], olora");
 }

@@ -209,6 +209,24 @@ inline int checked_stdout(int rc) {
 }
 
 /// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
+/// `text` with control characters (ESC and the like, from a config's name or a flag) written as \\xNN, so
+/// that printing a file's strings cannot drive the terminal (issue 31, SI-38..40); newlines and tabs stay.
+inline std::string printable(std::string_view text) {
+  std::string out;
+  out.reserve(text.size());
+  for (const char c : text) {
+    const auto u = static_cast<unsigned char>(c);
+    if ((u < 0x20 && c != '\n' && c != '\t') || u == 0x7f) {
+      constexpr std::string_view hex = "0123456789abcdef";
+      out.append("\\x").push_back(hex[u >> 4]);
+      out.push_back(hex[u & 0xf]);
+    } else {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
 template <class Body>
 int run(CLI::App& app, int argc, char** argv, Body&& body) {
   try {
@@ -224,10 +242,10 @@ int run(CLI::App& app, int argc, char** argv, Body&& body) {
     std::fputs(app.help().c_str(), stdout);
     return checked_stdout(exit_ok);
   } catch (const CLI::ParseError& e) {
-    std::fprintf(stderr, "error: %s\nrun with --help for the options\n", e.what());
+    std::fprintf(stderr, "error: %s\nrun with --help for the options\n", printable(e.what()).c_str());
     return exit_bad_input;
   } catch (const input_error& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
     return exit_bad_input;
   } catch (const std::system_error& e) {  // fmt::print's failed write to a full or closed stdout
     if (std::ferror(stdout) != 0)
@@ -236,7 +254,7 @@ int run(CLI::App& app, int argc, char** argv, Body&& body) {
       std::fprintf(stderr, "error: %s\n", e.what());
     return exit_bad_input;
   } catch (const std::exception& e) {
-    std::fprintf(stderr, "error: %s\n", e.what());
+    std::fprintf(stderr, "error: %s\n", printable(e.what()).c_str());
     return exit_bad_input;
   }
 }

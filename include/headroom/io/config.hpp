@@ -294,6 +294,13 @@ inline void read_meta(loaded_model& out, const nlohmann::json& j, const std::str
     out.name = read_string_or(*meta, "name", meta_origin, out.name);
     out.source = read_string_or(*meta, "source", meta_origin, "");
     out.spec.nominal_params = read_count_or(*meta, "nominal_params", meta_origin, 0, std::uint64_t{1} << 50);
+    // The course rounds N (8e9 for 8.03e9); a factor of 2 away is a typo, not a rounding (issue 31, SI-35).
+    const std::uint64_t exact = parameter_count(out.spec.shape).count(), nominal = out.spec.nominal_params;
+    if (nominal != 0 && (nominal / 2 > exact || exact / 2 > nominal))
+      throw input_error(
+          meta_origin + ": /nominal_params",
+          std::to_string(nominal) + " is far from the " + std::to_string(exact) +
+              " parameters the shapes give (more than a factor of 2): a rounding of them, or none");
   }
 }
 
@@ -494,6 +501,10 @@ inline void read_common_shape(const nlohmann::json& j, const std::string& origin
   const std::uint64_t head_default =
       arch.head_dim_default != 0 ? arch.head_dim_default : m.hidden_size / m.num_attention_heads;
   m.head_dim = read_count_or(j, "head_dim", origin, head_default);
+  if (m.head_dim % 2 != 0)  // every family read rotates pairs: rotate_half splits a head in two halves
+    throw input_error(
+        key_path(origin, "head_dim"),
+        std::to_string(m.head_dim) + " must be even (RoPE's rotate_half splits each head in two)");
   m.num_hidden_layers = read_count(j, "num_hidden_layers", origin, max_layers);
   m.vocab_size = read_count(j, "vocab_size", origin);
   m.tie_word_embeddings = read_bool_or(j, "tie_word_embeddings", origin, arch.tie_default);

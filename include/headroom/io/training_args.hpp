@@ -225,6 +225,9 @@ inline void read_args_checkpointing(args_reading& in) {
   json ckpt_kwargs = j.value("gradient_checkpointing_kwargs", json::object());
   if (ckpt_kwargs.is_null()) ckpt_kwargs = json::object();
   const std::string ko = in.origin + ": /gradient_checkpointing_kwargs";
+  if (!ckpt_kwargs.is_object())  // passed as **kwargs to checkpoint(): a dict or nothing (issue 31, SI-24)
+    throw input_error(
+        ko, "must be an object such as {\"use_reentrant\": false}, got " + json_excerpt(ckpt_kwargs));
   const bool selective = read_bool_or(ckpt_kwargs, "selective", ko, false);
   const bool offload = read_bool_or(j, "activation_offloading", in.origin, false);
   // transformers' gradient_checkpointing_enable passes use_reentrant=True unless the kwargs say otherwise.
@@ -372,15 +375,19 @@ inline void read_args_fsdp_words(args_reading& in) {
     for (const auto& w : *f) words += (w.is_string() ? w.get<std::string>() : std::string("?")) + " ";
   else
     throw input_error(key_path(in.origin, "fsdp"), "must be a string such as \"full_shard auto_wrap\"");
-  std::string word;
+  std::string word, sharded;  // sharded: the sharding word already read (transformers takes one)
   for (std::size_t i = 0; i <= words.size(); ++i) {
     if (i < words.size() && words[i] != ' ') {
       word += words[i];
       continue;
     }
-    if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard")
+    if (word == "full_shard" || word == "shard_grad_op" || word == "hybrid_shard") {
+      if (!sharded.empty() && sharded != word)
+        throw input_error(key_path(in.origin, "fsdp"),
+                          sharded + " and " + word + " exclude each other; give one (transformers raises)");
+      sharded = word;
       in.q.shard = parse_choice(sharding_names, word, "fsdp");
-    else if (word == "offload")
+    } else if (word == "offload")
       in.q.offload_optimizer = in.q.offload_params = true;
     else if (!word.empty() && word != "auto_wrap")
       throw input_error(
@@ -402,6 +409,10 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
   }
   if (!fc->is_object()) throw input_error(fo, "must be an object");
   in.q.fsdp_version = read_version_or(*fc, "fsdp_version", fo, 1, 2);
+  if (*in.q.fsdp_version == 2 && given(*fc, "use_orig_params"))  // as --fsdp-version 2 --fsdp-use-orig-params
+    throw input_error(key_path(fo, "use_orig_params"),
+                      "is FSDP1's setting; fsdp_version is 2 (FSDP2 always "
+                      "steps the original parameters)");
   const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
   if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
     throw input_error(fo + "/backward_prefetch",
@@ -627,6 +638,9 @@ inline void read_torchtune_loss(args_reading& in, training_args& a) {
 inline void read_args_deepspeed(const args_reading& in, training_args& a) {
   const auto d = in.j.find("deepspeed");
   if (d == in.j.end() || d->is_null()) return;
+  if (const auto f = in.j.find("fsdp"); f != in.j.end() && !f->is_null() && !f->empty() && *f != "")
+    throw input_error(key_path(in.origin, "fsdp"),
+                      "and /deepspeed: give one of them (the Trainer runs DeepSpeed or FSDP, not both)");
   run_config& r = a.run;
   const deepspeed_inputs ds_in{r.activations.batch,
                                r.grad_accum_steps,

@@ -57,7 +57,9 @@ inline sharding accelerate_sharding(const yaml_doc& d, const nlohmann::json& v, 
 inline void read_accelerate_fsdp(const yaml_doc& d, const nlohmann::json& j, accelerate_config& a,
                                  translation& sorted) {
   const auto* f = yaml_find(j, "fsdp_config");
-  const nlohmann::json fc = f != nullptr && f->is_object() ? *f : nlohmann::json::object();
+  if (f != nullptr && !f->is_object())
+    throw input_error(d.at("fsdp_config"), "must be a mapping, got " + json_excerpt(*f));
+  const nlohmann::json fc = f != nullptr ? *f : nlohmann::json::object();
   a.fsdp_version = yaml_version(d, fc, "fsdp_config.fsdp_version", "fsdp_version", 1, 2);
   a.shard = sharding::fsdp_full;
   if (const auto* s = yaml_find(fc, "fsdp_sharding_strategy"))
@@ -78,6 +80,8 @@ inline void read_accelerate_fsdp(const yaml_doc& d, const nlohmann::json& j, acc
     throw input_error(d.at("fsdp_config.fsdp_backward_prefetch"),
                       "unknown '" + prefetch + "'; valid: BACKWARD_PRE, BACKWARD_POST, NO_PREFETCH");
   a.prefetch_units = prefetch == "NO_PREFETCH" ? 0 : 1;
+  if (a.fsdp_version == 2 && yaml_find(fc, "fsdp_use_orig_params") != nullptr)
+    throw input_error(d.at("fsdp_config.fsdp_use_orig_params"), "is FSDP1's setting; fsdp_version is 2");
   if (a.fsdp_version == 1 && yaml_find(fc, "fsdp_use_orig_params") != nullptr)
     a.use_orig_params = yaml_bool(d, fc, "fsdp_config.fsdp_use_orig_params", "fsdp_use_orig_params", false);
   sort_keys(d, fc, "fsdp_config",

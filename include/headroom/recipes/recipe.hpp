@@ -346,6 +346,8 @@ inline void axolotl_workload(const yaml_doc& d, const nlohmann::json& j, transla
   const bool bf16 = bf == nullptr || (bf->is_string() && bf->get<std::string>() == "auto") ||
                     yaml_bool(d, j, "bf16", "bf16", true);
   const bool fp16 = !bf16 && yaml_bool(d, j, "fp16", "fp16", false);
+  if (bf != nullptr && bf->is_boolean() && bf16 && yaml_bool(d, j, "fp16", "fp16", false))
+    throw input_error(d.at("fp16"), "and bf16 are both true; give one");
   if (bf == nullptr || bf->is_string())
     t.notes.emplace_back("bf16: auto is priced as true (a GPU with bf16: Ampere or newer)");
   t.set("model_init_kwargs/dtype", bf16 ? "bfloat16" : fp16 ? "float16" : "float32", d.at("bf16"));
@@ -444,11 +446,20 @@ inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64
   if (version == 0) version = yaml_version(d, cfg, "fsdp_config.version", "version", 1, 2);
   std::string shard = "full_shard";
   bool offload = false;
-  if (words != nullptr)
+  if (yaml_find(j, "deepspeed") != nullptr)  // axolotl's validation refuses the pair
+    throw input_error(d.at("deepspeed"),
+                      std::string("and ") + (given_config ? "fsdp_config" : "fsdp") + ": give one of them");
+  if (words != nullptr) {
+    std::string sharded;
     for (const std::string& w : yaml_names(d, *words, "fsdp")) {
-      if (w == "shard_grad_op" || w == "hybrid_shard" || w == "full_shard") shard = w;
+      if (w == "shard_grad_op" || w == "hybrid_shard" || w == "full_shard") {
+        if (!sharded.empty() && sharded != w)
+          throw input_error(d.at("fsdp"), sharded + " and " + w + " exclude each other; give one");
+        sharded = shard = w;
+      }
       if (w == "offload") offload = true;
     }
+  }
   const std::string strategy = yaml_string(d, cfg, "fsdp_config.sharding_strategy", "sharding_strategy", "");
   if (!strategy.empty() && strategy != "FULL_SHARD" && strategy != "SHARD_GRAD_OP" &&
       strategy != "HYBRID_SHARD")
@@ -463,6 +474,9 @@ inline void axolotl_fsdp(const yaml_doc& d, const nlohmann::json& j, std::uint64
   const std::string prefetch =
       lower_case(yaml_string(d, cfg, "fsdp_config.backward_prefetch", "backward_prefetch", ""));
   if (!prefetch.empty()) t.set("fsdp_config/backward_prefetch", prefetch, d.at("fsdp_config"));
+  if (version == 2 && cfg.contains("use_orig_params"))  // as --fsdp-version 2 --fsdp-use-orig-params says
+    throw input_error(d.at("fsdp_config"),
+                      "fsdp_config.use_orig_params: is FSDP1's setting; fsdp_version is 2");
   if (version == 1 && cfg.contains("use_orig_params"))  // the Trainer's default (true) otherwise
     t.set("fsdp_config/use_orig_params",
           yaml_bool(d, cfg, "fsdp_config.use_orig_params", "use_orig_params", true), d.at("fsdp_config"));

@@ -57,6 +57,11 @@ inline nlohmann::json yaml_scalar(const YAML::Node& n) {
   const char* end = s.data() + s.size();
   const char* first = s.data() + (s.front() == '+' ? 1 : 0);
   if (auto [p, ec] = std::from_chars(first, end, i); ec == std::errc() && p == end) return i;
+  // 0x800 and 0o17, as the core schema (and PyYAML, for axolotl) read them (issue 31, MI-25)
+  if (s.size() > 2 && s[0] == '0' && (s[1] == 'x' || s[1] == 'o')) {
+    const int base = s[1] == 'x' ? 16 : 8;
+    if (auto [p, ec] = std::from_chars(s.data() + 2, end, i, base); ec == std::errc() && p == end) return i;
+  }
   const bool numeric = std::all_of(s.begin(), s.end(), [](char c) {
     return std::isdigit(static_cast<unsigned char>(c)) != 0 || c == '.' || c == 'e' || c == 'E' || c == '-' ||
            c == '+';
@@ -109,6 +114,26 @@ inline std::string walk_error_at(const yaml_doc& doc, const std::string& path) {
   return doc.file.rfind("--set ", 0) == 0 || path.empty() ? doc.file : doc.at(path);
 }
 
+/// YAML's merge key (`<<: *base`, yaml.org/type/merge.html, as PyYAML reads it for axolotl and
+/// LLaMA-Factory): the mapping's (or each listed mapping's) keys join `out` unless `out` sets them itself.
+inline void merge_keys(nlohmann::json& out, const nlohmann::json& value, const std::string& path, int line,
+                       yaml_doc& doc) {
+  const std::string where =
+      doc.file + ":" + std::to_string(line) + ": " + (path.empty() ? "<<" : path + ".<<");
+  const auto one = [&](const nlohmann::json& m) {
+    if (!m.is_object()) throw input_error(where, "a merge key takes a mapping or a list of mappings");
+    for (const auto& [k, v] : m.items())
+      if (!out.contains(k)) {
+        out[k] = v;
+        doc.lines[path.empty() ? k : path + "." + k] = line;
+      }
+  };
+  if (value.is_array())
+    for (const auto& m : value) one(m);
+  else
+    one(value);
+}
+
 inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path, yaml_doc& doc,
                                    yaml_walk& walk) {
   for (const YAML::Node& above : walk.open)
@@ -127,18 +152,30 @@ inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path,
   nlohmann::json out;
   walk.open.push_back(n);
   switch (n.Type()) {
-    case YAML::NodeType::Map:
+    case YAML::NodeType::Map: {
       out = nlohmann::json::object();
+      std::vector<std::pair<nlohmann::json, int>> merged;  // `<<: *base` values and their lines
       for (const auto& kv : n) {
         if (!kv.first.IsScalar())
           throw input_error(doc.file + ":" + std::to_string(kv.first.Mark().line + 1),
                             "a mapping key must be a plain name");
         const std::string& name = utf8_text(kv.first, doc);
         const std::string key = path.empty() ? name : path + "." + name;
-        doc.lines[key] = kv.first.Mark().line + 1;
+        const int line = kv.first.Mark().line + 1;
+        if (name == "<<" && kv.first.Tag() != "!") {  // a quoted "<<" is a plain key
+          merged.emplace_back(yaml_to_json(kv.second, key, doc, walk), line);
+          continue;
+        }
+        if (out.contains(name))  // OmegaConf (torchtune) refuses it; PyYAML keeps the last silently
+          throw input_error(
+              doc.file + ":" + std::to_string(line) + ": " + key,
+              "duplicate key (first at line " + std::to_string(doc.lines[key]) + "); give it once");
+        doc.lines[key] = line;
         out[name] = yaml_to_json(kv.second, key, doc, walk);
       }
+      for (const auto& [value, line] : merged) merge_keys(out, value, path, line, doc);
       break;
+    }
     case YAML::NodeType::Sequence:
       out = nlohmann::json::array();
       for (const auto& item : n) out.push_back(yaml_to_json(item, path, doc, walk));
@@ -160,7 +197,11 @@ inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file
   doc.file = file;
   YAML::Node root;
   try {
-    root = YAML::Load(text);
+    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
+    if (documents.size() > 1)  // YAML::Load read the first and dropped the rest (issue 31, SI-27)
+      throw input_error(doc.file + ":" + std::to_string(documents[1].Mark().line + 1),
+                        "a second YAML document; a config is one document");
+    if (!documents.empty()) root = documents.front();
   } catch (const YAML::Exception& e) {
     throw input_error(doc.file + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
   }
