@@ -26,6 +26,9 @@ int main(int argc, char** argv) {
     const auto dirs = cli::program_search_path("");
     const loaded_model model = load_preset(preset, dirs);
     const gpu_info gpu = load_gpu(gpu_name, dirs);
+    if (!gpu.bf16)  // refused before the table starts, with this program's own terms (issue 31, MI-31)
+      throw input_error("--gpu",
+                        gpu.name + " has no bf16 support, and throughput_ablation prices bf16 runs only");
     run_config base;
     base.setup.method = training_method::lora;
     base.activations.batch = cli::parse_count("--batch", batch, 4096);

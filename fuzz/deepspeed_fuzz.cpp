@@ -15,7 +15,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const nlohmann::json j = nlohmann::json::parse(data, data + size, nullptr, false);
   if (j.is_discarded()) return 0;
   try {
-    const headroom::deepspeed_inputs in{2, 4, 0, true, false, model.spec.shape.hidden_size};
+    const headroom::deepspeed_inputs in{2, 4, 0, true, false, model.spec.shape.hidden_size, ""};
     const headroom::deepspeed_config ds = headroom::deepspeed_from_json(j, in, "fuzz");
     headroom::run_request q;
     q.gpus = 8;

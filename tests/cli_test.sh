@@ -276,7 +276,7 @@ expect "unknown target" 2 "target_modules: unknown module 'qkv'" -- --method lor
 expect "NaN budget" 2 "--budget-gb: expected a size in GB such as 24 or 0.5, .*got 'nan'" -- --budget-gb nan
 expect "negative budget" 2 "--budget-gb: expected a size in GB.*got '-3'" -- --budget-gb=-3
 expect "zero block" 2 "--optim-block-size: expected a positive integer" -- --optim-block-size 0
-expect "malformed JSON" 2 "malformed\.json: malformed JSON at line [0-9]+ \(byte" -- --config "$data/malformed.json"
+expect "malformed JSON" 2 "malformed\.json: malformed JSON at line [0-9]+, column [0-9]+ \(byte" -- --config "$data/malformed.json"
 expect "negative field" 2 "negative_heads\.json: /num_attention_heads: must be a positive integer, got -32" -- \
   --config "$data/negative_heads.json"
 expect "missing file" 2 "cannot open file" -- --config "$data/nope.json"
@@ -541,6 +541,36 @@ sed 's/^sequence_len:.*/sequence_len: 0x800/' "$rec/ax_llama3_lora_1b.yml" >"$ho
 expect "MI-25 hex length" 0 'seq-len 2048' -- --recipe "$hostile/hex.yaml"
 printf '{"fsdp":"full_shard","deepspeed":{"zero_optimization":{"stage":2}}}' >"$hostile/fsdpds.json"
 expect "MI-39 training args fsdp and deepspeed" 2 'fsdpds.json: /fsdp: and /deepspeed: give one of them' -- --training-args "$hostile/fsdpds.json" --gpus 2
+# Issue 31, step 3: the remaining misleading messages (MI-*) and the empty --set (SI-13).
+expect "SI-13 empty --set" 2 '^error: --set micro_batch_size: is empty; give a value or leave the flag out' -- --recipe "$rec/ax_llama3_lora_1b.yml" --set micro_batch_size=
+printf '{"fp16":{"enabled":true}}' >"$hostile/fp16.json"
+expect "MI-10 deepspeed fp16 against the flags" 2 'fp16.json: /fp16/enabled: true disagrees with --precision bf16-mixed \(the default\): give --precision fp16-autocast' -- --deepspeed "$hostile/fp16.json" --gpus 2
+printf '{"bf16":{"enabled":false}}' >"$hostile/bf16f.json"
+expect "MI-11 deepspeed bf16 off against the flags" 2 'bf16f.json: /bf16/enabled: false disagrees with --precision bf16-mixed \(the default\): give --precision fp32 or fp16-autocast' -- --deepspeed "$hostile/bf16f.json" --gpus 2
+printf '1e3\n' >"$hostile/e3.csv"
+expect "MI-19 a length in exponent form" 2 "e3.csv:1: expected a positive integer length, got '1e3'" -- --lengths "$hostile/e3.csv"
+python3 -c "N=100000; open('$hostile/deep.yaml','w').write('base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nloop: '+'['*N+']'*N+'\n')"
+expect "MI-21 deep flow YAML" 2 'deep.yaml:3: loop: nested deeper than the limit of 256 levels' -- --recipe "$hostile/deep.yaml"
+python3 -c "open('$hostile/deepblock.yaml','w').write('base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nloop:\n'+''.join(' '*(i+1)+'k:\n' for i in range(2000))+' '*2001+'v\n')"
+expect "MI-22 deep block YAML" 2 'deepblock.yaml:[0-9]+: k: nested deeper than the limit of 256 levels' -- --recipe "$hostile/deepblock.yaml"
+python3 -c "N=100000; open('$hostile/deepmap.yaml','w').write('base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nloop: '+'{a: '*N+'1'+'}'*N+'\n')"
+expect "MI-23 deep flow map YAML" 2 'deepmap.yaml:3: loop: nested deeper than the limit of 256 levels' -- --recipe "$hostile/deepmap.yaml"
+printf 'hello\n' >"$hostile/notjson.txt"
+sed "s#^base_model:.*#base_model: $hostile/notjson.txt#" "$rec/ax_llama3_lora_1b.yml" >"$hostile/etc.yaml"
+expect "MI-26 base_model not a config" 2 'etc.yaml:[0-9]+: base_model: .*notjson.txt: malformed JSON at line 1, column 1 \(byte 1\): syntax error while parsing value - invalid literal$' -- --recipe "$hostile/etc.yaml"
+sed "s#^deepspeed:.*#deepspeed: $hostile/lf_self.yaml#" "$rec/lf_qwen3_full_sft_ds3.yaml" >"$hostile/lf_self.yaml"
+expect "MI-45 recipe deepspeed not JSON" 2 'lf_self.yaml:8: deepspeed: .*lf_self.yaml: malformed JSON at line 1' -- --recipe "$hostile/lf_self.yaml"
+sed "s#deepspeed_config_file:.*#deepspeed_config_file: $hostile/acc_dsself.yaml#" "$rec/acc_deepspeed.yaml" >"$hostile/acc_dsself.yaml"
+expect "MI-46 accelerate deepspeed file not JSON" 2 'acc_dsself.yaml: deepspeed_config.deepspeed_config_file: .*acc_dsself.yaml: malformed JSON at line 1' -- --accelerate-config "$hostile/acc_dsself.yaml"
+mkdir "$hostile/st"
+cp "$data/checkpoints/tiny-single/config.json" "$hostile/st/"
+python3 -c "import json, struct; h = json.dumps({'model.embed_tokens.weight': {'dtype': 'BF16', 'shape': [2**40, 2**40], 'data_offsets': [0, 0]}}).encode(); open('$hostile/st/model.safetensors', 'wb').write(struct.pack('<Q', len(h)) + h)"
+expect "MI-28 safetensors overflow" 2 'st/model.safetensors: model.embed_tokens.weight: shape \[1099511627776,1099511627776\] overflows 64-bit arithmetic' -- --config "$hostile/st/config.json"
+printf '{"fsdp":"full_shard","fsdp_config":"/nonexistent/fsdp.json"}' >"$hostile/fsdpcfgpath.json"
+expect "MI-48 fsdp_config path missing" 2 'fsdpcfgpath.json: /fsdp_config: /nonexistent/fsdp.json: cannot open file' -- --training-args "$hostile/fsdpcfgpath.json" --gpus 2
+printf '{"fsdp_version":2}' >"$hostile/fsdp_cfg.json"
+printf '{"fsdp":"full_shard","fsdp_config":"%s"}' "$hostile/fsdp_cfg.json" >"$hostile/fsdpcfgfile.json"
+expect "MI-48 fsdp_config path read" 0 'full_shard' -- --training-args "$hostile/fsdpcfgfile.json" --gpus 2
 rm -rf "$hostile"
 # Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
 # in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.
@@ -718,6 +748,8 @@ bin=$dir/02_recipe
 expect "SI-46 example 02 arguments" 2 "^error: unexpected argument 'extra'; usage: 02_recipe \[RECIPE.yaml\]" -- "$rec/ax_llama3_lora_1b.yml" extra --bogus
 bin=$dir/precision_failure_modes
 expect "SI-48 precision help" 0 '^usage: precision_failure_modes' -- --help
+bin=$dir/throughput_ablation
+expect "MI-31 ablation on a GPU without bf16" 2 '^error: --gpu: t4 has no bf16 support, and throughput_ablation prices bf16 runs only' -- --gpu t4
 
 [[ -n $golden ]] && golden_finish
 echo "$passed passed, $failed failed"

@@ -616,14 +616,15 @@ TEST_CASE("Training-args warnings: renamed keys and files with nothing headroom 
 
 TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as the Trainer resolves them",
           "[training_args][deepspeed]") {
-  const deepspeed_inputs args{2, 4, 0, true, false, 2048};  // per-device 2, accumulation 4, bf16, hidden 2048
+  const deepspeed_inputs args{2,     4,    0, true,
+                              false, 2048, ""};  // per-device 2, accumulation 4, bf16, hidden 2048
   SECTION("No bf16 / fp16 section: the Trainer's accelerator adds the one its arguments ask for") {
     const nlohmann::json bare = {{"zero_optimization", {{"stage", 2}}}};
     const deepspeed_config with_bf16 = deepspeed_from_json(bare, args, "bare.json");
     CHECK(with_bf16.precision == deepspeed_precision::bf16);
     CHECK(std::any_of(with_bf16.notes.begin(), with_bf16.notes.end(),
                       [](const std::string& n) { return n.find("no bf16 section") != std::string::npos; }));
-    const deepspeed_inputs fp32_args{2, 4, 0, false, false, 2048};
+    const deepspeed_inputs fp32_args{2, 4, 0, false, false, 2048, ""};
     CHECK(deepspeed_from_json(bare, fp32_args, "bare.json").precision == deepspeed_precision::fp32);
   }
   SECTION("LLaMA-Factory's ZeRO-0 and ZeRO-2 files: every size \"auto\", explicit 5e8 buckets") {
@@ -661,24 +662,25 @@ TEST_CASE("DeepSpeed configs: the ZeRO stage, offloading and \"auto\" values as 
     CHECK(r.grad_accum_steps == 4);
   }
   SECTION("Explicit values must match the training arguments; train_batch_size says how many GPUs") {
-    const deepspeed_config ds = recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, true, false, 4096});
+    const deepspeed_config ds =
+        recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, true, false, 4096, ""});
     CHECK(ds.world_size == 2);  // 64 / (4 x 8)
     CHECK(ds.offload_optimizer);
     CHECK(ds.reduce_bucket_elements == 200'000'000);
     CHECK(ds.overlap_comm == comm_switch::on);
     test::require_input_error(
         [&] {
-          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{8, 8, 0, true, false, 4096});
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{8, 8, 0, true, false, 4096, ""});
         },
         "/train_micro_batch_size_per_gpu", "mismatches", "per_device_train_batch_size = 8");
     test::require_input_error(
         [&] {
-          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 4, true, false, 4096});
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 4, true, false, 4096, ""});
         },
         "/train_batch_size", "implies 2 GPUs");
     test::require_input_error(
         [&] {
-          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, false, false, 4096});
+          (void)recipe_ds("ds_explicit.json", deepspeed_inputs{4, 8, 0, false, false, 4096, ""});
         },
         "/bf16/enabled", "mismatches");
   }

@@ -515,13 +515,15 @@ inline void note_given(const CLI::App& app, run_options& o) {
 /// the GPUs when --gpus was given, the model's hidden size.
 inline deepspeed_inputs deepspeed_inputs_of(const run_config& r, const run_options& o, const model_shape& m) {
   const precision_route p = r.setup.precision;
-  return {r.activations.batch,
-          r.grad_accum_steps,
-          o.given("--gpus") ? r.parallel.data_parallel : 0,
+  return {r.activations.batch, r.grad_accum_steps, o.given("--gpus") ? r.parallel.data_parallel : 0,
           p == precision_route::bf16_mixed || p == precision_route::bf16_pure ||
               p == precision_route::fp32_autocast,
-          p == precision_route::fp16_autocast,
-          m.hidden_size};
+          p == precision_route::fp16_autocast, m.hidden_size,
+          // a file's bf16 / fp16 keep the Trainer's wording; the flags' name the flag
+          o.args_file.empty() && o.recipe.empty()
+              ? "--precision " + std::string(choice_name(precision_names, p)) +
+                    (o.given("--precision") ? "" : " (the default)")
+              : std::string()};
 }
 
 /// What a config file reader said, one line each: notes and warnings after `prefix`, then the keys it did not
@@ -726,7 +728,11 @@ inline run_request add_accelerate(const run_options& o, const run_request& defau
   if (a.deepspeed_file.empty()) return q;
   if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
   std::vector<std::string> ds_notes, warnings, ignored;
-  q = add_deepspeed_file(o, defaults, q, m, a.deepspeed_file, a.processes, ds_notes, warnings, ignored);
+  try {
+    q = add_deepspeed_file(o, defaults, q, m, a.deepspeed_file, a.processes, ds_notes, warnings, ignored);
+  } catch (const input_error& e) {  // the launcher's key first, then the DeepSpeed file's fault (MI-46)
+    throw input_error(o.accelerate + ": deepspeed_config.deepspeed_config_file", e.what());
+  }
   for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
     notes.push_back(std::move(line));
   return q;

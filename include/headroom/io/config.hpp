@@ -8,6 +8,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
 #include <string>
@@ -268,8 +269,16 @@ inline nlohmann::json parse_json_file(const std::filesystem::path& file) {
   } catch (const nlohmann::json::parse_error& e) {
     const std::size_t end = e.byte < body.size() ? e.byte : body.size();
     const auto line = 1 + std::count(body.begin(), body.begin() + static_cast<std::ptrdiff_t>(end), '\n');
-    throw input_error(file.string(), "malformed JSON at line " + std::to_string(line) + " (byte " +
-                                         std::to_string(e.byte) + "): " + e.what());
+    // nlohmann's text without its id and its "last read: '...'" (the file's own bytes, echoed: MI-26)
+    std::string what = e.what(), where = "at line " + std::to_string(line);
+    if (const auto at = what.find("parse error at "); at != std::string::npos) what = what.substr(at + 15);
+    if (const auto colon = what.find(": "); what.rfind("line ", 0) == 0 && colon != std::string::npos) {
+      where = "at " + what.substr(0, colon);  // "at line 1, column 1"
+      what = what.substr(colon + 2);
+    }
+    if (const auto echo = what.find("; last read:"); echo != std::string::npos) what.resize(echo);
+    throw input_error(file.string(),
+                      "malformed JSON " + where + " (byte " + std::to_string(e.byte) + "): " + what);
   } catch (const nlohmann::json::out_of_range& e) {
     // A number beyond a double (1e400, 401 digits): nlohmann names neither file nor key, and quotes it all.
     const std::string what = e.what();
@@ -632,7 +641,10 @@ inline std::optional<std::uint64_t> safetensors_header_values(std::string_view h
     for (const auto& dim : *shape) {
       if (!dim.is_number_unsigned() || dim.get<std::uint64_t>() > (std::uint64_t{1} << 40))
         return std::nullopt;
-      n = checked_mul(n, dim.get<std::uint64_t>(), "safetensors shape");
+      const std::uint64_t d = dim.get<std::uint64_t>();
+      if (d != 0 && n > std::numeric_limits<std::uint64_t>::max() / d)  // named, not a bare overflow (MI-28)
+        throw input_error(name, "shape " + json_excerpt(*shape) + " overflows 64-bit arithmetic");
+      n *= d;
     }
     total = checked_add(total, n, "safetensors values");
   }
@@ -649,7 +661,11 @@ inline std::optional<std::uint64_t> safetensors_values(const std::filesystem::pa
   if (size == 0 || size > (std::uint64_t{100} << 20)) return std::nullopt;  // headers are kilobytes
   std::string header(static_cast<std::size_t>(size), '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(size))) return std::nullopt;
-  return safetensors_header_values(header);
+  try {
+    return safetensors_header_values(header);
+  } catch (const input_error& e) {  // the file first, then the tensor
+    throw input_error(file.string(), e.what());
+  }
 }
 /// Compares the count from the shapes with the checkpoint stored beside the config, when there is one:
 /// model.safetensors.index.json (metadata.total_parameters, or metadata.total_size over the dtype's bytes)
@@ -897,7 +913,13 @@ inline std::string_view known_model_preset(const std::string& id) {
                                                    const std::filesystem::path& cache,
                                                    const hub_fetcher& fetch = {}) {
   std::error_code ec;
-  if (std::filesystem::exists(id, ec)) return load_model_config(id);
+  if (std::filesystem::exists(id, ec)) {
+    try {
+      return load_model_config(id);
+    } catch (const input_error& e) {  // the key that named the file, then what is wrong with it (MI-26)
+      throw input_error(where, e.what());
+    }
+  }
   std::string miss, failed;  // what the cache lacked; why the download failed
   if (looks_like_hub_id(id)) {
     const hub_model_id hub = parse_hub_model_id(id, where);

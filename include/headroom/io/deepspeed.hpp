@@ -33,6 +33,8 @@ struct deepspeed_inputs {
   bool bf16 = false;              ///< bf16 (or bf16_full_eval)
   bool fp16 = false;              ///< fp16 (or fp16_full_eval)
   std::uint64_t hidden_size = 0;  ///< the model's, for the bucket sizes
+  std::string precision_flag;  ///< "--precision bf16-mixed" when the command line, not a training-args file,
+                               ///< set bf16 and fp16 (a mismatch then names the flag, issue 31 MI-10)
 };
 
 /// The precision DeepSpeed trains in: its engine casts the module to bf16 / fp16 and its optimizer keeps
@@ -89,7 +91,7 @@ inline std::uint64_t ds_match(const json& section, std::string_view key, const s
 /// equal it when the training arguments set one.
 inline bool ds_enabled(const json& root, std::string_view section, std::string_view alias,
                        const std::string& origin, bool from_args, const char* argument,
-                       deepspeed_config& out) {
+                       const std::string& precision_flag, deepspeed_config& out) {
   auto it = root.find(section);
   if (it == root.end()) it = root.find(alias);
   if (it == root.end() || it->is_null()) {
@@ -110,8 +112,17 @@ inline bool ds_enabled(const json& root, std::string_view section, std::string_v
     return from_args;
   }
   if (!e->is_boolean()) throw input_error(where + "/enabled", "must be true, false or \"auto\"");
-  if (e->get<bool>() != from_args)
-    throw input_error(where + "/enabled", std::string(e->get<bool>() ? "true" : "false") +
+  const bool on = e->get<bool>();
+  if (on != from_args && !precision_flag.empty()) {  // no training arguments: the flag decided
+    const bool fp16 = section == "fp16";
+    const char* instead =
+        fp16 ? (on ? "fp16-autocast" : "bf16-mixed") : (on ? "bf16-mixed" : "fp32 or fp16-autocast");
+    throw input_error(where + "/enabled", std::string(on ? "true" : "false") + " disagrees with " +
+                                              precision_flag + ": give --precision " + instead +
+                                              " (or set it to \"auto\")");
+  }
+  if (on != from_args)
+    throw input_error(where + "/enabled", std::string(on ? "true" : "false") +
                                               " mismatches the training arguments' " + argument +
                                               " (transformers raises the same; set it to \"auto\")");
   return e->get<bool>();
@@ -170,8 +181,8 @@ inline void ds_batch(const nlohmann::json& ds, const deepspeed_inputs& in, const
 /// bf16 or fp16 (or neither: fp32), "auto" from the training arguments.
 inline void ds_precision(const nlohmann::json& ds, const deepspeed_inputs& in, const std::string& origin,
                          deepspeed_config& out) {
-  const bool bf16 = ds_enabled(ds, "bf16", "bfloat16", origin, in.bf16, "bf16", out);
-  const bool fp16 = ds_enabled(ds, "fp16", "fp16", origin, in.fp16, "fp16", out);
+  const bool bf16 = ds_enabled(ds, "bf16", "bfloat16", origin, in.bf16, "bf16", in.precision_flag, out);
+  const bool fp16 = ds_enabled(ds, "fp16", "fp16", origin, in.fp16, "fp16", in.precision_flag, out);
   if (bf16 && fp16) throw input_error(origin + ": /bf16", "cannot be enabled together with fp16");
   out.precision = bf16   ? deepspeed_precision::bf16
                   : fp16 ? deepspeed_precision::fp16

@@ -3,6 +3,7 @@
 // dataset's sequence lengths (JSON array or CSV). Uses nlohmann_json, through config.hpp's readers.
 #pragma once
 
+#include <cctype>
 #include <cstdint>
 #include <filesystem>
 #include <fstream>
@@ -128,7 +129,9 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
       while (!line.empty() && (line.back() == '\r' || line.back() == ' ' || line.back() == '\t'))
         line.pop_back();
       const bool digits = line.find_first_not_of("0123456789") == std::string::npos;
-      if (line.empty() || (n == 1 && !digits)) continue;
+      // A header names the column ("length"); a first line that starts like a number is a value (1e3: MI-19)
+      const bool header = n == 1 && !digits && std::isdigit(static_cast<unsigned char>(line[0])) == 0;
+      if (line.empty() || header) continue;
       const std::string where = file.string() + ":" + std::to_string(n);
       if (!digits || std::stoull("0" + line.substr(0, 19)) == 0)
         throw input_error(where, "expected a positive integer length, got '" + line.substr(0, 60) + "'");

@@ -397,32 +397,48 @@ inline void read_args_fsdp_words(args_reading& in) {
   }
 }
 
-/// TrainingArguments' fsdp_config: the FSDP version, the backward prefetch and FSDP1's use_orig_params (true
-/// unless it says false: the Trainer's fsdp_config default, docs/training-args.md).
-inline void read_args_fsdp_config(args_reading& in, training_args& a) {
-  const auto fc = in.j.find("fsdp_config");
-  const std::string fo = in.origin + ": /fsdp_config";
-  const bool given_config = fc != in.j.end() && !fc->is_null();
-  if (!given_config) {
-    if (in.q.shard) in.q.use_orig_params = true;
-    return;
-  }
-  if (!fc->is_object()) throw input_error(fo, "must be an object");
-  in.q.fsdp_version = read_version_or(*fc, "fsdp_version", fo, 1, 2);
-  if (*in.q.fsdp_version == 2 && given(*fc, "use_orig_params"))  // as --fsdp-version 2 --fsdp-use-orig-params
+/// An fsdp_config object (`fo` names it in errors): the version, the backward prefetch and FSDP1's
+/// use_orig_params (true unless it says false: the Trainer's fsdp_config default, docs/training-args.md).
+inline void read_args_fsdp_object(args_reading& in, training_args& a, const json& fc, const std::string& fo) {
+  in.q.fsdp_version = read_version_or(fc, "fsdp_version", fo, 1, 2);
+  if (*in.q.fsdp_version == 2 && given(fc, "use_orig_params"))  // as --fsdp-version 2 --fsdp-use-orig-params
     throw input_error(key_path(fo, "use_orig_params"),
-                      "is FSDP1's setting; fsdp_version is 2 (FSDP2 always "
-                      "steps the original parameters)");
-  const std::string prefetch = read_string_or(*fc, "backward_prefetch", fo, "backward_pre");
+                      "is FSDP1's setting; fsdp_version is 2 (FSDP2 always steps the original parameters)");
+  const std::string prefetch = read_string_or(fc, "backward_prefetch", fo, "backward_pre");
   if (prefetch != "backward_pre" && prefetch != "backward_post" && prefetch != "no_prefetch")
     throw input_error(fo + "/backward_prefetch",
                       "unknown '" + prefetch + "'; valid: backward_pre, backward_post, no_prefetch");
   in.q.prefetch_units = prefetch == "no_prefetch" ? 0 : 1;
-  const bool orig = read_bool_or(*fc, "use_orig_params", fo, true);
+  const bool orig = read_bool_or(fc, "use_orig_params", fo, true);
   if (in.q.shard && *in.q.fsdp_version == 1) in.q.use_orig_params = orig;
   if (!in.q.shard)
     a.notes.emplace_back(
         "fsdp_config without fsdp: FSDP is not enabled (set \"fsdp\": \"full_shard auto_wrap\")");
+}
+
+/// TrainingArguments' fsdp_config: the object, or a path to a JSON file of it (transformers opens it from the
+/// working directory).
+inline void read_args_fsdp_config(args_reading& in, training_args& a) {
+  const auto fc = in.j.find("fsdp_config");
+  const std::string fo = in.origin + ": /fsdp_config";
+  if (fc == in.j.end() || fc->is_null()) {
+    if (in.q.shard) in.q.use_orig_params = true;
+    return;
+  }
+  if (!fc->is_string()) {
+    if (!fc->is_object()) throw input_error(fo, "must be an object, or a path to a JSON file of one");
+    read_args_fsdp_object(in, a, *fc, fo);
+    return;
+  }
+  const std::string path = fc->get<std::string>();
+  json from_file;
+  try {
+    from_file = parse_json_file(path);
+  } catch (const input_error& e) {  // the key that named the file first (issue 31, MI-48)
+    throw input_error(fo, e.what());
+  }
+  if (!from_file.is_object()) throw input_error(fo + ": " + path, "must hold a JSON object");
+  read_args_fsdp_object(in, a, from_file, fo + ": " + path);
 }
 
 /// The Trainer's bf16 on a float32 model under FSDP is accelerate's MixedPrecision, with a note
@@ -647,7 +663,8 @@ inline void read_args_deepspeed(const args_reading& in, training_args& a) {
                                in.later.gpus.value_or(0),
                                in.bf16,
                                in.fp16,
-                               in.model.spec.shape.hidden_size};
+                               in.model.spec.shape.hidden_size,
+                               ""};
   deepspeed_config ds;
   if (d->is_object()) {
     ds = deepspeed_from_json(*d, ds_in, in.origin + ": /deepspeed");

@@ -191,10 +191,55 @@ inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path,
   return out;
 }
 
+/// Refuses YAML text nested deeper than max_yaml_depth before yaml-cpp parses it (its recursive parser gave
+/// up with "bad file" on 100,000 '[' or 2,000 indented levels: issue 31, MI-21..23): per line, the open
+/// block levels (a stack of indentations) and the flow brackets still open, outside quotes and comments.
+/// Names the line and the key it starts with.
+inline void check_yaml_depth(std::string_view text, const std::string& file) {
+  std::vector<std::size_t> indents;
+  std::size_t flow = 0, line_no = 0;
+  char quote = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    const std::size_t indent = line.find_first_not_of(' ');
+    if (indent == std::string_view::npos || line[indent] == '#') continue;
+    if (flow == 0 && quote == 0) {
+      while (!indents.empty() && indents.back() >= indent) indents.pop_back();
+      indents.push_back(indent);
+    }
+    for (std::size_t i = indent; i < line.size(); ++i) {
+      const char c = line[i];
+      if (quote != 0) {
+        if (c == quote) quote = 0;
+      } else if (c == '\'' || c == '"') {
+        quote = c;
+      } else if (c == '#' && (i == 0 || line[i - 1] == ' ')) {
+        break;
+      } else if (c == '[' || c == '{') {
+        ++flow;
+      } else if ((c == ']' || c == '}') && flow > 0) {
+        --flow;
+      }
+      if (flow + indents.size() > max_yaml_depth) {
+        const std::string_view head = line.substr(indent, line.find(':', indent) - indent);
+        const bool named = head.find_first_of("[]{}\"' ") == std::string_view::npos && !head.empty();
+        throw input_error(
+            file + ":" + std::to_string(line_no) + (named ? ": " + std::string(head.substr(0, 40)) : ""),
+            "nested deeper than the limit of " + std::to_string(max_yaml_depth) + " levels");
+      }
+    }
+  }
+}
+
 /// Parses YAML text (`file` names it in errors); a syntax error names the line.
 inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file) {
   yaml_doc doc;
   doc.file = file;
+  check_yaml_depth(text, file);
   YAML::Node root;
   try {
     const std::vector<YAML::Node> documents = YAML::LoadAll(text);
@@ -220,6 +265,8 @@ inline void apply_overrides(yaml_doc& doc, const std::vector<std::string>& overr
         o[eq - 1] == '.')
       throw input_error("--set", "expected key.path=value, got '" + o + "'");
     const std::string key = o.substr(0, eq);
+    if (o.find_first_not_of(" \t", eq + 1) == std::string::npos)  // as every other empty flag (SI-13)
+      throw input_error("--set " + key, "is empty; give a value or leave the flag out");
     yaml_doc value;
     value.file = "--set " + key;
     YAML::Node node;
