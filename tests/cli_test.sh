@@ -571,6 +571,8 @@ expect "MI-48 fsdp_config path missing" 2 'fsdpcfgpath.json: /fsdp_config: /none
 printf '{"fsdp_version":2}' >"$hostile/fsdp_cfg.json"
 printf '{"fsdp":"full_shard","fsdp_config":"%s"}' "$hostile/fsdp_cfg.json" >"$hostile/fsdpcfgfile.json"
 expect "MI-48 fsdp_config path read" 0 'full_shard' -- --training-args "$hostile/fsdpcfgfile.json" --gpus 2
+python3 -c "import json, sys; d = json.load(open(sys.argv[1])); d['_headroom'] = {'architecture': 'llama'}; json.dump(d, open(sys.argv[2], 'w'))" "$data/configs/olmo-2-1124-7b-instruct.json" "$hostile/olmo_as_llama.json"
+expect "a family forced on one headroom reads" 2 "olmo_as_llama.json: /_headroom/architecture: 'llama' forced on 'olmo2', which headroom reads as itself" -- --config "$hostile/olmo_as_llama.json"
 rm -rf "$hostile"
 # Issue 32: --model ORG/NAME downloads what the cache lacks, from a fake Hub on 127.0.0.1 (tests/fake_hub.cpp),
 # in huggingface_hub's layout; every failure is exit 2 naming the flag. Not golden records: the port changes.
@@ -750,6 +752,157 @@ bin=$dir/precision_failure_modes
 expect "SI-48 precision help" 0 '^usage: precision_failure_modes' -- --help
 bin=$dir/throughput_ablation
 expect "MI-31 ablation on a GPU without bf16" 2 '^error: --gpu: t4 has no bf16 support, and throughput_ablation prices bf16 runs only' -- --gpu t4
+
+# Issue 31, step 5: the rest of ../shared/validation/hostile-inputs.md, one case per id (those not above).
+hostile=$(mktemp -d)
+# deep_json OUT KEY.PATH LEVELS [BASE]: BASE (or {}) with KEY.PATH set to LEVELS nested empty arrays.
+deep_json() {
+  python3 -c "
+import json, sys
+out, keys, levels = sys.argv[1], sys.argv[2].split('.'), int(sys.argv[3])
+doc = json.load(open(sys.argv[4])) if len(sys.argv) > 4 else {}
+node = doc
+for k in keys[:-1]: node = node.setdefault(k, {})
+node[keys[-1]] = 'DEEP'
+open(out, 'w').write(json.dumps(doc).replace('\"DEEP\"', '[' * levels + ']' * levels))" "$@"
+}
+# set_json OUT KEY.PATH JSON BASE: BASE with KEY.PATH set to the JSON value.
+set_json() {
+  python3 -c "
+import json, sys
+doc = json.load(open(sys.argv[4]))
+node = doc
+keys = sys.argv[2].split('.')
+for k in keys[:-1]: node = node.setdefault(k, {})
+node[keys[-1]] = json.loads(sys.argv[3])
+json.dump(doc, open(sys.argv[1], 'w'))" "$@"
+}
+model=$data/../../presets/llama-3.1-8b-like.json
+h100=$data/../../presets/gpus/h100-sxm.json
+bin=$dir/memory_calculator
+deep_json "$hostile/init.json" model_init_kwargs.x 1000000
+expect "CR-03 deep model_init_kwargs" 2 'init.json: /model_init_kwargs/x: nested deeper than the limit of 256 levels' -- --training-args "$hostile/init.json"
+deep_json "$hostile/g3.json" text_config.junk 1000000 "$data/configs/gemma-3-4b-it.json"
+expect "CR-05 deep text_config" 2 'g3.json: /text_config/junk: nested deeper than the limit' -- --config "$hostile/g3.json"
+mkdir "$hostile/ck"
+cp "$data/checkpoints/olmo2-index/config.json" "$hostile/ck/"
+deep_json "$hostile/ck/model.safetensors.index.json" metadata.total_size 100000
+expect "CR-06 deep checkpoint index" 2 'model.safetensors.index.json: /metadata/total_size: nested deeper than the limit' -- --config "$hostile/ck/config.json"
+deep_json "$hostile/hname.json" _headroom.name 1000000 "$model"
+expect "CR-07 deep _headroom name" 2 'hname.json: /_headroom/name: nested deeper than the limit' -- --config "$hostile/hname.json"
+deep_json "$hostile/peftr.json" peft_config.r 1000000
+expect "CR-08 deep peft_config" 2 'peftr.json: /peft_config/r: nested deeper than the limit' -- --training-args "$hostile/peftr.json"
+deep_json "$hostile/deep80k.json" hidden_size 80000 "$model"
+expect "CR-09 80,000 levels" 2 'deep80k.json: /hidden_size: nested deeper than the limit' -- --config "$hostile/deep80k.json"
+deep_json "$hostile/dsinline.json" deepspeed.zero_optimization.stage 100000
+expect "CR-10 deep inline deepspeed" 2 'dsinline.json: /deepspeed/zero_optimization/stage: nested deeper than the limit' -- --training-args "$hostile/dsinline.json" --gpus 2
+printf '[999999999999]\n' >"$hostile/longj.json"
+expect "CR-19 absurd length in a JSON list" 2 'longj.json: /0: length 999999999999 is absurdly large' -- --lengths "$hostile/longj.json"
+deep_json "$hostile/dsdeep.json" zero_optimization.stage 100000
+sed "s#^deepspeed:.*#deepspeed: $hostile/dsdeep.json#" "$rec/lf_qwen3_full_sft_ds3.yaml" >"$hostile/lf_dsdeep.yaml"
+expect "CR-26 recipe's deep deepspeed" 2 'dsdeep.json: /zero_optimization/stage: nested deeper than the limit' -- --recipe "$hostile/lf_dsdeep.yaml"
+sed "s#deepspeed_config_file:.*#deepspeed_config_file: $hostile/dsdeep.json#" "$rec/acc_deepspeed.yaml" >"$hostile/acc_dsdeep.yaml"
+expect "CR-27 accelerate's deep deepspeed" 2 'dsdeep.json: /zero_optimization/stage: nested deeper than the limit' -- --accelerate-config "$hostile/acc_dsdeep.yaml"
+mkdir -p "$hostile/gd/gpus" "$hostile/pdd"
+deep_json "$hostile/gd/gpus/deep.json" memory_gb 100000 "$h100"
+expect "CR-28 deep GPU file" 2 'deep.json: /memory_gb: nested deeper than the limit' -- --preset-dir "$hostile/gd" --gpu deep
+deep_json "$hostile/pdd/deepm.json" hidden_size 100000
+expect "CR-29 deep preset" 2 'deepm.json: /hidden_size: nested deeper than the limit' -- --preset-dir "$hostile/pdd" --preset deepm
+{ sed '/^lr_scheduler_kwargs:/,+1d' "$rec/trl_smollm3_sft_full.yaml"; printf 'lr_scheduler_kwargs: &k\n  x: *k\n'; } >"$hostile/trl_self.yaml"
+expect "CR-30 TRL self alias" 2 'trl_self.yaml:[0-9]+: lr_scheduler_kwargs.x: alias \*k refers to its own anchor &k' -- --recipe "$hostile/trl_self.yaml"
+{ cat "$rec/tt_llama3_2_1b_full_single_device.yaml"; printf 'loop: &x\n  a: *x\n'; } >"$hostile/tt_self.yaml"
+expect "CR-31 torchtune self alias" 2 'tt_self.yaml:[0-9]+: loop.a: alias \*x refers to its own anchor &x' -- --recipe "$hostile/tt_self.yaml"
+expect "MI-02 denormal budget" 2 "^error: --budget-gb: expected a size in GB.*got '1e-320'" -- --budget-gb 1e-320
+expect "MI-07 fit batch past the cap" 2 '^error: budget: holds even batch 16777216' -- --fit batch --budget-gb 1e9
+expect "MI-08 accelerate's spelling" 0 'sharding +full_shard' -- --fsdp FULL_SHARD --gpus 2
+printf '{"fp16":{"enabled":true}}' >"$hostile/fp16.json"
+printf '{"bf16":{"enabled":false}}' >"$hostile/bf16f.json"
+expect "MI-12 deepspeed fp16 on an A100" 2 'fp16.json: /fp16/enabled: true disagrees with --precision' -- --deepspeed "$hostile/fp16.json" --gpus 2 --gpu a100-80gb
+expect "MI-13 deepspeed bf16 off on an A100" 2 'bf16f.json: /bf16/enabled: false disagrees with --precision' -- --deepspeed "$hostile/bf16f.json" --gpus 2 --gpu a100-80gb
+expect "MI-14 deepspeed fp16 on one GPU" 2 'fp16.json: /fp16/enabled: true disagrees with --precision' -- --deepspeed "$hostile/fp16.json"
+printf '  4096\n' >"$hostile/sp.csv"
+expect "MI-18 a length with blanks" 0 '^lengths +1 sequences from' -- --lengths "$hostile/sp.csv"
+printf '4096\t\n' >"$hostile/tt.csv"
+expect "MI-20 a length with a tab" 0 '^lengths +1 sequences from' -- --lengths "$hostile/tt.csv"
+printf '100\n' >"$hostile/bad"$'\xff'"name.csv"
+expect "MI-30 lengths file name not UTF-8" 0 '"sequences": 1' -- --lengths "$hostile/bad"$'\xff'"name.csv" --json
+deep_json "$hostile/n5k.json" hidden_size 5000 "$model"
+expect "MI-33 a short message for a deep value" 2 '^error: .*n5k.json: /hidden_size: nested deeper than the limit of 256 levels$' -- --config "$hostile/n5k.json"
+deep_json "$hostile/n70k.json" hidden_size 70000 "$model"
+expect "MI-38 a short message for a deeper value" 2 '^error: .*n70k.json: /hidden_size: nested deeper than the limit of 256 levels$' -- --config "$hostile/n70k.json"
+cp "$rec/ds_z2_llamafactory.json" "$hostile/z2.json"
+printf '{"fsdp":"full_shard","deepspeed":"%s"}' "$hostile/z2.json" >"$hostile/fsdpdsp.json"
+expect "MI-40 fsdp and a deepspeed path" 2 'fsdpdsp.json: /fsdp: and /deepspeed: give one of them' -- --training-args "$hostile/fsdpdsp.json" --gpus 2
+sed 's/^fsdp_config:/fsdp_config:\n  fsdp_version: 3/' "$rec/acc_fsdp.yaml" >"$hostile/acc_fv3.yaml"
+expect "MI-43 accelerate fsdp_version 3" 2 "acc_fv3.yaml:[0-9]+: fsdp_config.fsdp_version: unknown '3'; valid: 1, 2" -- --accelerate-config "$hostile/acc_fv3.yaml"
+sed 's/^fsdp_config:/fsdp_config:\n  fsdp_version: 2/' "$rec/acc_fsdp.yaml" >"$hostile/acc_fv2orig.yaml"
+expect "SI-33 accelerate orig params on FSDP2" 2 "acc_fv2orig.yaml:[0-9]+: fsdp_config.fsdp_use_orig_params: is FSDP1's setting" -- --accelerate-config "$hostile/acc_fv2orig.yaml"
+printf '\xef\xbb\xbf5000\n100\n' >"$hostile/bom.csv"
+expect "SI-01 a BOM" 0 '^lengths +2 sequences from' -- --lengths "$hostile/bom.csv" --batch 2
+printf '\t5000\n100\n' >"$hostile/tab1.csv"
+expect "SI-02 a leading tab" 0 '^lengths +2 sequences from' -- --lengths "$hostile/tab1.csv" --batch 2
+sed '/^fsdp_version:/,/^  reshard_after_forward:/d' "$rec/ax_llama3_1b_fft_fsdp2_offload.yml" >"$hostile/ax_fsdp2w.yml"
+echo 'fsdp: [full_shard, shard_grad_op]' >>"$hostile/ax_fsdp2w.yml"
+expect "SI-30 axolotl's two fsdp shardings" 2 'ax_fsdp2w.yml:[0-9]+: fsdp: full_shard and shard_grad_op exclude each other' -- --recipe "$hostile/ax_fsdp2w.yml" --gpus 2
+set_json "$hostile/ansimt.json" model_type '"\u001b[2Jx"' "$model"
+expect "SI-39 escape in a model_type" 2 "ansimt.json: /model_type: unsupported '\\\\x1b\[2Jx'" -- --config "$hostile/ansimt.json"
+expect "SI-42 preset-dir /proc" 2 "^error: --preset-dir: '/proc' holds no preset files" -- --preset-dir /proc
+for id in OW-13:--config:model.json OW-19:--recipe:ax.yml OW-20:--training-args:ta.json OW-22:--accelerate-config:accx.yaml; do
+  IFS=: read -r name flag file <<<"$id"
+  case $file in
+    model.json) cp "$model" "$hostile/$file" ;;
+    ax.yml) cp "$rec/ax_llama3_lora_1b.yml" "$hostile/$file" ;;
+    ta.json) printf '{"per_device_train_batch_size":2}' >"$hostile/$file" ;;
+    accx.yaml) cp "$rec/acc_fsdp.yaml" "$hostile/$file" ;;
+  esac
+  expect "$name svg over the $flag input" 2 "--svg: '.*$file' is a file this run reads; refusing to write over it" -- "$flag" "$hostile/$file" --svg "$hostile/$file"
+done
+printf '100\n200\n' >"$hostile/lens.csv"
+expect "OW-14 svg over the lengths" 2 "--svg: '.*lens.csv' is a file this run reads" -- --lengths "$hostile/lens.csv" --svg "$hostile/lens.csv"
+ln -sf "$hostile/model.json" "$hostile/link.svg"
+expect "OW-15 svg through a symlink to the config" 2 "--svg: '.*link.svg' is a file this run reads" -- --config "$hostile/model.json" --svg "$hostile/link.svg"
+ln "$hostile/model.json" "$hostile/hard.json"
+expect "OW-17 svg over a hard link of the config" 2 "--svg: '.*model.json' is a file this run reads" -- --config "$hostile/hard.json" --svg "$hostile/model.json"
+cp "$hostile/z2.json" "$hostile/dsx.json"
+expect "OW-21 svg over the deepspeed input" 2 "--svg: '.*dsx.json' is a file this run reads" -- --deepspeed "$hostile/dsx.json" --gpus 2 --svg "$hostile/dsx.json"
+expect "OW-09 svg to a full disk" 2 "--svg: cannot write '/dev/full': No space left on device" -- --svg /dev/full
+expect "OW-11 csv and svg to a full disk" 2 "--svg: cannot write '/dev/full'" -- --sweep seq-len=512:1024 --csv --svg /dev/full
+expect "OW-12 sweep svg to a full disk" 2 "--svg: cannot write '/dev/full'" -- --sweep seq-len=512:1024:x2 --svg /dev/full
+full_stdout "OW-01 table to a full disk" memory_calculator
+full_stdout "OW-02 csv to a full disk" memory_calculator --sweep seq-len=512:1024:x2 --csv
+full_stdout "OW-03 lr csv to a full disk" lr_schedule --total 10 --csv
+full_stdout "OW-04 throughput json to a full disk" throughput_calculator --gpu h100-sxm --json
+full_stdout "OW-05 over budget to a full disk" memory_calculator --budget-gb 10
+full_stdout "OW-06 presets to a full disk" memory_calculator --list-presets
+full_stdout "OW-07 help to a full disk" memory_calculator --help
+err=$("$dir/memory_calculator" 2>&1 >&-)
+if [[ $? -eq 2 ]] && grep -q 'standard output: cannot write (Bad file descriptor)' <<<"$err"; then passed=$((passed + 1)); else failed=$((failed + 1)); echo "FAIL OW-08 closed stdout: $err"; fi
+bin=$dir/throughput_calculator
+mkdir -p "$hostile/pd/gpus"
+set_json "$hostile/pd/gpus/slow.json" memory_bandwidth_gb_s 1e-300 "$h100"
+set_json "$hostile/pd/gpus/weak.json" dense_tflops.bf16 1e-300 "$h100"
+set_json "$hostile/pd/gpus/fast.json" memory_bandwidth_gb_s 1e308 "$h100"
+expect "SI-19 a GPU of no bandwidth" 2 'slow.json: /memory_bandwidth_gb_s: must be a number of GB/s in \[1, 1e5\], got 1e-300' -- --preset-dir "$hostile/pd" --gpu slow
+expect "SI-20 a GPU of no compute" 2 'weak.json: /dense_tflops: /bf16: must be a TFLOP/s figure in \[0.01, 1e6\]' -- --preset-dir "$hostile/pd" --gpu weak
+expect "SI-21 a GPU of infinite bandwidth" 2 'fast.json: /memory_bandwidth_gb_s: must be a number of GB/s in \[1, 1e5\], got 1e\+308' -- --preset-dir "$hostile/pd" --gpu fast
+bin=$dir/throughput_ablation
+mkfifo "$hostile/fifo.csv"
+expect "CR-21 ablation lengths fifo" 2 'fifo.csv: is not a regular file' -- --lengths "$hostile/fifo.csv"
+expect "SI-03 ablation lengths with a BOM" 0 'lengths: 2 sequences' -- --lengths "$hostile/bom.csv"
+bin=$dir/02_recipe
+printf 'base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nmicro_batch_size: 1\nloop: &x [1, *x]\n' >"$hostile/selfref.yaml"
+expect "CR-12 example 02 self alias" 2 'selfref.yaml:4: loop: alias \*x refers to its own anchor &x' -- "$hostile/selfref.yaml"
+python3 -c "N=100000; open('$hostile/deep.yaml','w').write('base_model: NousResearch/Llama-3.2-1B\nadapter: lora\nloop: '+'['*N+']'*N+'\n')"
+expect "MI-24 example 02 deep YAML" 2 'deep.yaml:3: loop: nested deeper than the limit of 256 levels' -- "$hostile/deep.yaml"
+printf 'hello\n' >"$hostile/notjson.txt"
+sed "s#^base_model:.*#base_model: $hostile/notjson.txt#" "$rec/ax_llama3_lora_1b.yml" >"$hostile/etc.yaml"
+expect "MI-27 example 02 base_model not a config" 2 'etc.yaml:[0-9]+: base_model: .*notjson.txt: malformed JSON at line 1' -- "$hostile/etc.yaml"
+bin=$dir/lr_schedule
+expect "MI-32 constant with a warmup" 2 'warmup_steps: the constant schedule has no warmup' -- --total 100 --type constant --warmup 50
+expect "SI-44 min-lr on linear" 2 'min_lr: is not an argument of the linear schedule' -- --type linear --min-lr 0.1 --total 100
+expect "SI-45 a warmup past the run" 2 'warmup_steps: 1000000000000000 exceed num_training_steps 100' -- --warmup 1e15 --total 100
+expect "OW-10 lr svg to a full disk" 2 "--svg: cannot write '/dev/full'" -- --total 100 --svg /dev/full
+rm -rf "$hostile"
 
 [[ -n $golden ]] && golden_finish
 echo "$passed passed, $failed failed"

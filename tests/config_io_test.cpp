@@ -589,3 +589,12 @@ TEST_CASE(
   CHECK(detail::read_version_or(fc, "missing", "t.json", 1, 2) == 1);
   CHECK(detail::read_version_or(nlohmann::json{{"fsdp_version", 2}}, "fsdp_version", "t.json", 1, 2) == 2);
 }
+
+TEST_CASE("The family escape hatch is refused on a model_type headroom reads itself (issue 31)",
+          "[config_io]") {
+  nlohmann::json olmo = detail::parse_json_file(test::data_dir / "configs" / "olmo-2-1124-7b-instruct.json");
+  CHECK(parameter_count(model_from_config(olmo, "o.json").spec.shape).count() == 7'298'617'344);
+  olmo["_headroom"] = {{"architecture", "llama"}};  // as llama it would lose the q/k norms: 7,298,355,200
+  test::require_input_error([&] { (void)model_from_config(olmo, "o.json"); }, "/_headroom/architecture",
+                            "which headroom reads as itself");
+}

@@ -593,6 +593,15 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
     if (mm.model_type == out.model_type && !forced) return mm.read(j, origin);
   const architecture& arch = detail::architecture_of(origin, out.model_type, choice);
   detail::check_shape_keys(j, origin, arch, choice.family);
+  // The escape hatch is for a model_type headroom does not read; forced on one it reads, past the keys
+  // check_shape_keys names, it drops that family's own tensors silently (olmo2 as llama: its q/k norms).
+  const bool readable = std::any_of(architectures.begin(), architectures.end(),
+                                    [&](const architecture& a) { return a.model_type == out.model_type; });
+  if (forced && readable && choice.family != out.model_type)
+    throw input_error(
+        origin + ": /_headroom/architecture",
+        "'" + choice.family + "' forced on '" + out.model_type +
+            "', which headroom reads as itself: remove it (the count would miss its own tensors)");
   model_shape& m = out.spec.shape;
   detail::read_common_shape(j, origin, arch, m);
   detail::read_softcaps(j, origin, arch, m);
