@@ -859,6 +859,11 @@ for id in OW-13:--config:model.json OW-19:--recipe:ax.yml OW-20:--training-args:
 done
 printf '100\n200\n' >"$hostile/lens.csv"
 expect "OW-14 svg over the lengths" 2 "--svg: '.*lens.csv' is a file this run reads" -- --lengths "$hostile/lens.csv" --svg "$hostile/lens.csv"
+sed 's/^fsdp_version: 2/fsdp_version: 3/' "$rec/ax_llama3_1b_fft_fsdp2_offload.yml" >"$hostile/ax_fv3.yml"
+expect "MI-41 axolotl fsdp_version 3" 2 "ax_fv3.yml:[0-9]+: fsdp_version: unknown '3'; valid: 1, 2" -- --recipe "$hostile/ax_fv3.yml" --gpus 2
+ln -sf "$hostile/model.json" "$hostile/link2.json"
+expect "OW-16 svg over the file a config symlink names" 2 "--svg: '.*model.json' is a file this run reads" -- --config "$hostile/link2.json" --svg "$hostile/model.json"
+expect "OW-18 svg over the lengths by another path" 2 "--svg: '.*lens.csv' is a file this run reads" -- --lengths "$hostile/lens.csv" --svg "$hostile/ck/../lens.csv"
 ln -sf "$hostile/model.json" "$hostile/link.svg"
 expect "OW-15 svg through a symlink to the config" 2 "--svg: '.*link.svg' is a file this run reads" -- --config "$hostile/model.json" --svg "$hostile/link.svg"
 ln "$hostile/model.json" "$hostile/hard.json"
