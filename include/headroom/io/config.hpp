@@ -181,8 +181,9 @@ inline constexpr std::array<near_architecture, 3> near_architectures{{
      "MiniCPM's scale_emb, scale_depth and dim_model_base scalings: the products they keep are not priced"},
 }};
 
-/// A config file's text; a directory, a device, a missing or a huge file is an error naming the file.
-inline std::string read_config_text(const std::filesystem::path& file) {
+/// A config file opened for reading; a directory, a device, a missing or a huge file is an error naming the
+/// file.
+inline std::ifstream open_config_file(const std::filesystem::path& file) {
   std::error_code ec;
   if (std::filesystem::is_directory(file, ec)) throw input_error(file.string(), "is a directory, not a file");
   if (std::filesystem::exists(file, ec) && !std::filesystem::is_regular_file(file, ec))
@@ -193,6 +194,11 @@ inline std::string read_config_text(const std::filesystem::path& file) {
     throw input_error(file.string(), "is larger than 64 MiB: not a config file");
   std::ifstream in(file);
   if (!in) throw input_error(file.string(), "cannot open file");
+  return in;
+}
+/// A config file's text (open_config_file's checks).
+inline std::string read_config_text(const std::filesystem::path& file) {
+  std::ifstream in = open_config_file(file);
   std::stringstream text;
   text << in.rdbuf();
   return text.str();

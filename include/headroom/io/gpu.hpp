@@ -8,7 +8,6 @@
 #include <filesystem>
 #include <fstream>
 #include <optional>
-#include <sstream>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -101,8 +100,9 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
 }
 
 /// Sequence lengths from a file: a JSON array of positive integers, or CSV with one length per line (an
-/// optional header line such as "length" is skipped, a UTF-8 byte-order mark and tabs are ignored). A regular
-/// file of at most 64 MiB, each length at most max_workload_seq_len (docs/errors.md "Limits").
+/// optional header line such as "length" is skipped, a UTF-8 byte-order mark and tabs are ignored), read line
+/// by line. A regular file of at most 64 MiB, each length at most max_workload_seq_len (docs/errors.md
+/// "Limits").
 [[nodiscard]] inline std::vector<std::uint64_t> load_lengths(const std::filesystem::path& file) {
   std::vector<std::uint64_t> out;
   const auto take = [&](const std::string& where, std::uint64_t n) {
@@ -121,7 +121,8 @@ inline std::optional<double> read_tflops(const nlohmann::json& j, std::string_vi
       take(where, j[i].get<std::uint64_t>());
     }
   } else {
-    std::istringstream in(detail::read_config_text(file));  // a FIFO, device or directory is refused
+    // Streamed line by line (issue 31, step 4): the file's checks, never a copy of its text.
+    std::ifstream in = detail::open_config_file(file);  // a FIFO, device or directory is refused
     std::string line;
     for (std::size_t n = 1; std::getline(in, line); ++n) {
       if (n == 1 && line.rfind("\xEF\xBB\xBF", 0) == 0) line.erase(0, 3);  // a UTF-8 byte-order mark
