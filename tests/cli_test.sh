@@ -519,6 +519,8 @@ expect "SI-26 bf16 and fp16" 2 'bf16fp16.yml:[0-9]+: fp16: and bf16 are both tru
 expect "SI-26 as reproduced: bf16 twice" 2 'bf16again.yml:[0-9]+: bf16: duplicate key \(first at line [0-9]+\)' -- --recipe "$hostile/bf16again.yml"
 { cat "$rec/ax_llama3_lora_1b.yml"; printf -- '---\nmicro_batch_size: 64\n'; } >"$hostile/twodoc.yml"
 expect "SI-27 a second document" 2 'twodoc.yml:[0-9]+: a second YAML document' -- --recipe "$hostile/twodoc.yml"
+printf ',molel_name.or_path: someone/Secret-Mo$del-13B\nasgte: sft\n' >"$hostile/loadall.yaml"
+expect "malformed YAML that hung yaml-cpp's LoadAll" 2 'loadall.yaml: expected a YAML mapping of config keys at the top level' -- --recipe "$hostile/loadall.yaml"
 printf 'distributed_type: FSDP\nnum_processes: 2\nfsdp_config: "FULL_SHARD"\n' >"$hostile/accstr.yaml"
 expect "SI-28 accelerate fsdp_config string" 2 'accstr.yaml:3: fsdp_config: must be a mapping, got "FULL_SHARD"' -- --accelerate-config "$hostile/accstr.yaml"
 sed '/^fsdp_config:/a\  use_orig_params: true' "$rec/ax_llama3_1b_fft_fsdp2_offload.yml" >"$hostile/ax_fv2orig.yml"

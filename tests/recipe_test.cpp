@@ -585,7 +585,7 @@ TEST_CASE(
   CHECK_THROWS_WITH(detail::parse_yaml_text("a: 1\nb: 2\na: 3\n", "dup.yml"),
                     "dup.yml:3: a: duplicate key (first at line 1); give it once");
   CHECK_THROWS_WITH(detail::parse_yaml_text("a: 1\n---\na: 2\n", "two.yml"),
-                    "two.yml:3: a second YAML document; a config is one document");
+                    "two.yml:2: a second YAML document; a config is one document");
   CHECK_THROWS_WITH(detail::parse_yaml_text("<<: [1]\n", "bad.yml"),
                     "bad.yml:1: <<: a merge key takes a mapping or a list of mappings");
 }

@@ -235,18 +235,38 @@ inline void check_yaml_depth(std::string_view text, const std::string& file) {
   }
 }
 
+/// The line of a second document's "---" marker (0: one document). Markers before any content open the first.
+inline std::size_t second_document_line(std::string_view text) {
+  bool content = false;
+  std::size_t line_no = 0;
+  for (std::size_t start = 0; start < text.size();) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    const std::string_view line = text.substr(start, end - start);
+    start = end + 1;
+    ++line_no;
+    const bool marker = line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+    if (marker && content) return line_no;
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && line[first] != '#' && line[0] != '%') content = true;
+  }
+  return 0;
+}
+
 /// Parses YAML text (`file` names it in errors); a syntax error names the line.
 inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file) {
   yaml_doc doc;
   doc.file = file;
   check_yaml_depth(text, file);
   YAML::Node root;
+  // YAML::Load reads the first document and drops the rest (issue 31, SI-27); YAML::LoadAll never returns on
+  // some malformed text (yaml-cpp 0.7, found by the recipe fuzzer), so the second document is found by its
+  // marker: a line starting "---" at column 0 after content (a block scalar's lines are indented).
+  if (const std::size_t second = second_document_line(text); second != 0)
+    throw input_error(doc.file + ":" + std::to_string(second),
+                      "a second YAML document; a config is one document");
   try {
-    const std::vector<YAML::Node> documents = YAML::LoadAll(text);
-    if (documents.size() > 1)  // YAML::Load read the first and dropped the rest (issue 31, SI-27)
-      throw input_error(doc.file + ":" + std::to_string(documents[1].Mark().line + 1),
-                        "a second YAML document; a config is one document");
-    if (!documents.empty()) root = documents.front();
+    root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
     throw input_error(doc.file + ":" + std::to_string(e.mark.line + 1), "malformed YAML: " + e.msg);
   }
