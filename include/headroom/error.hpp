@@ -47,6 +47,17 @@ class input_error : public std::invalid_argument {
   std::string field_;
 };
 
+/// `read()`, with `where` (the key or file that led to it) put in front of any input_error it throws:
+/// "etc.yaml:2: base_model: notjson.txt: malformed JSON ...".
+template <class Read>
+auto named_by(const std::string& where, Read&& read) -> decltype(read()) {
+  try {
+    return read();
+  } catch (const input_error& e) {
+    throw input_error(where, e.what());
+  }
+}
+
 /// A product or sum too large for 64 bits: the input is absurd, and no budget can hold the result.
 class overflow_error : public input_error {
  public:

@@ -413,9 +413,7 @@ inline comm_times time_comm(const model_spec& spec, const static_estimate& st, c
 /// parallel ones (each updates and clips its own shard).
 inline double update_shards(const parallel_config& p) {
   const double model = static_cast<double>(p.tensor_parallel * p.pipeline_parallel);
-  if (p.shard == sharding::none) return model;
-  return model * static_cast<double>(p.shard == sharding::fsdp_hybrid ? std::min(p.data_parallel, p.node_gpus)
-                                                                      : p.data_parallel);
+  return p.shard == sharding::none ? model : model * static_cast<double>(shard_group(p));
 }
 
 /// The layout as the roofline splits the model: t ranks per layer, the slowest stage's ⌈L/p⌉ of L layers.
@@ -426,12 +424,12 @@ inline model_split split_of(const model_shape& m, const parallel_config& p) {
 }
 
 /// Tensor parallelism's all-reduces and a pipeline stage's sends for one micro-batch (communication.hpp).
-inline comm_times time_model_parallel(const model_shape& m, const run_config& r, const activation_config& a,
-                                      const model_split& split, const comm_links& links) {
-  const double tokens = static_cast<double>(a.batch) * static_cast<double>(a.seq_len);
-  const model_parallel_volume v{tokens * static_cast<double>(m.hidden_size) * operand_bytes, tokens,
+inline comm_times time_model_parallel(const model_shape& m, const run_config& r, checkpointing ckpt,
+                                      const roofline_tokens& k, const model_split& split,
+                                      const comm_links& links) {
+  const model_parallel_volume v{k.t * static_cast<double>(m.hidden_size) * operand_bytes, k.t,
                                 split.stage * static_cast<double>(m.num_hidden_layers),
-                                recomputes_blocks(a.ckpt)};
+                                recomputes_blocks(ckpt)};
   comm_times t;
   t.tensor_parallel = tensor_parallel_comm_s(r.parallel, v, links);
   t.pipeline_send = pipeline_send_s(r.parallel, v, links);
@@ -493,7 +491,7 @@ inline comm_times time_model_parallel(const model_shape& m, const run_config& r,
   double stage_micro = micro;   // one micro-batch on the slowest stage, its exposed transfers included
   if (r.parallel.gpus() > 1) {  // one GPU communicates nothing and computes none of this
     const comm_links links = detail::links_of(gpu, rc, r.parallel);
-    e.comm = detail::time_model_parallel(m, r, a, split, links);
+    e.comm = detail::time_model_parallel(m, r, a.ckpt, k, split, links);
     stage_micro += e.comm.tensor_parallel + e.comm.pipeline_send;  // per micro-batch, none of it hidden
     e.comm.tensor_parallel *= accum;
     e.comm.pipeline_send *= accum;

@@ -208,7 +208,6 @@ inline int checked_stdout(int rc) {
   return exit_bad_input;
 }
 
-/// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
 /// `text` with control characters (ESC and the like, from a config's name or a flag) written as \\xNN, so
 /// that printing a file's strings cannot drive the terminal (issue 31, SI-38..40); newlines and tabs stay.
 inline std::string printable(std::string_view text) {
@@ -227,6 +226,7 @@ inline std::string printable(std::string_view text) {
   return out;
 }
 
+/// Parses the command line and runs `body`, mapping every failure to the exit-code contract.
 template <class Body>
 int run(CLI::App& app, int argc, char** argv, Body&& body) {
   try {

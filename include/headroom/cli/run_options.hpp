@@ -728,11 +728,11 @@ inline run_request add_accelerate(const run_options& o, const run_request& defau
   if (a.deepspeed_file.empty()) return q;
   if (deepspeed) throw input_error("--deepspeed", o.accelerate + " names a DeepSpeed config already");
   std::vector<std::string> ds_notes, warnings, ignored;
-  try {
-    q = add_deepspeed_file(o, defaults, q, m, a.deepspeed_file, a.processes, ds_notes, warnings, ignored);
-  } catch (const input_error& e) {  // the launcher's key first, then the DeepSpeed file's fault (MI-46)
-    throw input_error(o.accelerate + ": deepspeed_config.deepspeed_config_file", e.what());
-  }
+  q = named_by(o.accelerate + ": deepspeed_config.deepspeed_config_file",
+               [&] {  // the launcher's key first (MI-46)
+                 return add_deepspeed_file(o, defaults, q, m, a.deepspeed_file, a.processes, ds_notes,
+                                           warnings, ignored);
+               });
   for (std::string& line : file_report("", ds_notes, warnings, "deepspeed: ignored keys", ignored))
     notes.push_back(std::move(line));
   return q;

@@ -614,11 +614,7 @@ inline void read_mlp_or_experts(const nlohmann::json& j, const std::string& orig
   detail::read_mlp_or_experts(j, origin, arch, m);
   if (arch.read_keys != nullptr) arch.read_keys(j, origin, m, out.notes);  // the family's own keys
   detail::read_dropout_and_window(j, origin, m, out.notes);
-  try {
-    validate(m);
-  } catch (const input_error& e) {
-    throw input_error(origin, e.what());
-  }
+  named_by(origin, [&] { validate(m); });
 
   detail::read_meta(out, j, origin);
   return out;
@@ -676,11 +672,8 @@ inline std::optional<std::uint64_t> safetensors_values(const std::filesystem::pa
   if (size == 0 || size > (std::uint64_t{100} << 20)) return std::nullopt;  // headers are kilobytes
   std::string header(static_cast<std::size_t>(size), '\0');
   if (!in.read(header.data(), static_cast<std::streamsize>(size))) return std::nullopt;
-  try {
-    return safetensors_header_values(header);
-  } catch (const input_error& e) {  // the file first, then the tensor
-    throw input_error(file.string(), e.what());
-  }
+  return named_by(file.string(),
+                  [&] { return safetensors_header_values(header); });  // the file, then the tensor
 }
 /// Compares the count from the shapes with the checkpoint stored beside the config, when there is one:
 /// model.safetensors.index.json (metadata.total_parameters, or metadata.total_size over the dtype's bytes)
@@ -928,13 +921,8 @@ inline std::string_view known_model_preset(const std::string& id) {
                                                    const std::filesystem::path& cache,
                                                    const hub_fetcher& fetch = {}) {
   std::error_code ec;
-  if (std::filesystem::exists(id, ec)) {
-    try {
-      return load_model_config(id);
-    } catch (const input_error& e) {  // the key that named the file, then what is wrong with it (MI-26)
-      throw input_error(where, e.what());
-    }
-  }
+  if (std::filesystem::exists(id, ec))  // the key that named the file, then what is wrong with it (MI-26)
+    return named_by(where, [&] { return load_model_config(id); });
   std::string miss, failed;  // what the cache lacked; why the download failed
   if (looks_like_hub_id(id)) {
     const hub_model_id hub = parse_hub_model_id(id, where);

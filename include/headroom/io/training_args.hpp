@@ -431,12 +431,7 @@ inline void read_args_fsdp_config(args_reading& in, training_args& a) {
     return;
   }
   const std::string path = fc->get<std::string>();
-  json from_file;
-  try {
-    from_file = parse_json_file(path);
-  } catch (const input_error& e) {  // the key that named the file first (issue 31, MI-48)
-    throw input_error(fo, e.what());
-  }
+  const json from_file = named_by(fo, [&] { return parse_json_file(path); });  // the key first (MI-48)
   if (!from_file.is_object()) throw input_error(fo + ": " + path, "must hold a JSON object");
   read_args_fsdp_object(in, a, from_file, fo + ": " + path);
 }

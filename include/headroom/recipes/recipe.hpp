@@ -654,12 +654,9 @@ inline bool llama_factory_precision(const yaml_doc& d, const nlohmann::json& j, 
   const std::uint64_t bits = llama_factory_bits(d, j);
   bool zero3 = false;  // a ZeRO-3 DeepSpeed file keeps the trainable parameters in the load dtype
   if (const auto* ds = yaml_find(j, "deepspeed"); ds != nullptr && ds->is_string() && bits == 0) {
-    nlohmann::json dsj;
-    try {
-      dsj = parse_json_file(path_beside(d.file, ds->get<std::string>()));
-    } catch (const input_error& e) {  // the recipe's key first, then the file's fault (MI-45)
-      throw input_error(d.at("deepspeed"), e.what());
-    }
+    const nlohmann::json dsj =  // the recipe's key first, then the file's fault (MI-45)
+        named_by(d.at("deepspeed"),
+                 [&] { return parse_json_file(path_beside(d.file, ds->get<std::string>())); });
     const auto zo = dsj.find("zero_optimization");
     zero3 = zo != dsj.end() && zo->is_object() && zo->value("stage", nlohmann::json(0)) == 3;
   }

@@ -191,20 +191,29 @@ inline nlohmann::json yaml_to_json(const YAML::Node& n, const std::string& path,
   return out;
 }
 
-/// Refuses YAML text nested deeper than max_yaml_depth before yaml-cpp parses it (its recursive parser gave
-/// up with "bad file" on 100,000 '[' or 2,000 indented levels: issue 31, MI-21..23): per line, the open
-/// block levels (a stack of indentations) and the flow brackets still open, outside quotes and comments.
-/// Names the line and the key it starts with.
-inline void check_yaml_depth(std::string_view text, const std::string& file) {
+/// Checks YAML text in one pass over its lines before yaml-cpp parses it (issue 31):
+/// · nesting deeper than max_yaml_depth is refused by line and the key it starts with (yaml-cpp's recursive
+///   parser gave up with "bad file" on 100,000 '[' or 2,000 indented levels: MI-21..23): per line, the open
+///   block levels (a stack of indentations) and the flow brackets still open, outside quotes and comments;
+/// · a second document is refused at its "---" marker, a line starting "---" at column 0 after content (a
+///   block scalar's lines are indented; markers before any content open the first). YAML::Load drops the
+///   rest (SI-27), and YAML::LoadAll never returns on some malformed text (yaml-cpp 0.7, the recipe fuzzer).
+/// A deep line anywhere is named before a second document.
+inline void check_yaml_text(std::string_view text, const std::string& file) {
   std::vector<std::size_t> indents;
-  std::size_t flow = 0, line_no = 0;
+  std::size_t flow = 0, line_no = 0, second = 0;
   char quote = 0;
+  bool content = false;
   for (std::size_t start = 0; start < text.size();) {
     std::size_t end = text.find('\n', start);
     if (end == std::string_view::npos) end = text.size();
     const std::string_view line = text.substr(start, end - start);
     start = end + 1;
     ++line_no;
+    const bool marker = line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
+    if (marker && content && second == 0) second = line_no;
+    const std::size_t first = line.find_first_not_of(" \t\r");
+    if (!marker && first != std::string_view::npos && line[first] != '#' && line[0] != '%') content = true;
     const std::size_t indent = line.find_first_not_of(' ');
     if (indent == std::string_view::npos || line[indent] == '#') continue;
     if (flow == 0 && quote == 0) {
@@ -233,38 +242,17 @@ inline void check_yaml_depth(std::string_view text, const std::string& file) {
       }
     }
   }
-}
-
-/// The line of a second document's "---" marker (0: one document). Markers before any content open the first.
-inline std::size_t second_document_line(std::string_view text) {
-  bool content = false;
-  std::size_t line_no = 0;
-  for (std::size_t start = 0; start < text.size();) {
-    std::size_t end = text.find('\n', start);
-    if (end == std::string_view::npos) end = text.size();
-    const std::string_view line = text.substr(start, end - start);
-    start = end + 1;
-    ++line_no;
-    const bool marker = line.substr(0, 3) == "---" && (line.size() == 3 || line[3] == ' ' || line[3] == '\r');
-    if (marker && content) return line_no;
-    const std::size_t first = line.find_first_not_of(" \t\r");
-    if (!marker && first != std::string_view::npos && line[first] != '#' && line[0] != '%') content = true;
-  }
-  return 0;
+  if (second != 0)
+    throw input_error(file + ":" + std::to_string(second),
+                      "a second YAML document; a config is one document");
 }
 
 /// Parses YAML text (`file` names it in errors); a syntax error names the line.
 inline yaml_doc parse_yaml_text(const std::string& text, const std::string& file) {
   yaml_doc doc;
   doc.file = file;
-  check_yaml_depth(text, file);
+  check_yaml_text(text, file);
   YAML::Node root;
-  // YAML::Load reads the first document and drops the rest (issue 31, SI-27); YAML::LoadAll never returns on
-  // some malformed text (yaml-cpp 0.7, found by the recipe fuzzer), so the second document is found by its
-  // marker: a line starting "---" at column 0 after content (a block scalar's lines are indented).
-  if (const std::size_t second = second_document_line(text); second != 0)
-    throw input_error(doc.file + ":" + std::to_string(second),
-                      "a second YAML document; a config is one document");
   try {
     root = YAML::Load(text);
   } catch (const YAML::Exception& e) {
